@@ -1,0 +1,1 @@
+"""tinyrustlm-release pipeline: toolchain pinning, builds, self-tests, signing, bundles."""

@@ -1,0 +1,31 @@
+"""`tinyrustlm-release`: the maintainers' command line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipeline.errors import PipelineError
+from verify.cmdline import dispatch
+
+# name -> (module with add_arguments/run, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "toolchain": ("pipeline.toolchain.cli", "install, check or re-lock the pinned Rust toolchain"),
+    "pack-model": ("pipeline.modelpack", "write a deterministic v1 model file (tiny, small, bench)"),
+    "build": ("pipeline.build.cli", "build lanes with the pinned toolchain into build/"),
+    "keygen": ("pipeline.keys", "create an Ed25519 release key pair"),
+    "release": ("pipeline.release", "toolchain check, build, verify, smoke, sign, bundle to dist/"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return dispatch(
+        "tinyrustlm-release",
+        "Build, verify, sign and release tinyrustlm.",
+        COMMANDS,
+        argv,
+        PipelineError,
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

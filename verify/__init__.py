@@ -1,0 +1,1 @@
+"""Independent inspection of release bytes. Never imports `pipeline`."""

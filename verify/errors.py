@@ -1,0 +1,33 @@
+"""The one error root of `verify`; the CLI catches it once and prints `diagnostics()`."""
+
+from __future__ import annotations
+
+# Exit codes of `tinyrustlm-verify` (documented in README.md).
+EXIT_OK = 0
+EXIT_FINDINGS = 1  # the input was read and at least one check failed
+EXIT_USAGE = 2  # argparse's own code for bad arguments
+EXIT_ERROR = 3  # the input could not be read or parsed at all
+
+
+class VerifyError(Exception):
+    """An input that cannot be inspected. `offset` is the byte offset where parsing stopped."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, *, where: str = "", offset: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.offset = offset
+
+    def diagnostics(self) -> str:
+        place = self.where
+        if self.offset is not None:
+            place = f"{place} at byte offset {self.offset} (0x{self.offset:x})".strip()
+        return f"error: {self.message}" + (f"\n  where: {place}" if place else "")
+
+
+class VerificationFailed(VerifyError):
+    """Verification ran to completion and rejected the input (a failed check, a bad signature)."""
+
+    exit_code = EXIT_FINDINGS
