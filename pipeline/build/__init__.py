@@ -1,0 +1,1 @@
+"""Deterministic builds of every lane with the pinned toolchain."""
