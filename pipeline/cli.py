@@ -10,7 +10,7 @@ from verify.cmdline import dispatch
 # name -> (module with add_arguments/run, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "toolchain": ("pipeline.toolchain.cli", "install, check or re-lock the pinned Rust toolchain"),
-    "pack-model": ("pipeline.modelpack", "write a deterministic v1 model file (tiny, small, bench)"),
+    "pack-model": ("pipeline.modelpack", "write a deterministic v1 model (tiny, small, bench)"),
     "build": ("pipeline.build.cli", "build lanes with the pinned toolchain into build/"),
     "keygen": ("pipeline.keys", "create an Ed25519 release key pair"),
     "release": ("pipeline.release", "toolchain check, build, verify, smoke, sign, bundle to dist/"),

@@ -1,0 +1,1 @@
+"""The pinned Rust toolchain: the lock file, what is installed, drift, install and re-lock."""

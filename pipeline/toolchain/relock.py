@@ -1,0 +1,80 @@
+"""`toolchain lock`: turn the seed plus this machine and the archive index into toolchain.lock."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.toolchain import archive, probe
+from pipeline.toolchain.lockfile import (
+    LOCK_SCHEMA,
+    LockedPackage,
+    LockedRustc,
+    LockedSysroot,
+    LockedTool,
+    ToolchainLock,
+    ToolchainSeed,
+    render_lock,
+)
+
+
+def build_lock(seed: ToolchainSeed) -> ToolchainLock:
+    """Every pinned fact, read from what is installed; fails if anything is missing."""
+    versions = probe.installed_versions(seed.packages)
+    missing = [spec for spec, v in versions.items() if v == probe.MISSING]
+    if missing:
+        raise PipelineError(
+            f"cannot lock packages that are not installed: {', '.join(missing)}",
+            hint="install them first (apt-get install ...), then run `toolchain lock` again",
+        )
+    packages = []
+    for pkg in seed.packages:
+        deb = archive.published(pkg.spec, versions[pkg.spec])
+        packages.append(LockedPackage(
+            name=pkg.name, architecture=pkg.architecture, role=pkg.role,
+            version=versions[pkg.spec], filename=deb.filename, size=deb.size, sha256=deb.sha256,
+        ))
+    facts = probe.rustc_facts(seed.rustc.binary)
+    if "release" not in facts:
+        raise PipelineError(f"{seed.rustc.binary} -vV did not run", where=seed.rustc.binary)
+    rustc = LockedRustc(
+        binary=seed.rustc.binary, cargo=seed.rustc.cargo, release=facts["release"],
+        llvm_version=facts.get("LLVM version", probe.MISSING), host=facts.get("host", ""),
+        cargo_version=probe.cargo_version(seed.rustc.cargo),
+    )
+    sysroots = []
+    for root in seed.sysroots:
+        digest = probe.sysroot_digest(root)
+        sysroots.append(LockedSysroot(target=root.target, path=root.path,
+                                      files=digest.files, sha256=digest.sha256))
+    tools = [LockedTool(name=t.name, argv=t.argv, pattern=t.pattern, version=probe.tool_version(t))
+             for t in seed.tools]
+    unknown = [t.name for t in tools if t.version.startswith("<")]
+    if unknown:
+        raise PipelineError(f"cannot read the version of: {', '.join(unknown)}")
+    return ToolchainLock.model_validate({
+        "schema": LOCK_SCHEMA, "distribution": seed.distribution, "codename": seed.codename,
+        "foreign_architectures": seed.foreign_architectures, "rustc": rustc,
+        "package": packages, "sysroot": sysroots, "tool": tools,
+    })
+
+
+def write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    Path(tmp).chmod(0o644)
+    Path(tmp).replace(path)
+
+
+def relock(seed: ToolchainSeed, lock_path: Path) -> bool:
+    """Write the lock; returns True if the file changed."""
+    text = render_lock(build_lock(seed))
+    old = lock_path.read_text(encoding="utf-8") if lock_path.exists() else None
+    if old != text:
+        write_atomic(lock_path, text)
+    return old != text
