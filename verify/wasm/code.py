@@ -1,0 +1,292 @@
+"""Function-body decoder: exact, offset-carrying, and table-driven for speed.
+
+Every operator is decoded with its immediates (so the counts equal `wasm-tools print`),
+block nesting is tracked so the final `end` must be the body's last byte, and LEB128
+immediates are range-checked. Hot path: bytes indexing on a per-body slice, one small-int
+`shape` per single-byte opcode (derived from opcodes.OPCODES), single-byte LEBs inline;
+everything rare goes through `_immediates`, which handles every `Imm` kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verify.wasm.errors import MalformedWasm
+from verify.wasm.features import NONE, Proposal
+from verify.wasm.opcodes import OPCODES, PREFIXES, Imm, Op
+from verify.wasm.reader import leb_signed, leb_unsigned
+from verify.wasm.types import valtype_requirement
+
+# ---- shapes of single-byte opcodes (derived from the table) ----
+_UNKNOWN, _NONE, _LEB, _MEMARG, _BLOCK, _END, _PREFIX, _OTHER = range(8)
+# Immediate kind -> (signed, bits) for the one-LEB fast path.
+_LEB_KINDS: dict[Imm, tuple[bool, int]] = {
+    Imm.LABEL: (False, 32),
+    Imm.FUNC: (False, 32),
+    Imm.LOCAL: (False, 32),
+    Imm.GLOBAL: (False, 32),
+    Imm.DATA: (False, 32),
+    Imm.ELEM: (False, 32),
+    Imm.TAG: (False, 32),
+    Imm.I32: (True, 32),
+    Imm.I64: (True, 64),
+}
+
+
+def _shape(op: Op) -> int:
+    if op.name == "end":
+        return _END
+    if op.name in ("delegate", "try_table"):  # they change the nesting depth
+        return _OTHER
+    if op.imms == (Imm.BLOCKTYPE,):
+        return _BLOCK
+    if op.imms == ():
+        return _NONE
+    if op.imms == (Imm.MEMARG,):
+        return _MEMARG
+    if len(op.imms) == 1 and op.imms[0] in _LEB_KINDS:
+        return _LEB
+    return _OTHER
+
+
+SHAPES: list[int] = [_UNKNOWN] * 256
+LEB_SIGNED: list[bool] = [False] * 256
+LEB_BITS: list[int] = [32] * 256
+SINGLE: list[Op | None] = [None] * 256
+for (_prefix, _code), _op in OPCODES.items():
+    if _prefix == 0:
+        SHAPES[_code] = _shape(_op)
+        SINGLE[_code] = _op
+        if SHAPES[_code] == _LEB:
+            LEB_SIGNED[_code], LEB_BITS[_code] = _LEB_KINDS[_op.imms[0]]
+for _prefix in PREFIXES:
+    SHAPES[_prefix] = _PREFIX
+# Structured operators outside the fast shapes: try_table opens a block, delegate closes one.
+_TRY_TABLE = 0x1F
+_DELEGATE = 0x18
+
+
+@dataclass(frozen=True, slots=True)
+class CodeFacts:
+    """What the code section contains, summed over all bodies."""
+
+    function_count: int
+    instruction_count: int  # every operator, including each body's final `end`
+    op_counts: dict[int, int]  # opcodes.key_of(prefix, code) -> count
+    requires: Proposal  # proposals implied by immediates and local types (not opcodes)
+
+
+class _Extra:
+    """Requirements seen in immediates; mutable scratch for one decode run."""
+
+    __slots__ = ("requires",)
+
+    def __init__(self) -> None:
+        self.requires = NONE
+
+
+def _leb(body: bytes, pos: int, signed: bool, bits: int, base: int, what: str) -> int:
+    """Skip one LEB starting at `pos` (range-checked); returns the next position."""
+    try:
+        if signed:
+            _, nxt = leb_signed(body, pos, len(body), bits, what)
+        else:
+            _, nxt = leb_unsigned(body, pos, len(body), bits, what)
+    except MalformedWasm as exc:
+        raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
+    return nxt
+
+
+def _u32(body: bytes, pos: int, base: int, what: str) -> tuple[int, int]:
+    try:
+        return leb_unsigned(body, pos, len(body), 32, what)
+    except MalformedWasm as exc:
+        raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
+
+
+def _blocktype(body: bytes, pos: int, base: int, extra: _Extra) -> int:
+    b = body[pos]
+    if b == 0x40:
+        return pos + 1
+    if 0x40 < b < 0x80:  # a single value type (negative s33)
+        extra.requires |= valtype_requirement(b, base + pos)
+        return pos + 1
+    try:
+        index, nxt = leb_signed(body, pos, len(body), 33, "block type")
+    except MalformedWasm as exc:
+        raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
+    if index < 0:
+        raise MalformedWasm(f"invalid block type 0x{b:02x}", base + pos)
+    extra.requires |= Proposal.MULTI_VALUE  # a type-index block type
+    return nxt
+
+
+def _memarg(body: bytes, pos: int, base: int, extra: _Extra) -> int:
+    align, pos = _u32(body, pos, base, "memarg alignment")
+    if align & 0x40:  # multi-memory: an explicit memory index follows
+        index, pos = _u32(body, pos, base, "memarg memory index")
+        if index:
+            extra.requires |= Proposal.MULTI_MEMORY
+        align &= ~0x40
+    if align >= 0x40:
+        raise MalformedWasm(f"memarg alignment flags 0x{align:x} out of range", base + pos)
+    return _leb(body, pos, False, 64, base, "memarg offset")
+
+
+def _immediates(body: bytes, pos: int, op: Op, base: int, extra: _Extra) -> int:
+    """Decode the immediates of any operator (the generic, slower path)."""
+    for imm in op.imms:
+        if imm in _LEB_KINDS:
+            signed, bits = _LEB_KINDS[imm]
+            pos = _leb(body, pos, signed, bits, base, f"{op.name} immediate")
+        elif imm is Imm.MEMARG:
+            pos = _memarg(body, pos, base, extra)
+        elif imm is Imm.BLOCKTYPE:
+            pos = _blocktype(body, pos, base, extra)
+        elif imm is Imm.TYPE:
+            pos = _leb(body, pos, False, 32, base, f"{op.name} type index")
+        elif imm in (Imm.TABLE, Imm.MEM):
+            index, pos = _u32(body, pos, base, f"{op.name} index")
+            if index and imm is Imm.MEM:
+                extra.requires |= Proposal.MULTI_MEMORY
+            elif index:
+                extra.requires |= Proposal.REFERENCE_TYPES
+        elif imm is Imm.BR_TABLE:
+            n, pos = _u32(body, pos, base, "br_table label count")
+            for _ in range(n + 1):
+                pos = _leb(body, pos, False, 32, base, "br_table label")
+        elif imm is Imm.F32:
+            pos += 4
+        elif imm is Imm.F64:
+            pos += 8
+        elif imm in (Imm.V128, Imm.SHUFFLE):
+            if imm is Imm.SHUFFLE and any(lane >= 32 for lane in body[pos : pos + 16]):
+                raise MalformedWasm("i8x16.shuffle lane index >= 32", base + pos)
+            pos += 16
+        elif imm is Imm.LANE:
+            pos += 1
+        elif imm is Imm.ZERO:
+            if body[pos] != 0:
+                raise MalformedWasm(f"{op.name}: reserved byte must be 0x00", base + pos)
+            pos += 1
+        elif imm is Imm.SELECT_T:
+            n, pos = _u32(body, pos, base, "select type count")
+            for _ in range(n):
+                extra.requires |= valtype_requirement(body[pos], base + pos)
+                pos += 1
+        elif imm is Imm.HEAPTYPE:
+            pos = _leb(body, pos, True, 33, base, "heap type")
+        elif imm is Imm.TRY_TABLE:
+            pos = _blocktype(body, pos, base, extra)
+            n, pos = _u32(body, pos, base, "try_table catch count")
+            for _ in range(n):
+                kind = body[pos]
+                pos += 1
+                if kind > 3:
+                    raise MalformedWasm(f"invalid try_table catch kind {kind}", base + pos - 1)
+                if kind < 2:  # catch / catch_ref carry a tag index
+                    pos = _leb(body, pos, False, 32, base, "catch tag")
+                pos = _leb(body, pos, False, 32, base, "catch label")
+        else:  # pragma: no cover - every Imm kind is handled above
+            raise AssertionError(imm)
+    return pos
+
+
+def _locals(body: bytes, base: int, extra: _Extra) -> int:
+    """Skip the local declarations; returns the position of the first operator."""
+    groups, pos = _u32(body, 0, base, "local group count")
+    total = 0
+    for _ in range(groups):
+        count, pos = _u32(body, pos, base, "local count")
+        total += count
+        if total > 50_000:  # wasmparser's limit; also bounds any later allocation
+            raise MalformedWasm("too many locals", base + pos)
+        extra.requires |= valtype_requirement(body[pos], base + pos)
+        pos += 1
+    return pos
+
+
+def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
+    """Decode every body data[start:end]; counts are per opcode key (see opcodes.key_of)."""
+    counts = [0] * 256
+    prefixed: dict[int, int] = {}
+    extra = _Extra()
+    shapes = SHAPES
+    single = SINGLE
+    leb_signed_of = LEB_SIGNED
+    leb_bits_of = LEB_BITS
+    total = 0
+    for start, end in bodies:
+        body = data[start:end]
+        n = len(body)
+        pos = 0
+        try:
+            pos = _locals(body, start, extra)
+            depth = 1
+            while True:
+                op = body[pos]
+                pos += 1
+                total += 1
+                counts[op] += 1
+                shape = shapes[op]
+                if shape == 2:  # _LEB: one LEB immediate, usually one byte
+                    if body[pos] < 0x80:
+                        pos += 1
+                    else:
+                        pos = _leb(
+                            body, pos, leb_signed_of[op], leb_bits_of[op], start, "immediate"
+                        )
+                elif shape == 1:  # _NONE
+                    pass
+                elif shape == 3:  # _MEMARG, usually two one-byte LEBs
+                    if body[pos] < 0x40 and body[pos + 1] < 0x80:
+                        pos += 2
+                    else:
+                        pos = _memarg(body, pos, start, extra)
+                elif shape == 5:  # _END
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif shape == 4:  # _BLOCK
+                    depth += 1
+                    b = body[pos]
+                    if b == 0x40 or b == 0x7F:
+                        pos += 1
+                    else:
+                        pos = _blocktype(body, pos, start, extra)
+                elif shape == 6:  # _PREFIX
+                    sub_at = pos
+                    code, pos = _u32(body, pos, start, "prefixed opcode")
+                    counts[op] -= 1  # counted under its full key instead
+                    info = OPCODES.get((op, code))
+                    if info is None:
+                        raise MalformedWasm(
+                            f"unknown opcode 0x{op:02x} 0x{code:x}", start + sub_at - 1
+                        )
+                    key = (op << 16) | code
+                    prefixed[key] = prefixed.get(key, 0) + 1
+                    if info.imms:
+                        pos = _immediates(body, pos, info, start, extra)
+                elif shape == 7:  # _OTHER
+                    info = single[op]
+                    assert info is not None
+                    if op == _TRY_TABLE:
+                        depth += 1
+                    elif op == _DELEGATE:
+                        depth -= 1
+                        if depth == 0:
+                            raise MalformedWasm(
+                                "delegate closes the function body", start + pos - 1
+                            )
+                    pos = _immediates(body, pos, info, start, extra)
+                else:
+                    raise MalformedWasm(f"unknown opcode 0x{op:02x}", start + pos - 1)
+        except IndexError:
+            raise MalformedWasm("function body ended prematurely", start + n) from None
+        if pos > n:
+            raise MalformedWasm("function body ended prematurely", start + n)
+        if pos != n:
+            raise MalformedWasm("operators remaining after the end of the function", start + pos)
+    op_counts = {code: c for code, c in enumerate(counts) if c}
+    op_counts.update(prefixed)
+    return CodeFacts(len(bodies), total, op_counts, extra.requires)

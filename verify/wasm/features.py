@@ -1,0 +1,85 @@
+"""WebAssembly proposals as bit flags, and the names other tools use for them.
+
+Like wasmparser's `features.rs`: one flag per proposal, named sets built from flags.
+`Proposal.MVP` stands for Wasm 1.0 without mutable-global imports/exports (which
+wasm-tools' `mvp` set also leaves out).
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Proposal(enum.Flag):
+    MVP = enum.auto()
+    MUTABLE_GLOBAL = enum.auto()
+    SIGN_EXTENSION = enum.auto()
+    SATURATING_FLOAT_TO_INT = enum.auto()
+    BULK_MEMORY = enum.auto()
+    REFERENCE_TYPES = enum.auto()
+    MULTI_VALUE = enum.auto()
+    SIMD = enum.auto()
+    RELAXED_SIMD = enum.auto()
+    THREADS = enum.auto()
+    TAIL_CALL = enum.auto()
+    EXCEPTIONS = enum.auto()
+    LEGACY_EXCEPTIONS = enum.auto()
+    MEMORY64 = enum.auto()
+    MULTI_MEMORY = enum.auto()
+    EXTENDED_CONST = enum.auto()
+
+
+# Proposal -> (our policy name, wasm-tools `--features` name, LLVM target_features name).
+# One row per proposal; everything that converts names reads this table.
+PROPOSAL_NAMES: dict[Proposal, tuple[str, str, str]] = {
+    Proposal.MVP: ("mvp", "mvp", ""),
+    Proposal.MUTABLE_GLOBAL: ("mutable-global", "mutable-global", "mutable-globals"),
+    Proposal.SIGN_EXTENSION: ("sign-extension", "sign-extension", "sign-ext"),
+    Proposal.SATURATING_FLOAT_TO_INT: (
+        "saturating-float-to-int",
+        "saturating-float-to-int",
+        "nontrapping-fptoint",
+    ),
+    Proposal.BULK_MEMORY: ("bulk-memory", "bulk-memory", "bulk-memory"),
+    Proposal.REFERENCE_TYPES: ("reference-types", "reference-types", "reference-types"),
+    Proposal.MULTI_VALUE: ("multi-value", "multi-value", "multivalue"),
+    Proposal.SIMD: ("simd", "simd", "simd128"),
+    Proposal.RELAXED_SIMD: ("relaxed-simd", "relaxed-simd", "relaxed-simd"),
+    Proposal.THREADS: ("threads", "threads", "atomics"),
+    Proposal.TAIL_CALL: ("tail-call", "tail-call", "tail-call"),
+    Proposal.EXCEPTIONS: ("exceptions", "exceptions", "exception-handling"),
+    Proposal.LEGACY_EXCEPTIONS: ("legacy-exceptions", "legacy-exceptions", ""),
+    Proposal.MEMORY64: ("memory64", "memory64", "memory64"),
+    Proposal.MULTI_MEMORY: ("multi-memory", "multi-memory", "multimemory"),
+    Proposal.EXTENDED_CONST: ("extended-const", "extended-const", "extended-const"),
+}
+
+BY_NAME: dict[str, Proposal] = {row[0]: p for p, row in PROPOSAL_NAMES.items()}
+BY_TARGET_FEATURE: dict[str, Proposal] = {row[2]: p for p, row in PROPOSAL_NAMES.items() if row[2]}
+
+NONE = Proposal(0)
+
+
+def members(flags: Proposal) -> list[Proposal]:
+    """The single flags set in `flags`, in declaration order."""
+    return [p for p in Proposal if p & flags]
+
+
+def names(flags: Proposal) -> list[str]:
+    return [PROPOSAL_NAMES[p][0] for p in members(flags)]
+
+
+def from_names(values: list[str], where: str) -> Proposal:
+    """Policy names -> flags; an unknown name is a ValueError naming `where`."""
+    flags = NONE
+    for value in values:
+        if value not in BY_NAME:
+            raise ValueError(f"{where}: unknown proposal {value!r} (known: {sorted(BY_NAME)})")
+        flags |= BY_NAME[value]
+    return flags
+
+
+def wasm_tools_features(flags: Proposal) -> str:
+    """The `wasm-tools validate --features` value enabling exactly `flags` on top of `mvp`."""
+    parts = ["mvp"] + [PROPOSAL_NAMES[p][1] for p in members(flags) if p is not Proposal.MVP]
+    return ",".join(parts)
