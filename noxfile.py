@@ -1,0 +1,74 @@
+"""nox sessions for tinyrustlm-release. Thin on purpose: every session calls a CLI command.
+
+Each session installs the hash-locked requirements.lock into its own (reused) virtualenv.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["lint", "tests"]
+
+PYTHON = "3.11"
+
+
+def install(session: nox.Session) -> None:
+    session.install("--require-hashes", "-r", "requirements.lock")
+    session.install("--no-deps", "-e", ".")
+
+
+@nox.session(python=PYTHON)
+def toolchain(session: nox.Session) -> None:
+    """Install the pinned Rust toolchain (root, Debian) and check it against toolchain.lock."""
+    install(session)
+    session.run("tinyrustlm-release", "toolchain", "install")
+    session.run("tinyrustlm-release", "toolchain", "check")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The test suite (unit, integration with real builds, fuzz); args go to pytest."""
+    install(session)
+    session.run("tinyrustlm-release", "toolchain", "install")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff and mypy --strict over pipeline/, verify/, tests/ and this file."""
+    install(session)
+    session.run("ruff", "check", ".")
+    session.run("mypy")
+
+
+@nox.session(python=PYTHON)
+def build(session: nox.Session) -> None:
+    """Build every lane (or `-- --lane ID ...`) into build/ with the pinned toolchain."""
+    install(session)
+    session.run("tinyrustlm-release", "build", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def verify(session: nox.Session) -> None:
+    """Inspect every artifact of the last build against its lane policy."""
+    install(session)
+    session.run("tinyrustlm-verify", "artifact", "--build-index", "build/index.json",
+                *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def release(session: nox.Session) -> None:
+    """The main job: toolchain check, build, verify, smoke, sign, bundle into dist/."""
+    install(session)
+    session.run("tinyrustlm-release", "toolchain", "install")
+    session.run("tinyrustlm-release", "release", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
+    install(session)
+    session.run("python", "-m", "pipeline.bench", *session.posargs)
+    session.run("python", "-m", "verify.bench_parser", *session.posargs)
