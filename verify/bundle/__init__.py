@@ -1,0 +1,1 @@
+"""Verification of a signed release bundle (directory or tarball); see `verifier.py`."""

@@ -1,0 +1,87 @@
+"""`tinyrustlm-verify bundle DIR|TARBALL --trusted-keys FILE [--allow-dev-key] [--json]`.
+
+Exit codes: 0 verified; 1 rejected (a step failed: the error id names which check);
+2 bad arguments; 3 the bundle or the trusted-keys file could not be read at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
+from verify.errors import EXIT_OK, VerifyError
+from verify.trusted_keys import load_trusted_keys
+
+REPORT_SCHEMA = "tinyrustlm.bundle-verification.v1"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("bundle", type=Path, help="bundle directory or its .tar.gz")
+    parser.add_argument("--trusted-keys", type=Path, required=True, metavar="FILE",
+                        help="trusted-keys JSON (keyid -> public key, role, not_after)")
+    parser.add_argument("--allow-dev-key", action="store_true",
+                        help="accept a bundle signed by a development-role key")
+    parser.add_argument("--json", action="store_true", help="print one JSON result on stdout")
+    parser.add_argument("--at-epoch", type=int, default=None, metavar="SECONDS",
+                        help="check expiry as of this Unix time instead of now")
+
+
+def _progress(result: StepResult) -> None:
+    total = len(STEP_TITLES)
+    print(f"[{result.number:>2}/{total}] {result.title}: ok ({result.detail})", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    now = int(time.time()) if args.at_epoch is None else args.at_epoch
+    steps: list[StepResult] = []
+
+    def record(result: StepResult) -> None:
+        steps.append(result)
+        if not args.json:
+            _progress(result)
+
+    try:
+        trusted = load_trusted_keys(args.trusted_keys)
+        verdict = verify_bundle(
+            args.bundle, trusted, allow_dev_key=args.allow_dev_key, now=now, progress=record
+        )
+    except VerifyError as exc:
+        failed = len(steps) + 1
+        if not args.json:
+            print(f"[{failed:>2}/{len(STEP_TITLES)}] {STEP_TITLES[failed - 1]}: FAILED",
+                  flush=True)
+            raise
+        print(json.dumps(_result(steps, error=exc), indent=2, sort_keys=True))
+        print(exc.diagnostics(), file=sys.stderr)
+        return exc.exit_code
+    if args.json:
+        doc = _result(steps, error=None)
+        doc.update(version=verdict.version, build_id=verdict.build_id, keyid=verdict.keyid,
+                   key_class=verdict.key_class)
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        print(f"verified: tinyrustlm {verdict.version}, build id {verdict.build_id}, "
+              f"key {verdict.keyid} ({verdict.key_class}), {verdict.files} files")
+    return EXIT_OK
+
+
+def _result(steps: list[StepResult], error: VerifyError | None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": REPORT_SCHEMA,
+        "ok": error is None,
+        "steps": [{"number": s.number, "title": s.title, "detail": s.detail} for s in steps],
+    }
+    if error is not None:
+        doc["error"] = {
+            "id": getattr(error, "error_id", "verify.error"),
+            "message": error.message,
+            "where": error.where,
+            "step": len(steps) + 1,
+            "exit_code": error.exit_code,
+        }
+    return doc

@@ -1,0 +1,127 @@
+"""One exception class per way a release bundle can be rejected, each with a stable id.
+
+The id is what scripts match on (it is printed in diagnostics and in `--json` output);
+the class lets tests and callers tell the failures apart without parsing messages.
+Everything here is a `VerificationFailed` (exit 1), except `BundleUnreadable` and
+`TrustedKeysInvalid` (exit 3: the verifier could not even start).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from verify.errors import VerificationFailed, VerifyError
+
+
+class BundleRejected(VerificationFailed):
+    """Verification read the bundle and rejected it; `error_id` says why."""
+
+    error_id: ClassVar[str] = "bundle.rejected"
+
+    def diagnostics(self) -> str:
+        text = super().diagnostics()
+        return text.replace("error:", f"error[{self.error_id}]:", 1)
+
+
+class BundleUnreadable(VerifyError):
+    error_id: ClassVar[str] = "bundle.unreadable"
+
+
+class TrustedKeysInvalid(VerifyError):
+    error_id: ClassVar[str] = "trusted-keys.invalid"
+
+
+# -- signatures ---------------------------------------------------------------------------
+class MalformedSignatureBundle(BundleRejected):
+    error_id = "signature.malformed"
+
+
+class UntrustedKey(BundleRejected):
+    error_id = "signature.untrusted-key"
+
+
+class SignatureInvalid(BundleRejected):
+    error_id = "signature.invalid"
+
+
+class KeyExpired(BundleRejected):
+    error_id = "signature.key-expired"
+
+
+class DevKeyRefused(BundleRejected):
+    error_id = "signature.development-key"
+
+
+class HintMismatch(BundleRejected):
+    error_id = "signature.hint-mismatch"
+
+
+class PayloadTypeMismatch(BundleRejected):
+    error_id = "signature.payload-type"
+
+
+# -- manifest -----------------------------------------------------------------------------
+class ManifestInvalid(BundleRejected):
+    error_id = "manifest.invalid"
+
+
+class ManifestMismatch(BundleRejected):
+    error_id = "manifest.not-signed-bytes"
+
+
+class KeyClassMismatch(BundleRejected):
+    error_id = "manifest.key-class"
+
+
+class ManifestExpired(BundleRejected):
+    error_id = "manifest.expired"
+
+
+class BuildIdMismatch(BundleRejected):
+    error_id = "manifest.build-id"
+
+
+# -- files --------------------------------------------------------------------------------
+class DigestMismatch(BundleRejected):
+    error_id = "files.digest-mismatch"
+
+
+class ArtifactSwapped(BundleRejected):
+    error_id = "files.swapped"
+
+
+class MissingFile(BundleRejected):
+    error_id = "files.missing"
+
+
+class ExtraFile(BundleRejected):
+    error_id = "files.extra"
+
+
+# -- attestations and reports -------------------------------------------------------------
+class ProvenanceInvalid(BundleRejected):
+    error_id = "provenance.invalid"
+
+
+class ProvenanceMismatch(BundleRejected):
+    error_id = "provenance.subjects"
+
+
+class SbomInvalid(BundleRejected):
+    error_id = "sbom.invalid"
+
+
+class SbomMismatch(BundleRejected):
+    error_id = "sbom.hashes"
+
+
+class ChecksumsMismatch(BundleRejected):
+    error_id = "checksums.mismatch"
+
+
+class TarballMismatch(BundleRejected):
+    error_id = "tarball.mismatch"
+
+
+class ReportMismatch(BundleRejected):
+    error_id = "report.mismatch"

@@ -1,0 +1,518 @@
+"""Verify a release bundle without trusting the machine that built it.
+
+The steps below are numbered as in README.md ("Verifying a release"); each either passes
+or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do not run.
+
+ 1. Read the bundle: a directory, or a tarball unpacked into a temporary folder.
+ 2. Signatures: manifest.sigstore.json and provenance.sigstore.json each hold one DSSE
+    signature by a key in the trusted-keys file, that key is within its not_after, the
+    signature verifies over PAE(payloadType, payload) as received, and a key whose role is
+    `development` is refused unless --allow-dev-key.
+ 3. Key hints: each bundle's verificationMaterial.publicKey.hint == its signature's keyid.
+ 4. Payload types: the manifest's is application/vnd.tinyrustlm.module-manifest.v1+json,
+    the provenance's is application/vnd.in-toto+json.
+ 5. Manifest: the signed payload (decoded, never re-serialised) is canonical JSON and a
+    valid tinyrustlm.module-manifest.v1; manifest.json is byte-identical to it; its
+    key_class matches the signing key's role; it has not expired.
+ 6. Manifest digests: every file it lists exists with the listed SHA-256 and size; the
+    build id recomputes.
+ 7. Files: nothing missing, nothing extra.
+ 8. Provenance: an in-toto Statement v1 with a SLSA Provenance v1 predicate whose subjects
+    are exactly the artifacts, JS files, manifest.json, sbom.cdx.json and
+    verification-report.json with their SHA-256, for the manifest's source revision.
+ 9. SBOM: CycloneDX 1.6 whose `file` components are exactly the listed files and hashes.
+10. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
+    tarball (when verifying a directory) holds exactly the same files and bytes.
+11. Report: every artifact re-inspected with this verifier's own policy gives the findings
+    recorded in verification-report.json, and all of them pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import ValidationError
+
+from verify.bundle import errors as e
+from verify.bundle.layout import (
+    ATTESTED_FIXED_FILES,
+    CHECKSUMS,
+    FIXED_FILES,
+    MANIFEST,
+    MANIFEST_SIGNATURE,
+    PROVENANCE_SIGNATURE,
+    REPORT,
+    SBOM,
+    bundle_name,
+    parse_checksums,
+    tarball_name,
+)
+from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane
+from verify.canonical import MalformedJson, canonical_json, parse_json
+from verify.dsse import (
+    IN_TOTO_PAYLOAD_TYPE,
+    SigstoreBundle,
+    parse_sigstore_bundle,
+    verify_signature,
+)
+from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id_of
+from verify.trusted_keys import TrustedKey
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+SLSA_PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
+# signature bundle -> the payloadType it must carry
+SIGNED_FILES = {
+    MANIFEST_SIGNATURE: MANIFEST_PAYLOAD_TYPE,
+    PROVENANCE_SIGNATURE: IN_TOTO_PAYLOAD_TYPE,
+}
+
+STEP_TITLES = (
+    "read the bundle",
+    "signatures by a trusted key",
+    "key hints match signing keys",
+    "payload types",
+    "signed manifest",
+    "manifest digests vs files",
+    "no missing or extra files",
+    "provenance subjects == files",
+    "SBOM hashes == files",
+    "SHA256SUMS and tarball",
+    "report re-derived with the verifier's policy",
+)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    number: int
+    title: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a passing verification established."""
+
+    version: str
+    build_id: str
+    keyid: str
+    key_class: str
+    files: int
+    steps: tuple[StepResult, ...]
+
+
+Progress = Callable[[StepResult], None]
+
+
+@dataclass
+class _State:
+    root: Path
+    files: dict[str, bytes]
+    is_directory: bool
+    signed: dict[str, SigstoreBundle] = field(default_factory=dict)
+    signer: dict[str, TrustedKey] = field(default_factory=dict)
+    manifest: ModuleManifest | None = None
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- step 1 -------------------------------------------------------------------------------
+def _read_tree(root: Path) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            raise e.ExtraFile("symbolic links are not allowed in a bundle", where=rel)
+        if path.is_dir():
+            continue
+        if not path.is_file():
+            raise e.ExtraFile("not a regular file", where=rel)
+        files[rel] = path.read_bytes()
+    return files
+
+
+def _tar_members(data: bytes, where: str) -> tuple[str, dict[str, bytes]]:
+    """(top folder name, relative path -> bytes) of a bundle tarball; strict on layout."""
+    members: dict[str, bytes] = {}
+    top: str | None = None
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for info in tar:
+                parts = PurePosixPath(info.name).parts
+                if info.name.startswith("/") or ".." in parts or not parts:
+                    raise e.TarballMismatch(f"unsafe member name {info.name!r}", where=where)
+                if top is None:
+                    top = parts[0]
+                if parts[0] != top:
+                    raise e.TarballMismatch(f"member outside {top}/: {info.name!r}", where=where)
+                if info.isdir():
+                    continue
+                if not info.isfile():
+                    raise e.TarballMismatch(f"not a regular file: {info.name!r}", where=where)
+                if len(parts) < 2:
+                    raise e.TarballMismatch(f"file at the top level: {info.name!r}", where=where)
+                extracted = tar.extractfile(info)
+                assert extracted is not None  # isfile() members always have data
+                rel = "/".join(parts[1:])
+                if rel in members:
+                    raise e.TarballMismatch(f"duplicate member {info.name!r}", where=where)
+                members[rel] = extracted.read()
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise e.TarballMismatch(f"unreadable tar.gz: {exc}", where=where) from exc
+    return top or "", members
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator[_State]:
+    if path.is_dir():
+        yield _State(path, _read_tree(path), is_directory=True)
+        return
+    if not path.is_file():
+        raise e.BundleUnreadable("no such bundle directory or tarball", where=str(path))
+    try:
+        _, members = _tar_members(path.read_bytes(), str(path))
+    except e.TarballMismatch as exc:
+        raise e.BundleUnreadable(exc.message, where=str(path)) from exc
+    with tempfile.TemporaryDirectory(prefix="tinyrustlm-verify-") as tmp:
+        root = Path(tmp)
+        for rel, data in members.items():
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        yield _State(root, members, is_directory=False)
+
+
+# -- steps 2-4 ----------------------------------------------------------------------------
+def _check_signatures(
+    state: _State, trusted: dict[str, TrustedKey], allow_dev_key: bool, now: int
+) -> str:
+    for name in SIGNED_FILES:
+        if name not in state.files:
+            raise e.MissingFile("signature bundle is missing", where=name)
+        bundle = parse_sigstore_bundle(state.files[name], name)
+        if len(bundle.envelope.signatures) != 1:
+            raise e.MalformedSignatureBundle(
+                f"expected exactly one signature, found {len(bundle.envelope.signatures)}",
+                where=name,
+            )
+        signature = bundle.envelope.signatures[0]
+        key = trusted.get(signature.keyid)
+        if key is None:
+            raise e.UntrustedKey(
+                f"signed by key {signature.keyid} which is not in the trusted-keys file",
+                where=f"{name}: dsseEnvelope.signatures[0].keyid",
+            )
+        verify_signature(bundle.envelope, signature, key.public_key, name)
+        if now >= key.not_after_epoch:
+            raise e.KeyExpired(
+                f"key {key.keyid[:16]}… is trusted only until epoch {key.not_after_epoch}",
+                where=f"{name}: trusted key not_after",
+            )
+        if key.role == "development" and not allow_dev_key:
+            raise e.DevKeyRefused(
+                f"signed by development key {key.keyid[:16]}…; pass --allow-dev-key to "
+                "accept a local trial build",
+                where=name,
+            )
+        state.signed[name] = bundle
+        state.signer[name] = key
+    keyids = {k.keyid for k in state.signer.values()}
+    return ", ".join(f"{k[:16]}… ({state.signer[MANIFEST_SIGNATURE].role})" for k in keyids)
+
+
+def _check_hints(state: _State) -> str:
+    for name, bundle in state.signed.items():
+        keyid = bundle.envelope.signatures[0].keyid
+        if bundle.hint != keyid:
+            raise e.HintMismatch(
+                f"publicKey.hint {bundle.hint[:16]}… != DSSE keyid {keyid[:16]}…",
+                where=f"{name}: verificationMaterial.publicKey.hint",
+            )
+    return "hint == keyid for both"
+
+
+def _check_payload_types(state: _State) -> str:
+    for name, expected in SIGNED_FILES.items():
+        actual = state.signed[name].envelope.payload_type
+        if actual != expected:
+            raise e.PayloadTypeMismatch(
+                f"payloadType {actual!r}, expected {expected!r}",
+                where=f"{name}: dsseEnvelope.payloadType",
+            )
+    return "manifest + in-toto"
+
+
+# -- step 5 -------------------------------------------------------------------------------
+def _check_manifest(state: _State, now: int) -> str:
+    payload = state.signed[MANIFEST_SIGNATURE].envelope.payload
+    where = f"{MANIFEST_SIGNATURE}: payload"
+    try:
+        doc = parse_json(payload, where)
+    except MalformedJson as exc:
+        raise e.ManifestInvalid(exc.message, where=where, offset=exc.offset) from exc
+    if canonical_json(doc) != payload:
+        raise e.ManifestInvalid("signed manifest is not canonical JSON (RFC 8785)", where=where)
+    try:
+        manifest = ModuleManifest.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field_name = ".".join(str(p) for p in first["loc"])
+        raise e.ManifestInvalid(first["msg"], where=f"{where}: {field_name}") from exc
+    if MANIFEST not in state.files:
+        raise e.MissingFile("the bundle has no manifest.json", where=MANIFEST)
+    if state.files[MANIFEST] != payload:
+        raise e.ManifestMismatch(
+            "manifest.json is not byte-identical to the signed manifest payload", where=MANIFEST
+        )
+    role = state.signer[MANIFEST_SIGNATURE].role
+    if manifest.key_class != role:
+        raise e.KeyClassMismatch(
+            f"manifest says key_class {manifest.key_class!r}, the signing key's role is {role!r}",
+            where=f"{MANIFEST}: key_class",
+        )
+    if now >= manifest.expires_epoch:
+        raise e.ManifestExpired(
+            f"manifest expired at epoch {manifest.expires_epoch} (now {now})",
+            where=f"{MANIFEST}: expires_epoch",
+        )
+    state.manifest = manifest
+    return f"version {manifest.version}, revision {manifest.source_revision[:12]}"
+
+
+# -- steps 6-7 ----------------------------------------------------------------------------
+def _check_listed_digests(state: _State) -> str:
+    manifest = _manifest(state)
+    listed = manifest.listed_files()
+    by_digest = {sha: url for url, sha in listed}
+    sizes = {url: size for url, _, size in manifest.listed_sizes()}
+    for url, sha in listed:
+        data = state.files.get(url)
+        if data is None:
+            raise e.MissingFile("listed in the manifest but not in the bundle", where=url)
+        actual = _sha(data)
+        if actual == sha and len(data) == sizes[url]:
+            continue
+        if actual in by_digest and by_digest[actual] != url:
+            raise e.ArtifactSwapped(
+                f"holds the bytes the manifest lists for {by_digest[actual]}", where=url
+            )
+        raise e.DigestMismatch(
+            f"sha256 {actual[:16]}… ({len(data)} bytes), manifest says {sha[:16]}… "
+            f"({sizes[url]} bytes)",
+            where=url,
+        )
+    without_id = dict(parse_json(state.files[MANIFEST], MANIFEST))
+    del without_id["build_id"]
+    recomputed = build_id_of(canonical_json(without_id), (state.files[u] for u, _ in listed))
+    if recomputed != manifest.build_id:
+        raise e.BuildIdMismatch(
+            f"build id recomputes to {recomputed[:16]}…, manifest says {manifest.build_id[:16]}…",
+            where=f"{MANIFEST}: build_id",
+        )
+    return f"{len(listed)} files, build id {manifest.build_id[:16]}…"
+
+
+def _expected_files(state: _State) -> set[str]:
+    manifest = _manifest(state)
+    expected = {url for url, _ in manifest.listed_files()} | set(FIXED_FILES)
+    if state.is_directory:
+        expected.add(tarball_name(manifest.version))
+    return expected
+
+
+def _check_file_set(state: _State) -> str:
+    expected = _expected_files(state)
+    missing = sorted(expected - state.files.keys())
+    extra = sorted(state.files.keys() - expected)
+    if missing:
+        raise e.MissingFile(f"{len(missing)} file(s) missing: {', '.join(missing)}",
+                            where=missing[0])
+    if extra:
+        raise e.ExtraFile(f"{len(extra)} file(s) not in the manifest: {', '.join(extra)}",
+                          where=extra[0])
+    return f"{len(expected)} files"
+
+
+# -- steps 8-10 ---------------------------------------------------------------------------
+def _attested(state: _State) -> dict[str, str]:
+    names = [url for url, _ in _manifest(state).listed_files()] + list(ATTESTED_FIXED_FILES)
+    return {name: _sha(state.files[name]) for name in names}
+
+
+def _diff(claimed: dict[str, str], actual: dict[str, str]) -> str:
+    wrong = sorted(n for n in claimed.keys() & actual.keys() if claimed[n] != actual[n])
+    missing = sorted(actual.keys() - claimed.keys())
+    extra = sorted(claimed.keys() - actual.keys())
+    parts = [f"{label}: {', '.join(names)}"
+             for label, names in (("digest differs", wrong), ("not named", missing),
+                                  ("names unknown files", extra)) if names]
+    return "; ".join(parts)
+
+
+def _check_provenance(state: _State) -> str:
+    where = f"{PROVENANCE_SIGNATURE}: payload"
+    try:
+        statement = parse_json(state.signed[PROVENANCE_SIGNATURE].envelope.payload, where)
+    except MalformedJson as exc:
+        raise e.ProvenanceInvalid(exc.message, where=where, offset=exc.offset) from exc
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+        raise e.ProvenanceInvalid(f"not an in-toto Statement ({STATEMENT_TYPE})", where=where)
+    if statement.get("predicateType") != SLSA_PREDICATE_TYPE:
+        raise e.ProvenanceInvalid(f"predicateType is not {SLSA_PREDICATE_TYPE}", where=where)
+    claimed: dict[str, str] = {}
+    subjects = statement.get("subject")
+    if not isinstance(subjects, list) or not subjects:
+        raise e.ProvenanceInvalid("no subjects", where=f"{where}: subject")
+    for i, subject in enumerate(subjects):
+        digest = subject.get("digest") if isinstance(subject, dict) else None
+        name = subject.get("name") if isinstance(subject, dict) else None
+        if not isinstance(name, str) or not isinstance(digest, dict) or \
+                not isinstance(digest.get("sha256"), str) or name in claimed:
+            raise e.ProvenanceInvalid("subject needs a unique name and a sha256 digest",
+                                      where=f"{where}: subject[{i}]")
+        claimed[name] = digest["sha256"]
+    problems = _diff(claimed, _attested(state))
+    if problems:
+        raise e.ProvenanceMismatch(f"subjects do not match the files: {problems}", where=where)
+    predicate = statement.get("predicate")
+    revision = _dig(predicate, "buildDefinition", "externalParameters", "source", "revision")
+    if revision != _manifest(state).source_revision:
+        raise e.ProvenanceMismatch(
+            f"provenance source revision {revision!r} is not the manifest's",
+            where=f"{where}: predicate.buildDefinition.externalParameters.source.revision",
+        )
+    return f"{len(claimed)} subjects"
+
+
+def _check_sbom(state: _State) -> str:
+    try:
+        sbom = parse_json(state.files[SBOM], SBOM)
+    except MalformedJson as exc:
+        raise e.SbomInvalid(exc.message, where=SBOM, offset=exc.offset) from exc
+    if not isinstance(sbom, dict) or sbom.get("bomFormat") != "CycloneDX" or \
+            sbom.get("specVersion") != "1.6" or not isinstance(sbom.get("components"), list):
+        raise e.SbomInvalid("not a CycloneDX 1.6 JSON document", where=SBOM)
+    claimed: dict[str, str] = {}
+    for i, component in enumerate(sbom["components"]):
+        if not isinstance(component, dict) or component.get("type") != "file":
+            continue
+        hashes = [h.get("content") for h in component.get("hashes", [])
+                  if isinstance(h, dict) and h.get("alg") == "SHA-256"]
+        name = component.get("name")
+        if not isinstance(name, str) or len(hashes) != 1 or not isinstance(hashes[0], str):
+            raise e.SbomInvalid("file component needs a name and one SHA-256",
+                                where=f"{SBOM}: components[{i}]")
+        claimed[name] = hashes[0]
+    actual = {url: _sha(state.files[url]) for url, _ in _manifest(state).listed_files()}
+    problems = _diff(claimed, actual)
+    if problems:
+        raise e.SbomMismatch(f"file components do not match the files: {problems}", where=SBOM)
+    return f"{len(claimed)} file components"
+
+
+def _check_checksums(state: _State) -> str:
+    manifest = _manifest(state)
+    tarball = tarball_name(manifest.version)
+    listed = parse_checksums(state.files[CHECKSUMS])
+    if listed is None:
+        raise e.ChecksumsMismatch("not `<sha256>  <path>` lines", where=CHECKSUMS)
+    actual = {n: _sha(d) for n, d in state.files.items() if n not in (CHECKSUMS, tarball)}
+    problems = _diff(listed, actual)
+    if problems:
+        raise e.ChecksumsMismatch(problems, where=CHECKSUMS)
+    if not state.is_directory:
+        return f"{len(listed)} checksums"
+    top, members = _tar_members(state.files[tarball], tarball)
+    if top != bundle_name(manifest.version):
+        raise e.TarballMismatch(f"top folder {top!r} is not {bundle_name(manifest.version)!r}",
+                                where=tarball)
+    inside = {n: _sha(d) for n, d in members.items()}
+    outside = {n: _sha(d) for n, d in state.files.items() if n != tarball}
+    problems = _diff(inside, outside)
+    if problems:
+        raise e.TarballMismatch(f"tarball differs from the folder: {problems}", where=tarball)
+    return f"{len(listed)} checksums, tarball holds the same {len(members)} files"
+
+
+# -- step 11 ------------------------------------------------------------------------------
+def _check_report(state: _State, derive: Deriver | None) -> str:
+    manifest = _manifest(state)
+    try:
+        shipped = findings_by_lane(parse_json(state.files[REPORT], REPORT))
+    except MalformedJson as exc:
+        raise e.ReportMismatch(exc.message, where=REPORT, offset=exc.offset) from exc
+    if shipped is None:
+        raise e.ReportMismatch("not a tinyrustlm.verification-report.v1", where=REPORT)
+    artifacts = [(state.root / url, lane) for url, lane in manifest.lanes()]
+    derived = findings_by_lane((derive or default_deriver())(artifacts))
+    if derived is None:
+        raise e.ReportMismatch("the verifier's own report has an unknown shape", where=REPORT)
+    for lane in sorted(derived.keys() | shipped.keys()):
+        if derived.get(lane) != shipped.get(lane):
+            raise e.ReportMismatch(
+                f"lane {lane}: the bundle's findings differ from re-inspection with the "
+                "verifier's policy",
+                where=f"{REPORT}: {lane}",
+            )
+        failing = [fid for fid, ok, _ in derived[lane] if not ok]
+        if failing:
+            raise e.ReportMismatch(f"lane {lane}: failing findings {', '.join(failing)}",
+                                   where=f"{REPORT}: {lane}")
+    total = sum(len(rows) for rows in derived.values())
+    return f"{len(derived)} artifacts, {total} findings, all pass"
+
+
+def _manifest(state: _State) -> ModuleManifest:
+    assert state.manifest is not None, "step 5 sets the manifest"
+    return state.manifest
+
+
+def _dig(value: Any, *keys: str) -> Any:
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def verify_bundle(
+    path: Path,
+    trusted: dict[str, TrustedKey],
+    *,
+    allow_dev_key: bool,
+    now: int,
+    derive: Deriver | None = None,
+    progress: Progress | None = None,
+) -> Verdict:
+    """Run steps 1-11; raises the first failing step's `BundleRejected` subclass."""
+    results: list[StepResult] = []
+
+    def done(number: int, detail: str) -> None:
+        result = StepResult(number, STEP_TITLES[number - 1], detail)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+
+    with _opened(path) as state:
+        done(1, f"{len(state.files)} files ({'directory' if state.is_directory else 'tarball'})")
+        done(2, _check_signatures(state, trusted, allow_dev_key, now))
+        done(3, _check_hints(state))
+        done(4, _check_payload_types(state))
+        done(5, _check_manifest(state, now))
+        done(6, _check_listed_digests(state))
+        done(7, _check_file_set(state))
+        done(8, _check_provenance(state))
+        done(9, _check_sbom(state))
+        done(10, _check_checksums(state))
+        done(11, _check_report(state, derive))
+        manifest = _manifest(state)
+        signer = state.signer[MANIFEST_SIGNATURE]
+        return Verdict(manifest.version, manifest.build_id, signer.keyid, signer.role,
+                       len(state.files), tuple(results))

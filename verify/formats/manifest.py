@@ -1,0 +1,120 @@
+"""`tinyrustlm.module-manifest.v1`: what a release contains, signed as canonical JSON.
+
+The reference's manifest (schema, runtime_semantics, abi_version, artifacts with id, url,
+sha256, required/forbidden features, cross-origin isolation, memory) plus what a verifier
+needs to tie it to one build: release version, source revision, toolchain.lock digest,
+SOURCE_DATE_EPOCH, native artifacts, JS host files, key class, build id and expiry.
+Every `url` is a path relative to the bundle root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MANIFEST_SCHEMA = "tinyrustlm.module-manifest.v1"
+# DSSE payloadType of the signed manifest (the provenance uses in-toto's own type).
+MANIFEST_PAYLOAD_TYPE = "application/vnd.tinyrustlm.module-manifest.v1+json"
+
+Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+GitRevision = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+# Bundle-relative POSIX path: relative, no empty segments, no segment starting with "."
+# (so no `.`, `..` or hidden files).
+BundlePath = Annotated[
+    str, Field(pattern=r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)*$")
+]
+KeyClass = Literal["release", "development"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MemoryRules(Frozen):
+    """How the module's linear memory may behave (the reference's `memory` object)."""
+
+    shared: bool
+    growth: bool
+
+
+class WasmArtifact(Frozen):
+    id: str = Field(description="lane id, e.g. 'simd128-wasm32'")
+    url: BundlePath = Field(description="content-addressed file, relative to the bundle root")
+    sha256: Sha256Hex
+    size: int = Field(ge=0)
+    required_features: list[str]
+    forbidden_features: list[str]
+    requires_cross_origin_isolation: bool = False
+    memory: MemoryRules | None = None
+    js_glue: BundlePath | None = Field(
+        None, description="url of the JS host file this module is instantiated by (a pair)"
+    )
+
+
+class NativeArtifact(Frozen):
+    id: str = Field(description="lane id, e.g. 'x86_64-unknown-linux-gnu'")
+    target: str
+    url: BundlePath
+    sha256: Sha256Hex
+    size: int = Field(ge=0)
+
+
+class HostFile(Frozen):
+    """A JavaScript host or loader module shipped beside the .wasm files."""
+
+    url: BundlePath
+    sha256: Sha256Hex
+    size: int = Field(ge=0)
+
+
+class ModuleManifest(Frozen):
+    schema_: Literal["tinyrustlm.module-manifest.v1"] = Field(
+        "tinyrustlm.module-manifest.v1", alias="schema"
+    )
+    runtime_semantics: int = 1
+    abi_version: int = 1
+    version: str = Field(description="release version (pyproject [project].version)")
+    source_revision: GitRevision
+    toolchain_lock_sha256: Sha256Hex
+    source_date_epoch: int = Field(ge=0)
+    expires_epoch: int = Field(description="verifiers refuse the manifest at or after this time")
+    key_class: KeyClass
+    build_id: Sha256Hex = Field(
+        description="SHA-256 of the canonical manifest without build_id, then every listed "
+        "file's bytes in manifest order (artifacts, native_artifacts, js_files)"
+    )
+    artifacts: list[WasmArtifact]
+    native_artifacts: list[NativeArtifact] = []
+    js_files: list[HostFile] = []
+
+    def listed_files(self) -> list[tuple[str, str]]:
+        """(url, sha256) of every file the manifest names, in manifest order."""
+        return [(url, sha) for url, sha, _ in self.listed_sizes()]
+
+    def listed_sizes(self) -> list[tuple[str, str, int]]:
+        """(url, sha256, size) of every file the manifest names, in manifest order."""
+        rows = [(a.url, a.sha256, a.size) for a in self.artifacts]
+        rows += [(a.url, a.sha256, a.size) for a in self.native_artifacts]
+        rows += [(f.url, f.sha256, f.size) for f in self.js_files]
+        return rows
+
+    def lanes(self) -> list[tuple[str, str]]:
+        """(url, lane id) of every wasm and native artifact, in manifest order."""
+        return [(a.url, a.id) for a in self.artifacts] + [
+            (a.url, a.id) for a in self.native_artifacts
+        ]
+
+
+def build_id_of(manifest_without_id: bytes, listed_bytes: Iterable[bytes]) -> str:
+    """The reference's public build id: SHA-256(canonical manifest || module bytes...).
+
+    `manifest_without_id` is the canonical JSON of the manifest with `build_id` removed,
+    so the id can live inside the manifest it identifies.
+    """
+    digest = hashlib.sha256(manifest_without_id)
+    for data in listed_bytes:
+        digest.update(data)
+    return digest.hexdigest()

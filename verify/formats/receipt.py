@@ -1,0 +1,87 @@
+"""`tinyrustlm.capability-receipt.v1`: what a runtime observed and selected (schema only).
+
+The shape is the reference's "Capability receipt". It records coarse, already-exposed host
+values and what actually ran; it must never become a hardware fingerprint, so there is no
+field for CPU model, clock, GPU, memory capacity or an installation id.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+TestOutcome = Literal["pass", "fail", "not-run"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class HostReported(Frozen):
+    browser_brand: str = "unknown"
+    browser_version: str = "unknown"
+    os_family: str = "unknown"
+    architecture: str = "unknown"
+
+
+class ModuleIdentity(Frozen):
+    artifact_id: str
+    sha256: Sha256Hex
+    build_manifest_sha256: Sha256Hex
+    rustc: str
+    llvm: str
+    compile_features: list[str]
+
+
+class FeatureProbe(Frozen):
+    validates: bool
+    probe_sha256: Sha256Hex
+
+
+class Observed(Frozen):
+    cross_origin_isolated: bool
+    feature_probes: dict[str, FeatureProbe]
+    workers_requested: int = Field(ge=0)
+    workers_started: int = Field(ge=0)
+    memory_mode: str
+    memory_bytes: int = Field(ge=0)
+
+
+class Selection(Frozen):
+    numerical_mode: str
+    kernel_set: str
+    quant_layouts: list[str]
+    kv_format: str
+
+
+class SelfTest(Frozen):
+    vector_set_sha256: Sha256Hex
+    scalar: TestOutcome
+    simd128: TestOutcome = "not-run"
+    atomics: TestOutcome = "not-run"
+    thread_participation: TestOutcome = "not-run"
+    tokenizer: TestOutcome = "not-run"
+    prng: TestOutcome = "not-run"
+
+
+class ExecutedPathEvidence(Frozen):
+    scalar_kernel_calls: int = Field(ge=0)
+    simd_kernel_calls: int = Field(ge=0)
+    worker_ids_participating: list[int] = []
+
+
+class CapabilityReceipt(Frozen):
+    schema_: Literal["tinyrustlm.capability-receipt.v1"] = Field(
+        "tinyrustlm.capability-receipt.v1", alias="schema"
+    )
+    created_utc: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+    runtime_semantics: int
+    abi_version: int
+    host_reported: HostReported
+    module: ModuleIdentity
+    observed: Observed
+    selection: Selection
+    self_test: SelfTest
+    executed_path_evidence: ExecutedPathEvidence

@@ -1,0 +1,113 @@
+"""The verifier's trust root: a JSON file of keyid -> public key PEM, role, not-after.
+
+    {"schema": "tinyrustlm.trusted-keys.v1",
+     "keys": [{"keyid": "<hex sha256 of SPKI DER>", "public_key_pem": "-----BEGIN PUBLIC KEY...",
+               "role": "release" | "development", "not_after": "2031-01-01T00:00:00Z"}]}
+
+A keyid that is not the digest of its own key is refused when the file is loaded, so a
+keyid can never name a different key than the one it is written beside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    PublicFormat,
+    load_pem_public_key,
+)
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+
+from verify.bundle.errors import TrustedKeysInvalid
+from verify.canonical import MalformedJson, parse_json
+from verify.dsse import keyid_of
+
+TRUSTED_KEYS_SCHEMA = "tinyrustlm.trusted-keys.v1"
+KeyRole = Literal["release", "development"]
+
+
+class TrustedKeyEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    keyid: str = Field(pattern=r"^[0-9a-f]{64}$")
+    public_key_pem: str
+    role: KeyRole
+    not_after: AwareDatetime
+
+
+class TrustedKeysFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_: Literal["tinyrustlm.trusted-keys.v1"] = Field(
+        "tinyrustlm.trusted-keys.v1", alias="schema"
+    )
+    keys: list[TrustedKeyEntry]
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    keyid: str
+    public_key: Ed25519PublicKey
+    role: KeyRole
+    not_after_epoch: int
+
+
+def trusted_key_entry(
+    public_key: Ed25519PublicKey, role: KeyRole, not_after: datetime
+) -> TrustedKeyEntry:
+    pem = public_key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode("ascii")
+    return TrustedKeyEntry(
+        keyid=keyid_of(public_key), public_key_pem=pem, role=role, not_after=not_after
+    )
+
+
+def trusted_keys_json(entries: list[TrustedKeyEntry]) -> bytes:
+    doc = TrustedKeysFile.model_validate({"keys": entries})
+    return (doc.model_dump_json(by_alias=True, indent=2) + "\n").encode("utf-8")
+
+
+def load_trusted_keys(path: Path) -> dict[str, TrustedKey]:
+    """keyid -> trusted key; any problem with the file is a `TrustedKeysInvalid` naming it."""
+    where = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TrustedKeysInvalid(
+            f"cannot read trusted-keys file: {exc.strerror}", where=where
+        ) from exc
+    try:
+        doc = TrustedKeysFile.model_validate(parse_json(data, where))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise TrustedKeysInvalid(f"{first['msg']}", where=f"{where}: {field}") from exc
+    except MalformedJson as exc:
+        raise TrustedKeysInvalid(str(exc), where=where) from exc
+    if not doc.keys:
+        raise TrustedKeysInvalid("no keys: an empty trust root trusts nothing", where=where)
+    keys: dict[str, TrustedKey] = {}
+    for i, entry in enumerate(doc.keys):
+        entry_where = f"{where}: keys[{i}]"
+        try:
+            public_key = load_pem_public_key(entry.public_key_pem.encode("ascii"))
+        except (ValueError, UnicodeEncodeError) as exc:
+            raise TrustedKeysInvalid(
+                f"unreadable public_key_pem: {exc}", where=entry_where
+            ) from exc
+        if not isinstance(public_key, Ed25519PublicKey):
+            raise TrustedKeysInvalid("only Ed25519 keys are accepted", where=entry_where)
+        if keyid_of(public_key) != entry.keyid:
+            raise TrustedKeysInvalid(
+                "keyid is not the SHA-256 of the key's SPKI DER", where=f"{entry_where}.keyid"
+            )
+        if entry.keyid in keys:
+            raise TrustedKeysInvalid("duplicate keyid", where=f"{entry_where}.keyid")
+        keys[entry.keyid] = TrustedKey(
+            entry.keyid, public_key, entry.role, int(entry.not_after.timestamp())
+        )
+    return keys
