@@ -1,0 +1,136 @@
+"""A tiny WebAssembly module builder for tests: emits bytes directly, one property at a time.
+
+Every helper returns bytes; `module(...)` assembles sections in the required order. The
+default module is a valid scalar-lane runtime shape: no imports, an exported memory and
+every required `tr_*` export pointing at a trivial function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+I32, I64, F32, F64, V128 = 0x7F, 0x7E, 0x7D, 0x7C, 0x7B
+
+REQUIRED_EXPORTS = (
+    "tr_abi_version tr_runtime_semantics tr_lane tr_alloc tr_free tr_model_load tr_preflight "
+    "tr_session_new tr_prefill tr_decode tr_session_free tr_model_free tr_self_test "
+    "tr_path_counters"
+).split()
+
+
+def uleb(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def sleb(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        done = (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40)
+        out.append(byte if done else byte | 0x80)
+        if done:
+            return bytes(out)
+
+
+def name(text: str) -> bytes:
+    raw = text.encode()
+    return uleb(len(raw)) + raw
+
+
+def vec(items: Sequence[bytes]) -> bytes:
+    return uleb(len(items)) + b"".join(items)
+
+
+def section(sid: int, payload: bytes) -> bytes:
+    return bytes([sid]) + uleb(len(payload)) + payload
+
+
+def custom(section_name: str, payload: bytes) -> bytes:
+    return section(0, name(section_name) + payload)
+
+
+def limits(minimum: int, maximum: int | None = None, *, shared: bool = False) -> bytes:
+    flags = (1 if maximum is not None else 0) | (2 if shared else 0)
+    out = bytes([flags]) + uleb(minimum)
+    return out + (uleb(maximum) if maximum is not None else b"")
+
+
+def body(code: bytes, local_types: Sequence[int] = ()) -> bytes:
+    """A function body: locals (one group per type), the code, and the final `end`."""
+    groups = vec([uleb(1) + bytes([t]) for t in local_types])
+    inner = groups + code + b"\x0b"
+    return uleb(len(inner)) + inner
+
+
+def target_features(*entries: tuple[str, str]) -> bytes:
+    return custom("target_features", vec([prefix.encode() + name(n) for prefix, n in entries]))
+
+
+@dataclass
+class ModuleSpec:
+    """What to put in the module; each field maps to one section."""
+
+    code: list[bytes] = field(default_factory=lambda: [b""])  # bodies' operators (type 0)
+    local_types: list[Sequence[int]] = field(default_factory=list)
+    exports: list[str] = field(default_factory=lambda: list(REQUIRED_EXPORTS))
+    export_memory: bool = True
+    memory: bytes | None = field(default_factory=lambda: limits(17))
+    imports: list[bytes] = field(default_factory=list)  # raw import entries
+    customs: list[bytes] = field(default_factory=list)  # raw custom sections (at the end)
+    data: list[bytes] = field(default_factory=list)  # raw data segments
+    data_count: bool = False
+
+
+def module(spec: ModuleSpec | None = None) -> bytes:
+    spec = spec or ModuleSpec()
+    out = bytearray(b"\0asm\x01\x00\x00\x00")
+    out += section(1, vec([b"\x60\x00\x00"]))  # type 0: [] -> []
+    if spec.imports:
+        out += section(2, vec(spec.imports))
+    out += section(3, vec([uleb(0)] * len(spec.code)))
+    if spec.memory is not None:
+        out += section(5, vec([spec.memory]))
+    exports = [name(e) + b"\x00" + uleb(0) for e in spec.exports]
+    if spec.export_memory:
+        exports.append(name("memory") + b"\x02" + uleb(0))
+    out += section(7, vec(exports))
+    if spec.data_count:
+        out += section(12, uleb(len(spec.data)))
+    locals_ = spec.local_types + [()] * (len(spec.code) - len(spec.local_types))
+    out += section(10, vec([body(c, lt) for c, lt in zip(spec.code, locals_, strict=True)]))
+    if spec.data:
+        out += section(11, vec(spec.data))
+    for raw in spec.customs:
+        out += raw
+    return bytes(out)
+
+
+def import_memory(minimum: int, maximum: int | None, *, shared: bool) -> bytes:
+    return name("env") + name("memory") + b"\x02" + limits(minimum, maximum, shared=shared)
+
+
+def active_data(payload: bytes, offset: int = 1024) -> bytes:
+    return b"\x00\x41" + sleb(offset) + b"\x0b" + uleb(len(payload)) + payload
+
+
+# Operator snippets, each a balanced, stack-neutral sequence.
+V128_OP = b"\xfd\x0c" + bytes(16) + b"\x1a"  # v128.const 0; drop
+RELAXED_SIMD_OP = (  # i8x16.relaxed_swizzle of two zero vectors, dropped
+    b"\xfd\x0c" + bytes(16) + b"\xfd\x0c" + bytes(16) + b"\xfd\x80\x02" + b"\x1a"
+)
+ATOMIC_OP = b"\x41\x00\xfe\x10\x02\x00\x1a"  # i32.atomic.load (align 2) of address 0; drop
+ATOMIC_WAIT_NOTIFY = (
+    b"\x41\x00\x41\x00\x42\x00\xfe\x01\x02\x00\x1a"  # memory.atomic.wait32; drop
+    b"\x41\x00\x41\x01\xfe\x00\x02\x00\x1a"  # memory.atomic.notify; drop
+)
+MEMORY_GROW = b"\x41\x01\x40\x00\x1a"  # memory.grow 1; drop

@@ -1,0 +1,252 @@
+"""Wasm lane checks: pure functions (facts, policy) -> Finding, registered in ONE table.
+
+Like bitcoin's security-check.py, but each check returns Finding(id, ok, evidence) and
+never prints. The cross-check rows need wasm-tools verdicts in the facts; inspect.py
+runs the tool and the rows run only when those verdicts are present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from verify.paths import outside
+from verify.policy import WasmPolicy
+from verify.wasm import features
+from verify.wasm.features import BY_TARGET_FEATURE, NONE, Proposal
+from verify.wasm.inventory import WasmInventory
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    id: str
+    ok: bool
+    evidence: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One `wasm-tools validate --features=<features>` run."""
+
+    features: str
+    valid: bool
+    message: str  # the tool's first error line ("" when valid)
+
+
+@dataclass(frozen=True, slots=True)
+class CrossCheck:
+    own: Verdict  # the lane's allowed set
+    lower: Verdict | None  # the next lower lane's set (None for the lowest lane)
+    exact: Verdict  # exactly the proposals we inferred
+    without: tuple[tuple[str, Verdict], ...]  # inferred set minus one proposal, per proposal
+
+
+@dataclass(frozen=True, slots=True)
+class WasmFacts:
+    inventory: WasmInventory
+    cross_check: CrossCheck | None = None
+
+
+def _names(flags: Proposal) -> str:
+    return ", ".join(features.names(flags)) or "none"
+
+
+def _why(inv: WasmInventory, flags: Proposal) -> str:
+    parts = []
+    for name in features.names(flags):
+        parts.append(f"{name}: {'; '.join(inv.reasons.get(name, ()))}")
+    return " | ".join(parts)
+
+
+def proposals_allowed(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    inv = facts.inventory
+    extra = inv.required & ~policy.allowed & ~Proposal.MVP
+    if extra:
+        return Finding("", False, f"requires {_names(extra)} beyond the lane: {_why(inv, extra)}")
+    return Finding("", True, f"requires only {_names(inv.required)}")
+
+
+def proposals_required(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    missing = policy.required & ~facts.inventory.required
+    if missing:
+        return Finding("", False, f"the lane needs {_names(missing)} but the code never uses it")
+    return Finding("", True, f"uses {_names(policy.required)}")
+
+
+def target_features_agree(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    inv = facts.inventory
+    claimed = denied = NONE
+    for prefix, name in inv.declared:
+        proposal = BY_TARGET_FEATURE.get(name)
+        if proposal is None:
+            continue  # a feature we do not model (e.g. shared-mem) is recorded, not judged
+        if prefix == "-":
+            denied |= proposal
+        else:
+            claimed |= proposal
+    unclaimed = inv.required & ~claimed & ~Proposal.MVP
+    contradicted = inv.required & denied
+    source = "target_features" if inv.declared_present else "no target_features section"
+    if unclaimed or contradicted:
+        return Finding(
+            "",
+            False,
+            f"code requires {_names(unclaimed | contradicted)} but {source} "
+            f"claims {[p + n for p, n in inv.declared]}",
+        )
+    return Finding("", True, f"{source} covers {_names(inv.required)}")
+
+
+def memory_source(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    mems = facts.inventory.memories
+    exported = any(kind == "memory" for _, kind in facts.inventory.exports)
+    if len(mems) != 1:
+        return Finding("", False, f"{len(mems)} memories, expected exactly one")
+    mem = mems[0]
+    if policy.memory.source == "import":
+        ok = mem.imported and (mem.module, mem.name) == ("env", "memory")
+    else:
+        ok = not mem.imported and exported
+    where = f"imported as {mem.module}.{mem.name}" if mem.imported else "defined"
+    where += ", exported" if exported else ", not exported"
+    return Finding("", ok, f"memory {where}; policy: {policy.memory.source}")
+
+
+def memory_shared(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    flags = [m.limits.shared for m in facts.inventory.memories]
+    ok = bool(flags) and all(s == policy.memory.shared for s in flags)
+    return Finding("", ok, f"shared flags {flags}; policy shared={policy.memory.shared}")
+
+
+def memory_fixed(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    sizes = [(m.limits.minimum, m.limits.maximum) for m in facts.inventory.memories]
+    if not policy.memory.fixed_size:
+        return Finding("", True, f"(initial, maximum) {sizes}; any size allowed")
+    ok = bool(sizes) and all(lo == hi for lo, hi in sizes)
+    return Finding("", ok, f"(initial, maximum) pages {sizes}; policy: initial == maximum")
+
+
+def memory_growth(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    grows = facts.inventory.op_counts.get("memory.grow", 0)
+    ok = policy.memory.growth or grows == 0
+    return Finding("", ok, f"{grows} memory.grow operators; growth allowed={policy.memory.growth}")
+
+
+def exports_required(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    have = {name for name, kind in facts.inventory.exports if kind == "func"}
+    missing = [e for e in policy.required_exports if e not in have]
+    if missing:
+        return Finding("", False, f"missing function exports {missing}")
+    return Finding("", True, f"all {len(policy.required_exports)} required exports present")
+
+
+def exports_allowed(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    required = set(policy.required_exports)
+    stray = [
+        name
+        for name, kind in facts.inventory.exports
+        if name not in required
+        and not (kind == "memory" and name == "memory")
+        and not name.startswith(policy.optional_export_prefixes)
+    ]
+    if stray:
+        return Finding("", False, f"unexpected exports {stray}")
+    return Finding("", True, f"{len(facts.inventory.exports)} exports, none unexpected")
+
+
+def imports_allowed(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    allowed = {(a.module, a.name, a.kind) for a in policy.allowed_imports}
+    stray = [
+        f"{i.module}.{i.name} ({i.kind})"
+        for i in facts.inventory.imports
+        if (i.module, i.name, i.kind) not in allowed
+    ]
+    if stray:
+        return Finding("", False, f"imports outside the policy: {stray}")
+    return Finding("", True, f"{len(facts.inventory.imports)} imports, all allowed")
+
+
+def custom_forbidden(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    bad = [n for n in facts.inventory.custom_sections if n in policy.forbidden_custom_sections]
+    if bad:
+        return Finding("", False, f"forbidden custom sections {bad}")
+    return Finding("", True, f"custom sections {list(facts.inventory.custom_sections)}")
+
+
+def debug_absent(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    debug = facts.inventory.debug_sections
+    ok = not (policy.forbid_debug_sections and debug)
+    return Finding("", ok, f"debug sections {list(debug)}" if debug else "no .debug_* sections")
+
+
+def paths_build(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    bad = outside(facts.inventory.paths, policy.allowed_path_prefixes)
+    if bad:
+        return Finding("", False, f"absolute paths outside the remap targets: {list(bad)[:10]}")
+    return Finding("", True, f"{len(facts.inventory.paths)} absolute paths, all remapped")
+
+
+def _cross(facts: WasmFacts) -> CrossCheck:
+    assert facts.cross_check is not None  # the table runs these rows only with verdicts
+    return facts.cross_check
+
+
+def tools_valid(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    own = _cross(facts).own
+    return Finding("", own.valid, f"wasm-tools validate --features={own.features}: "
+                   + ("valid" if own.valid else own.message))  # fmt: skip
+
+
+def tools_needs_lane(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    lower = _cross(facts).lower
+    if lower is None:
+        return Finding("", True, "the lowest lane: nothing below to reject it")
+    verdict = "valid (the lane is not needed)" if lower.valid else f"rejected: {lower.message}"
+    return Finding("", not lower.valid, f"--features={lower.features}: {verdict}")
+
+
+def tools_agree(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    cc = _cross(facts)
+    problems = []
+    if cc.exact.valid != cc.own.valid:
+        problems.append(f"valid under the lane ({cc.own.valid}) but under the inferred set "
+                        f"{cc.exact.features} ({cc.exact.valid}): {cc.exact.message}")  # fmt: skip
+    if cc.exact.valid:
+        problems += [f"still valid without {name}" for name, v in cc.without if v.valid]
+    if problems:
+        return Finding("", False, "inferred requirements disagree with wasm-tools: "
+                       + "; ".join(problems))  # fmt: skip
+    return Finding("", True, f"wasm-tools agrees: needs exactly {cc.exact.features}")
+
+
+Check = Callable[[WasmFacts, WasmPolicy], Finding]
+
+# id -> (check, needs wasm-tools verdicts). One row per check; ids are stable API.
+WASM_CHECKS: dict[str, tuple[Check, bool]] = {
+    "wasm.proposals.allowed": (proposals_allowed, False),
+    "wasm.proposals.required": (proposals_required, False),
+    "wasm.target_features.agree": (target_features_agree, False),
+    "wasm.memory.source": (memory_source, False),
+    "wasm.memory.shared": (memory_shared, False),
+    "wasm.memory.fixed": (memory_fixed, False),
+    "wasm.memory.growth": (memory_growth, False),
+    "wasm.exports.required": (exports_required, False),
+    "wasm.exports.allowed": (exports_allowed, False),
+    "wasm.imports.allowed": (imports_allowed, False),
+    "wasm.custom.forbidden": (custom_forbidden, False),
+    "wasm.debug.absent": (debug_absent, False),
+    "wasm.paths.build": (paths_build, False),
+    "wasm.tools.valid": (tools_valid, True),
+    "wasm.tools.needs_lane": (tools_needs_lane, True),
+    "wasm.tools.agree": (tools_agree, True),
+}
+
+
+def run_wasm_checks(facts: WasmFacts, policy: WasmPolicy) -> list[Finding]:
+    findings = []
+    for check_id, (check, needs_tool) in WASM_CHECKS.items():
+        if needs_tool and facts.cross_check is None:
+            continue
+        result = check(facts, policy)
+        findings.append(Finding(check_id, result.ok, result.evidence))
+    return findings
