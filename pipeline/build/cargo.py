@@ -1,0 +1,97 @@
+"""One cargo run per lane: the exact argv and the complete, controlled environment."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.build.lanes import Lane, LanesFile
+from pipeline.errors import PipelineError
+from pipeline.toolchain.lockfile import ToolchainLock
+
+Say = Callable[[str], None]
+HEARTBEAT_SECONDS = 15.0
+
+
+class CompileError(PipelineError):
+    """cargo/rustc failed for a lane; the message carries argv and the compiler's last lines."""
+
+
+@dataclass(frozen=True)
+class CargoRun:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    output: Path  # what cargo writes for this lane
+
+
+def plan_run(lane: Lane, lanes: LanesFile, lock: ToolchainLock, workspace: Path,
+             scratch: Path, source_date_epoch: int) -> CargoRun:
+    """The one cargo command for `lane`. Nothing from the caller's environment leaks in."""
+    cargo_home = scratch / "cargo-home"
+    target_dir = scratch / "target" / lane.id
+    link_args = list(lane.link_args)
+    if lane.shared_memory_bytes is not None:  # one number, so initial == maximum by construction
+        size = lane.shared_memory_bytes
+        link_args += [f"--initial-memory={size}", f"--max-memory={size}"]
+    rustflags = [
+        *lane.rustflags,
+        "-C", f"linker={lane.linker}",
+        *(arg for link_arg in link_args for arg in ("-C", f"link-arg={link_arg}")),
+        "--remap-path-prefix", f"{workspace}={lanes.remap_workspace}",
+        "--remap-path-prefix", f"{cargo_home}={lanes.remap_cargo_home}",
+    ]
+    env = {
+        "PATH": "/usr/bin:/bin",  # never rustup's shims: rustc/cargo by absolute path only
+        "HOME": str(scratch / "home"),
+        "CARGO_HOME": str(cargo_home),
+        "CARGO_TARGET_DIR": str(target_dir),
+        "RUSTC": lock.rustc.binary,
+        "CARGO_ENCODED_RUSTFLAGS": "\x1f".join(rustflags),
+        "CARGO_INCREMENTAL": "0",
+        "CARGO_NET_OFFLINE": "true",
+        "CARGO_TERM_COLOR": "never",
+        "SOURCE_DATE_EPOCH": str(source_date_epoch),
+        "TZ": "UTC",
+        "LC_ALL": "C",
+        **lane.env,
+    }
+    argv = [lock.rustc.cargo, "build", "--release", "--locked", "--offline",
+            "-p", lane.package, "--target", lane.target]
+    output = target_dir / lane.target / "release" / lane.cargo_output
+    return CargoRun(argv, env, workspace, output)
+
+
+def run_cargo(lane: Lane, run: CargoRun, say: Say) -> None:
+    """Run cargo with umask 022, printing a heartbeat while it works."""
+    for folder in (Path(run.env["HOME"]), Path(run.env["CARGO_HOME"])):
+        folder.mkdir(parents=True, exist_ok=True)
+    run.output.unlink(missing_ok=True)  # a stale output must never pass for a new one
+    started = time.monotonic()
+    done_flag = threading.Event()
+
+    def heartbeat() -> None:
+        while not done_flag.wait(HEARTBEAT_SECONDS):
+            say(f"    ... {lane.id}: cargo still running ({time.monotonic() - started:.0f}s)")
+
+    ticker = threading.Thread(target=heartbeat, daemon=True)
+    ticker.start()
+    try:
+        done = subprocess.run(run.argv, cwd=run.cwd, env=run.env, umask=0o022,
+                              capture_output=True, text=True)
+    except OSError as exc:
+        raise CompileError(f"{lane.id}: cannot run {run.argv[0]}: {exc.strerror}",
+                           hint="run `tinyrustlm-release toolchain install`") from exc
+    finally:
+        done_flag.set()
+    if done.returncode != 0 or not run.output.is_file():
+        tail = "\n".join(("    " + ln) for ln in done.stderr.strip().splitlines()[-25:])
+        raise CompileError(
+            f"lane {lane.id}: cargo failed (exit {done.returncode})\n"
+            f"  argv: {' '.join(run.argv)}\n  compiler's last lines:\n{tail}",
+            where=f"lane {lane.id}",
+        )

@@ -1,0 +1,46 @@
+"""`tinyrustlm-release build [--lane ID ...] [--force]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from pipeline.build.driver import build_lanes
+from pipeline.build.lanes import load_lanes
+from pipeline.build.records import BuildIndex
+from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK
+from pipeline.toolchain.check import check_installed
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lane", action="append", dest="lanes", metavar="ID",
+                        help="build only this lane (repeatable; default: every lane)")
+    parser.add_argument("--force", action="store_true", help="rebuild even if inputs are unchanged")
+    parser.add_argument("--repo", type=Path, default=Path("."), help="repository root")
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def summary_table(index: BuildIndex) -> str:
+    rows = [("lane", "size", "sha256", "smoke", "engine")]
+    rows += [(e.lane, f"{e.size:,}", e.sha256[:16], e.smoke.status, e.smoke.engine)
+             for e in index.lanes]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    load_lanes(args.repo / "manifests" / "lanes.toml").select(args.lanes)  # bad input first
+    check_installed(args.repo)
+    index = build_lanes(args.repo, args.lanes, args.force, say)
+    print(summary_table(index))
+    print(f"build/index.json: {len(index.lanes)} lane(s) in {time.monotonic() - started:.2f}s")
+    failed = [e for e in index.lanes if e.smoke.status == "fail"]
+    return EXIT_CHECK_FAILED if failed else EXIT_OK

@@ -1,0 +1,147 @@
+"""Build lanes: plan, skip what is cached, run cargo, content-address, smoke, record, index.
+
+Layout under build/:
+  <lane>/runtime.<lane>.<sha256[:16]>.wasm (native: tinyrustlm.<lane>.<sha16>[.exe])
+  <lane>/build-record.json   the BuildRecord of that artifact
+  index.json                 the BuildIndex of every lane built successfully
+  .scratch/                  cargo home, target dirs, wine prefix (never read by later steps)
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pipeline.atomicio import write_atomic
+from pipeline.build import smoke
+from pipeline.build.cargo import plan_run, run_cargo
+from pipeline.build.inputs import git_facts, lane_inputs, sha256_file, tree_digest
+from pipeline.build.lanes import Lane, load_lanes
+from pipeline.build.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
+from pipeline.errors import CheckFailed, PipelineError
+from pipeline.toolchain.lockfile import ToolchainLock, load_lock
+
+Say = Callable[[str], None]
+RECORD = "build-record.json"
+
+
+def artifact_name(lane: Lane, sha256: str) -> str:
+    stem = "runtime" if lane.kind == "wasm" else "tinyrustlm"
+    return f"{stem}.{lane.id}.{sha256[:16]}{lane.extension}"
+
+
+def _cached(lane_dir: Path, input_digest: str) -> BuildRecord | None:
+    """The lane's record if its inputs are unchanged and its artifact is intact."""
+    try:
+        record = BuildRecord.model_validate_json((lane_dir / RECORD).read_bytes())
+    except (OSError, ValueError):
+        return None
+    artifact = lane_dir.parent.parent / record.output.path
+    if (record.inputs.input_digest != input_digest or record.smoke.status == "fail"
+            or not artifact.is_file() or artifact.stat().st_size != record.output.size):
+        return None
+    return record
+
+
+def _check_linkers(lanes: list[Lane], lock: ToolchainLock) -> None:
+    locked = {tool.argv[0] for tool in lock.tool}
+    for lane in lanes:
+        if lane.linker not in locked:
+            raise PipelineError(f"lane {lane.id}: linker {lane.linker} is not pinned in "
+                                "toolchain.lock", where="manifests/lanes.toml")
+
+
+def _publish(lane: Lane, produced: Path, lane_dir: Path) -> tuple[Path, str, int]:
+    """Copy cargo's output to its content-addressed name atomically; drop stale artifacts."""
+    data = produced.read_bytes()
+    sha = sha256_file(produced)
+    final = lane_dir / artifact_name(lane, sha)
+    write_atomic(final, data, mode=0o755 if lane.kind == "native" else 0o644)
+    for old in lane_dir.iterdir():
+        if old != final and old.name != RECORD:
+            old.unlink()
+    return final, sha, len(data)
+
+
+def build_lanes(repo_root: Path, lanes: list[str] | None = None, force: bool = False,
+                say: Say = print) -> BuildIndex:
+    """Build the selected lanes (all by default); returns the updated build index."""
+    repo_root = repo_root.resolve()
+    lanes_file = load_lanes(repo_root / "manifests" / "lanes.toml")
+    selected = lanes_file.select(lanes)
+    lock_path = repo_root / "toolchain.lock"
+    lock = load_lock(lock_path)
+    _check_linkers(selected, lock)
+    workspace = repo_root / lanes_file.workspace
+    revision, epoch = git_facts(repo_root)
+    build_dir = repo_root / "build"
+    scratch = build_dir / ".scratch"
+    sources = tree_digest(workspace)
+    index_path = build_dir / "index.json"
+    entries = _previous_entries(index_path)
+    failures: list[str] = []
+    for number, lane in enumerate(selected, 1):
+        lane_dir = build_dir / lane.id
+        lane_dir.mkdir(parents=True, exist_ok=True)
+        inputs = lane_inputs(lane, workspace, lock_path, sources)
+        record = None if force else _cached(lane_dir, inputs.input_digest)
+        started = time.monotonic()
+        if record is not None:
+            say(f"[{number}/{len(selected)}] {lane.id}: cached (inputs unchanged)")
+        else:
+            say(f"[{number}/{len(selected)}] {lane.id}: building for {lane.target}")
+            entries.pop(lane.id, None)  # until this lane succeeds, nothing may pick it up
+            _write_index(index_path, revision, epoch, lock_path, entries)
+            run = plan_run(lane, lanes_file, lock, workspace, scratch, epoch)
+            run_cargo(lane, run, say)
+            artifact, sha, size = _publish(lane, run.output, lane_dir)
+            say(f"    compiled in {time.monotonic() - started:.1f}s; smoke-testing")
+            result = smoke.smoke(lane.id, artifact, repo_root, scratch)
+            record = BuildRecord(
+                lane=lane.id, target=lane.target, kind=lane.kind, argv=run.argv, env=run.env,
+                source_date_epoch=epoch, inputs=inputs,
+                output=BuildOutput(path=artifact.relative_to(repo_root).as_posix(),
+                                   sha256=sha, size=size),
+                smoke=result,
+            )
+            write_atomic(lane_dir / RECORD,
+                         record.model_dump_json(by_alias=True, indent=2).encode() + b"\n")
+            say(f"    smoke {result.status} ({result.engine}) {result.detail[:80]}"
+                f" — {time.monotonic() - started:.1f}s total")
+        if record.smoke.status == "fail":
+            failures.append(f"{lane.id}: {record.smoke.detail}")
+            continue
+        entries[lane.id] = IndexEntry(
+            lane=lane.id, target=lane.target, kind=lane.kind, artifact=record.output.path,
+            sha256=record.output.sha256, size=record.output.size,
+            record=(lane_dir / RECORD).relative_to(repo_root).as_posix(), smoke=record.smoke,
+        )
+        _write_index(index_path, revision, epoch, lock_path, entries)
+    index = _write_index(index_path, revision, epoch, lock_path, entries)
+    if failures:
+        raise CheckFailed("smoke test failed: " + "; ".join(failures),
+                          hint="the failing lanes were left out of build/index.json")
+    return index
+
+
+def _previous_entries(index_path: Path) -> dict[str, IndexEntry]:
+    try:
+        index = BuildIndex.model_validate_json(index_path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return {entry.lane: entry for entry in index.lanes}
+
+
+def _write_index(path: Path, revision: str, epoch: int, lock_path: Path,
+                 entries: dict[str, IndexEntry]) -> BuildIndex:
+    index = BuildIndex(source_revision=revision, source_date_epoch=epoch,
+                       toolchain_lock_sha256=sha256_file(lock_path),
+                       lanes=[entries[k] for k in sorted(entries)])
+    write_atomic(path, index.model_dump_json(by_alias=True, indent=2).encode() + b"\n")
+    return index
+
+
+def clean(repo_root: Path) -> None:
+    shutil.rmtree(repo_root / "build", ignore_errors=True)

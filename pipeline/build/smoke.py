@@ -1,0 +1,92 @@
+"""Smoke-run each artifact right after it is built: its startup self-test in a real engine.
+
+One runner per lane, in a table. A runner that cannot run here says so (`not-run`) and never
+claims the artifact ran.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from pipeline.build.records import SmokeResult
+
+TIMEOUT_SECONDS = 120
+QEMU = "/usr/bin/qemu-aarch64-static"
+AARCH64_SYSROOT = "/usr/aarch64-linux-gnu"
+WINE = "/usr/lib/wine/wine64"
+NODE_HOST_SELFTEST = Path("crates/wasm/js/selftest.mjs")
+
+
+def _run(argv: list[str], engine: str, env: dict[str, str] | None = None,
+         cwd: Path | None = None) -> SmokeResult:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+                              env=env, cwd=cwd)
+    except FileNotFoundError:
+        return SmokeResult(status="not-run", engine=engine, detail=f"{argv[0]} is not installed")
+    except subprocess.TimeoutExpired:
+        return SmokeResult(status="fail", engine=engine,
+                           detail=f"no answer within {TIMEOUT_SECONDS}s")
+    output = (done.stdout + done.stderr).strip().splitlines()
+    detail = output[-1][:300] if output else ""
+    if done.returncode == 0:
+        return SmokeResult(status="pass", engine=engine, detail=detail)
+    return SmokeResult(status="fail", engine=engine, detail=f"exit {done.returncode}: {detail}")
+
+
+def _wasmtime(simd: bool) -> Callable[[Path, Path, Path], SmokeResult]:
+    def runner(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
+        result = _run([sys.executable, "-m", "pipeline.build.smoke_wasmtime", str(artifact),
+                       "--simd", str(int(simd))], "wasmtime-py", cwd=repo_root)
+        if result.status == "pass":
+            engine = json.loads(result.detail)["engine"]
+            return SmokeResult(status="pass", engine=engine, detail="tr_self_test() == 0")
+        return result
+
+    return runner
+
+
+def _node_threads(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
+    host = repo_root / NODE_HOST_SELFTEST
+    if not host.is_file():
+        return SmokeResult(status="not-run", engine="node",
+                           detail=f"{NODE_HOST_SELFTEST} does not exist yet")
+    return _run(["node", str(host), str(artifact), "--workers", "2"], "node worker_threads x2")
+
+
+def _native(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
+    return _run([str(artifact), "self-test"], "native x86_64")
+
+
+def _qemu(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
+    return _run([QEMU, "-L", AARCH64_SYSROOT, str(artifact), "self-test"], "qemu-aarch64-static")
+
+
+def _wine(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
+    prefix = scratch / "wine-prefix"
+    prefix.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch / "home"), "WINEPREFIX": str(prefix),
+           "WINEDEBUG": "-all", "DISPLAY": ""}
+    return _run([WINE, str(artifact), "self-test"], "wine64", env=env)
+
+
+Runner = Callable[[Path, Path, Path], SmokeResult]
+RUNNERS: dict[str, Runner] = {
+    "scalar-wasm32": _wasmtime(simd=False),
+    "simd128-wasm32": _wasmtime(simd=True),
+    "simd128-threads-wasm32": _node_threads,
+    "x86_64-unknown-linux-gnu": _native,
+    "aarch64-unknown-linux-gnu": _qemu,
+    "x86_64-pc-windows-gnu": _wine,
+}
+
+
+def smoke(lane_id: str, artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
+    runner = RUNNERS.get(lane_id)
+    if runner is None:
+        return SmokeResult(status="not-run", engine="none", detail=f"no runner for {lane_id}")
+    return runner(artifact, repo_root, scratch)
