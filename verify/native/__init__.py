@@ -1,0 +1,1 @@
+"""Native artifacts (ELF, PE): lief -> frozen facts; capstone -> instruction inventory."""
