@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import PipelineError
-from pipeline.sbom import BuildStep, ToolchainPackage
+from pipeline.sbom import BuildStep, ToolchainPackage, purl
 from pipeline.sources import CrateSource
 from verify.canonical import canonical_json
 
@@ -43,7 +43,7 @@ def statement_document(inputs: ProvenanceInputs) -> dict[str, Any]:
         {"name": "toolchain.lock", "digest": {"sha256": inputs.toolchain_lock_sha256}},
     ]
     dependencies += [
-        {"name": f"crate:{c.name}", "uri": f"pkg:cargo/{c.name}@{c.version}",
+        {"name": f"crate:{c.name}", "uri": purl("cargo", c.name, c.version),
          "digest": {"sha256": c.sha256}, "annotations": {"path": c.path}}
         for c in inputs.crates
     ]

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from packageurl import PackageURL
+
 from pipeline.errors import PipelineError
 from pipeline.sources import CrateSource, PythonRequirement
 from verify.canonical import canonical_json
@@ -35,7 +37,9 @@ class ToolchainPackage:
 
     @property
     def purl(self) -> str:
-        return f"pkg:deb/debian/{self.name}@{self.version}?arch={self.architecture}"
+        """pkg:deb/debian/NAME@VERSION?arch=ARCH (version percent-encoded: `+` is %2B)."""
+        return purl("deb", self.name, self.version, namespace="debian",
+                    qualifiers={"arch": self.architecture})
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,14 @@ class SbomInputs:
     toolchain: Sequence[ToolchainPackage]
     python: Sequence[PythonRequirement]
     steps: Sequence[BuildStep]
+
+
+def purl(
+    kind: str, name: str, version: str, namespace: str | None = None,
+    qualifiers: dict[str, str] | None = None,
+) -> str:
+    return str(PackageURL(type=kind, namespace=namespace, name=name, version=version,
+                          qualifiers=qualifiers).to_string())
 
 
 def _utc(epoch: int) -> str:
@@ -79,7 +91,7 @@ def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
             "bom-ref": f"crate:{crate.name}",
             "name": crate.name,
             "version": crate.version,
-            "purl": f"pkg:cargo/{crate.name}@{crate.version}",
+            "purl": purl("cargo", crate.name, crate.version),
             "hashes": _sha256(crate.sha256),
             "properties": [
                 {"name": "tinyrustlm:source-path", "value": crate.path},
@@ -104,7 +116,7 @@ def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
             "name": req.name,
             "version": req.version,
             "scope": "excluded",
-            "purl": f"pkg:pypi/{req.name}@{req.version}",
+            "purl": purl("pypi", req.name, req.version),
         })
     refs = [c["bom-ref"] for c in components]
     if len(set(refs)) != len(refs):

@@ -1,0 +1,77 @@
+"""A full release on a fake build: it verifies, and it reproduces byte for byte."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import tarfile
+from pathlib import Path
+
+from .conftest import LANES, VERSION, Harness
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_full_release_verifies(harness: Harness) -> None:
+    ctx = harness.release()
+    assert ctx.bundle == harness.tmp / "dist" / f"tinyrustlm-{VERSION}"
+    verdict = harness.verify(ctx.bundle)
+    assert verdict.version == VERSION
+    assert verdict.key_class == "release"
+    assert verdict.build_id == ctx.manifest.build_id if ctx.manifest else False
+    assert [s.number for s in verdict.steps] == list(range(1, 12))
+    names = set(_tree(ctx.bundle))
+    assert {"manifest.json", "SHA256SUMS", f"tinyrustlm-{VERSION}.tar.gz",
+            "js/host.js", "js/loader.js"} <= names
+    assert sum(n.startswith("artifacts/") for n in names) == len(LANES)
+
+
+def test_tarball_verifies_on_its_own(harness: Harness) -> None:
+    ctx = harness.release()
+    assert ctx.bundle is not None
+    verdict = harness.verify(ctx.bundle / f"tinyrustlm-{VERSION}.tar.gz")
+    assert verdict.steps[0].detail.endswith("(tarball)")
+
+
+def test_numbered_progress_and_steps(harness: Harness) -> None:
+    harness.release()
+    done = [line for line in harness.log if ": ok (" in line]
+    assert [line.split("]")[0] for line in done] == [f"[{i}/6" for i in range(1, 7)]
+
+
+def test_releasing_twice_gives_identical_bundles(harness: Harness) -> None:
+    first = harness.release(dist=harness.tmp / "a").bundle
+    second = harness.release(dist=harness.tmp / "b").bundle
+    assert first is not None and second is not None
+    one, two = _tree(first), _tree(second)
+    assert one == two
+    assert len(one) >= 12
+
+
+def test_tarball_is_deterministic(harness: Harness) -> None:
+    bundle = harness.release().bundle
+    assert bundle is not None
+    data = (bundle / f"tinyrustlm-{VERSION}.tar.gz").read_bytes()
+    assert data[3] & 0x08 == 0, "gzip FNAME flag set: the header carries a file name"
+    assert data[4:8] == b"\0\0\0\0", "gzip header carries a time"
+    with tarfile.open(fileobj=gzip.GzipFile(fileobj=__import__("io").BytesIO(data))) as tar:
+        members = tar.getmembers()
+    names = [m.name for m in members]
+    assert names == sorted(names)
+    assert {m.mtime for m in members} == {harness.commit_time}
+    assert {(m.uid, m.gid, m.uname, m.gname) for m in members} == {(0, 0, "", "")}
+    files = {m.name.split("/", 1)[1] for m in members if m.isfile()}
+    assert files == set(_tree(bundle)) - {f"tinyrustlm-{VERSION}.tar.gz"}
+
+
+def test_dev_key_release_verifies_only_when_allowed(harness: Harness) -> None:
+    ctx = harness.release(key_path=None, env={})
+    assert ctx.bundle is not None and ctx.key is not None
+    assert ctx.key.key_class == "development"
+    trusted = harness.repo / ".dev-keys/development.trusted-keys.json"
+    assert harness.verify(ctx.bundle, trusted, allow_dev_key=True).key_class == "development"
+    again = harness.release(dist=harness.tmp / "again", key_path=None, env={})
+    assert again.key is not None and again.key.keyid == ctx.key.keyid, "dev key made twice"
