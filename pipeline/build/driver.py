@@ -82,6 +82,11 @@ def build_lanes(repo_root: Path, lanes: list[str] | None = None, force: bool = F
     index_path = build_dir / "index.json"
     entries = _previous_entries(index_path)
     failures: list[str] = []
+    order = [lane.id for lane in lanes_file.lane]
+
+    def save() -> BuildIndex:
+        return _write_index(index_path, revision, epoch, lock_path, entries, order)
+
     for number, lane in enumerate(selected, 1):
         lane_dir = build_dir / lane.id
         lane_dir.mkdir(parents=True, exist_ok=True)
@@ -93,7 +98,7 @@ def build_lanes(repo_root: Path, lanes: list[str] | None = None, force: bool = F
         else:
             say(f"[{number}/{len(selected)}] {lane.id}: building for {lane.target}")
             entries.pop(lane.id, None)  # until this lane succeeds, nothing may pick it up
-            _write_index(index_path, revision, epoch, lock_path, entries)
+            save()
             run = plan_run(lane, lanes_file, lock, workspace, scratch, epoch)
             run_cargo(lane, run, say)
             artifact, sha, size = _publish(lane, run.output, lane_dir)
@@ -118,8 +123,8 @@ def build_lanes(repo_root: Path, lanes: list[str] | None = None, force: bool = F
             sha256=record.output.sha256, size=record.output.size,
             record=(lane_dir / RECORD).relative_to(repo_root).as_posix(), smoke=record.smoke,
         )
-        _write_index(index_path, revision, epoch, lock_path, entries)
-    index = _write_index(index_path, revision, epoch, lock_path, entries)
+        save()
+    index = save()
     if failures:
         raise CheckFailed("smoke test failed: " + "; ".join(failures),
                           hint="the failing lanes were left out of build/index.json")
@@ -135,10 +140,12 @@ def _previous_entries(index_path: Path) -> dict[str, IndexEntry]:
 
 
 def _write_index(path: Path, revision: str, epoch: int, lock_path: Path,
-                 entries: dict[str, IndexEntry]) -> BuildIndex:
+                 entries: dict[str, IndexEntry], order: list[str]) -> BuildIndex:
+    """Entries in lanes.toml order (lanes no longer in lanes.toml last, by name)."""
+    rank = {lane_id: i for i, lane_id in enumerate(order)}
+    lanes = sorted(entries.values(), key=lambda e: (rank.get(e.lane, len(rank)), e.lane))
     index = BuildIndex(source_revision=revision, source_date_epoch=epoch,
-                       toolchain_lock_sha256=sha256_file(lock_path),
-                       lanes=[entries[k] for k in sorted(entries)])
+                       toolchain_lock_sha256=sha256_file(lock_path), lanes=lanes)
     write_atomic(path, index.model_dump_json(by_alias=True, indent=2).encode() + b"\n")
     return index
 

@@ -31,7 +31,8 @@ def _run(argv: list[str], engine: str, env: dict[str, str] | None = None,
     except subprocess.TimeoutExpired:
         return SmokeResult(status="fail", engine=engine,
                            detail=f"no answer within {TIMEOUT_SECONDS}s")
-    output = (done.stdout + done.stderr).strip().splitlines()
+    # The program's own last line; stderr (e.g. wine's prefix chatter) only if stdout is empty.
+    output = (done.stdout.strip() or done.stderr.strip()).splitlines()
     detail = output[-1][:300] if output else ""
     if done.returncode == 0:
         return SmokeResult(status="pass", engine=engine, detail=detail)
