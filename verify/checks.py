@@ -48,7 +48,7 @@ class WasmFacts:
 
 
 def _names(flags: Proposal) -> str:
-    return ", ".join(features.names(flags)) or "none"
+    return ", ".join(features.names(flags)) or "nothing beyond Wasm 1.0"
 
 
 def _why(inv: WasmInventory, flags: Proposal) -> str:
@@ -63,7 +63,7 @@ def proposals_allowed(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     extra = inv.required & ~policy.allowed & ~Proposal.MVP
     if extra:
         return Finding("", False, f"requires {_names(extra)} beyond the lane: {_why(inv, extra)}")
-    return Finding("", True, f"requires only {_names(inv.required)}")
+    return Finding("", True, f"requires {_names(inv.required)}")
 
 
 def proposals_required(facts: WasmFacts, policy: WasmPolicy) -> Finding:

@@ -27,5 +27,6 @@ def absolute_paths(data: bytes) -> tuple[str, ...]:
 
 
 def outside(paths: tuple[str, ...], allowed_prefixes: tuple[str, ...]) -> tuple[str, ...]:
-    """The paths that start with none of the allowed prefixes."""
-    return tuple(p for p in paths if not p.startswith(allowed_prefixes))
+    """The paths under none of the allowed prefixes ("/a/b/" also allows the directory "/a/b")."""
+    exact = tuple(prefix.rstrip("/") for prefix in allowed_prefixes)
+    return tuple(p for p in paths if not p.startswith(allowed_prefixes) and p not in exact)
