@@ -1,0 +1,291 @@
+//! The subcommands. Each returns an exit code or a `CliError`; nothing here panics on input.
+
+use std::time::Instant;
+
+use tinyrustlm_core::kernels;
+use tinyrustlm_core::memory;
+use tinyrustlm_core::model::{kind_name, Model};
+use tinyrustlm_core::sampler::SamplerConfig;
+use tinyrustlm_core::session::{Session, SessionConfig};
+use tinyrustlm_core::{selftest, tokenizer, TrResult, ABI_VERSION, RUNTIME_SEMANTICS};
+
+use crate::args::{self, Args};
+use crate::{golden, json, sha256};
+
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_CHECK_FAILED: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_ERROR: u8 = 3;
+
+pub struct CliError {
+    pub message: String,
+    pub exit_code: u8,
+}
+
+impl CliError {
+    pub fn usage(message: String) -> CliError {
+        CliError { message, exit_code: EXIT_USAGE }
+    }
+    pub fn input(message: String) -> CliError {
+        CliError { message, exit_code: EXIT_ERROR }
+    }
+    /// A TrResult from the runtime: named, with its code.
+    pub fn runtime(what: &str, code: TrResult) -> CliError {
+        CliError::input(format!("{what}: {} (TrResult {})", code.name(), code.code()))
+    }
+}
+
+const USAGE: &str = "usage: tinyrustlm COMMAND
+  self-test                       run the embedded startup self-test (one line per test)
+  inspect-model FILE [--json]     validate a v1 model and print its header and directory
+  run --model FILE --prompt TEXT [--seed N] [--max-tokens K] [--temperature T] [--top-k K]
+      [--top-p P] [--repetition-penalty R] [--context C] [--json]
+  golden --out DIR --small-model FILE --source-revision REV --generated-utc TIME
+                                  regenerate tests/golden/ from the scalar oracle";
+
+pub fn dispatch(argv: &[String]) -> Result<u8, CliError> {
+    let rest = argv.get(1..).unwrap_or(&[]);
+    match argv.first().map(String::as_str) {
+        Some("self-test") => self_test(),
+        Some("inspect-model") => inspect_model(&args::parse(rest, &[], &["json"])?),
+        Some("run") => run(&args::parse(rest, RUN_VALUED, &["json"])?),
+        Some("golden") => golden::command(&args::parse(rest, golden::VALUED, &[])?),
+        Some("-h") | Some("--help") => {
+            println!("{USAGE}");
+            Ok(EXIT_OK)
+        }
+        _ => Err(CliError::usage(USAGE.to_string())),
+    }
+}
+
+fn self_test() -> Result<u8, CliError> {
+    let start = Instant::now();
+    let result = selftest::run(&mut |name, result| {
+        let status = if result == TrResult::Ok { "pass" } else { "FAIL" };
+        println!("{status} {name} ({})", result.name());
+    });
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let (scalar, simd) = kernels::path_counters();
+    println!(
+        "self-test: {} in {ms:.2} ms; runtime_semantics {RUNTIME_SEMANTICS}, abi {ABI_VERSION}, \
+         kernel set {}, scalar calls {scalar}, simd calls {simd}",
+        result.name(),
+        kernels::KERNEL_SET
+    );
+    Ok(if result == TrResult::Ok { EXIT_OK } else { EXIT_CHECK_FAILED })
+}
+
+pub fn read_model(path: &str) -> Result<(Model, String), CliError> {
+    let bytes = std::fs::read(path).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    let digest = sha256::hex(&bytes);
+    let model = Model::load(bytes).map_err(|code| CliError::runtime(path, code))?;
+    Ok((model, digest))
+}
+
+fn inspect_model(args: &Args) -> Result<u8, CliError> {
+    let path = args.positional.first().ok_or_else(|| CliError::usage("inspect-model FILE".into()))?;
+    let as_json = args.switch("json");
+    let bytes = std::fs::read(path).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    let digest = sha256::hex(&bytes);
+    let model = match Model::load(bytes) {
+        Ok(model) => model,
+        Err(code) => {
+            if as_json {
+                let fields = [
+                    ("ok", "false".to_string()),
+                    ("result", json::string(code.name())),
+                    ("code", code.code().to_string()),
+                    ("sha256", json::string(&digest)),
+                ];
+                println!("{}", json::object(&fields, false));
+            }
+            return Err(CliError::runtime(path, code));
+        }
+    };
+    let c = &model.config;
+    let plan = memory::plan(c, model.resident_bytes(), c.max_context)
+        .map_err(|code| CliError::runtime("memory plan", code))?;
+    let header = [
+        ("n_layers", c.n_layers.to_string()),
+        ("d_model", c.d_model.to_string()),
+        ("d_ff", c.d_ff.to_string()),
+        ("vocab", c.vocab.to_string()),
+        ("n_heads", c.n_heads.to_string()),
+        ("n_kv_heads", c.n_kv_heads.to_string()),
+        ("head_dim", c.head_dim.to_string()),
+        ("max_context", c.max_context.to_string()),
+        ("rms_eps", json::bits(c.rms_eps)),
+        ("tied_embeddings", c.tied_embeddings().to_string()),
+        ("tensor_count", c.tensor_count.to_string()),
+        ("file_length", c.file_length.to_string()),
+    ];
+    if as_json {
+        let tensors = json::list(&model.entries, |e| {
+            json::object(
+                &[
+                    ("kind", json::string(kind_name(e.kind))),
+                    ("layer", e.layer.to_string()),
+                    ("layout", json::string(e.layout.name())),
+                    ("rows", e.rows.to_string()),
+                    ("cols", e.cols.to_string()),
+                    ("offset", e.offset.to_string()),
+                    ("stored_bytes", e.stored_bytes.to_string()),
+                ],
+                false,
+            )
+        });
+        let fields = [
+            ("ok", "true".to_string()),
+            ("result", json::string("Ok")),
+            ("code", "0".to_string()),
+            ("sha256", json::string(&digest)),
+            ("header", json::object(&header, false)),
+            ("tensors", tensors),
+            ("peak_prefill_bytes", plan.peak_prefill.to_string()),
+            ("steady_decode_bytes", plan.steady_decode.to_string()),
+        ];
+        println!("{}", json::object(&fields, true));
+        return Ok(EXIT_OK);
+    }
+    println!("{path}: valid tinyrustlm model v1, sha256 {digest}");
+    for (k, v) in header.iter() {
+        println!("  {k:<16} {v}");
+    }
+    println!("  {:<16} {:>5} {:<12} {:>6} {:>6} {:>10} {:>10}", "tensor", "layer", "layout", "rows", "cols", "offset", "bytes");
+    for e in model.entries.iter() {
+        println!(
+            "  {:<16} {:>5} {:<12} {:>6} {:>6} {:>10} {:>10}",
+            kind_name(e.kind),
+            e.layer,
+            e.layout.name(),
+            e.rows,
+            e.cols,
+            e.offset,
+            e.stored_bytes
+        );
+    }
+    println!(
+        "  memory at max_context: peak prefill {} bytes, steady decode {} bytes",
+        plan.peak_prefill, plan.steady_decode
+    );
+    Ok(EXIT_OK)
+}
+
+const RUN_VALUED: &[&str] = &[
+    "model",
+    "prompt",
+    "seed",
+    "stream",
+    "max-tokens",
+    "temperature",
+    "top-k",
+    "top-p",
+    "repetition-penalty",
+    "context",
+];
+
+/// What one `run` produced (also used by `golden` for end-to-end vectors).
+pub struct RunOutput {
+    pub prompt_tokens: Vec<u32>,
+    pub tokens: Vec<u32>,
+    pub stop: &'static str,
+    pub prefill_ms: f64,
+    pub decode_ms: Vec<f64>,
+    pub final_rng: (u64, u64),
+}
+
+pub fn generate(
+    model: &Model,
+    config: SessionConfig,
+    prompt: &str,
+    max_tokens: u32,
+) -> Result<RunOutput, CliError> {
+    let mut session = Session::new(model, config).map_err(|c| CliError::runtime("session", c))?;
+    let mut prompt_tokens = Vec::new();
+    tokenizer::encode(prompt.as_bytes(), &mut prompt_tokens);
+    let start = Instant::now();
+    session.prefill(model, &prompt_tokens).map_err(|c| CliError::runtime("prefill", c))?;
+    let prefill_ms = start.elapsed().as_secs_f64() * 1e3;
+    let (mut tokens, mut decode_ms, mut stop) = (Vec::new(), Vec::new(), "max-tokens");
+    while tokens.len() < max_tokens as usize {
+        let t0 = Instant::now();
+        let step = match session.decode(model) {
+            Ok(step) => step,
+            Err(TrResult::ContextExceeded) => {
+                stop = "context";
+                break;
+            }
+            Err(code) => return Err(CliError::runtime("decode", code)),
+        };
+        decode_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        tokens.push(step.token);
+        if step.done {
+            stop = "eos";
+            break;
+        }
+    }
+    let final_rng = (session.rng.state, session.rng.increment);
+    Ok(RunOutput { prompt_tokens, tokens, stop, prefill_ms, decode_ms, final_rng })
+}
+
+pub fn text_of(tokens: &[u32]) -> String {
+    let bytes: Vec<u8> = tokens.iter().filter_map(|t| tokenizer::decode(*t)).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn run(args: &Args) -> Result<u8, CliError> {
+    let (model, digest) = read_model(&args.required("model")?)?;
+    let prompt = args.required("prompt")?;
+    let sampler = SamplerConfig {
+        temperature: args.get("temperature", 0.0f32)?,
+        top_k: args.get("top-k", 0u32)?,
+        top_p: args.get("top-p", 1.0f32)?,
+        repetition_penalty: args.get("repetition-penalty", 1.0f32)?,
+    };
+    sampler.validate().map_err(|c| CliError::usage(format!("sampler settings: {}", c.name())))?;
+    let config = SessionConfig {
+        seed: args.get("seed", 0u64)?,
+        stream: args.get("stream", 0u64)?,
+        sampler,
+        context: args.get("context", 0u32)?,
+        mask: Vec::new(),
+    };
+    let max_tokens = args.get("max-tokens", 16u32)?;
+    let out = generate(&model, config.clone(), &prompt, max_tokens)?;
+    let decode_total: f64 = out.decode_ms.iter().sum();
+    let tps = if decode_total > 0.0 { out.decode_ms.len() as f64 / (decode_total / 1e3) } else { 0.0 };
+    let text = text_of(&out.tokens);
+    if args.switch("json") {
+        let fields = [
+            ("schema", json::string("tinyrustlm.run.v1")),
+            ("runtime_semantics", RUNTIME_SEMANTICS.to_string()),
+            ("kernel_set", json::string(kernels::KERNEL_SET)),
+            ("model_sha256", json::string(&digest)),
+            ("seed", config.seed.to_string()),
+            ("stream", config.stream.to_string()),
+            ("temperature", json::bits(sampler.temperature)),
+            ("top_k", sampler.top_k.to_string()),
+            ("top_p", json::bits(sampler.top_p)),
+            ("repetition_penalty", json::bits(sampler.repetition_penalty)),
+            ("prompt_tokens", json::list(&out.prompt_tokens, |t| t.to_string())),
+            ("tokens", json::list(&out.tokens, |t| t.to_string())),
+            ("text", json::string(&text)),
+            ("stop", json::string(out.stop)),
+            ("final_rng_state", json::string(&format!("0x{:016x}", out.final_rng.0))),
+            ("prefill_ms", json::number(out.prefill_ms)),
+            ("decode_ms", json::list(&out.decode_ms, |v| json::number(*v))),
+            ("decode_tokens_per_s", json::number(tps)),
+        ];
+        println!("{}", json::object(&fields, true));
+        return Ok(EXIT_OK);
+    }
+    println!("prompt tokens ({}): {:?}", out.prompt_tokens.len(), out.prompt_tokens);
+    println!("tokens ({}): {:?}", out.tokens.len(), out.tokens);
+    println!("text: {text:?}");
+    println!("stop: {}", out.stop);
+    println!("prefill: {:.3} ms for {} tokens", out.prefill_ms, out.prompt_tokens.len());
+    let per: Vec<String> = out.decode_ms.iter().map(|v| format!("{v:.3}")).collect();
+    println!("decode per token (ms): [{}]", per.join(", "));
+    println!("decode: {tps:.1} tokens/s");
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,29 @@
+//! `tinyrustlm`: the native command line over the scalar oracle.
+//!
+//!   tinyrustlm self-test
+//!   tinyrustlm inspect-model FILE [--json]
+//!   tinyrustlm run --model FILE --prompt TEXT [--seed N] [--max-tokens K] [--temperature T]
+//!                  [--top-k K] [--top-p P] [--repetition-penalty R] [--context C] [--json]
+//!   tinyrustlm golden --out DIR --small-model FILE --source-revision REV --generated-utc TIME
+//!
+//! Exit codes: 0 ok, 1 a check failed (self-test), 2 usage, 3 bad input (the TrResult is
+//! printed by name and code).
+
+mod args;
+mod commands;
+mod golden;
+mod json;
+mod sha256;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    match commands::dispatch(&argv) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("tinyrustlm: {}", err.message);
+            ExitCode::from(err.exit_code)
+        }
+    }
+}
