@@ -12,7 +12,8 @@ from verify.wasm.sections import parse_module
 
 def _wasm_sections(data: bytes) -> list[tuple[str, int, int]]:
     module = parse_module(data)
-    return [(f"{s.name} (id {s.id})", s.offset, s.size) for s in module.sections]
+    standard = [(f"{s.name} (id {s.id})", s.offset, s.size) for s in module.sections]
+    return standard + [(f"{s.name} (custom)", s.offset, s.size) for s in module.custom]
 
 
 def _native_sections(data: bytes) -> list[tuple[str, int, int]]:
