@@ -118,7 +118,8 @@ def write_build(repo: Path, commit_time: int, smoke: str = "pass") -> None:
     for lane, kind, target in LANES:
         data = tiny_wasm(lane) if kind == "wasm" else b"\x7fELF fake native " + lane.encode()
         sha = hashlib.sha256(data).hexdigest()
-        name = f"runtime.{lane}.{sha[:16]}.wasm" if kind == "wasm" else f"tinyrustlm.{lane}.{sha[:16]}"
+        stem = "runtime" if kind == "wasm" else "tinyrustlm"
+        name = f"{stem}.{lane}.{sha[:16]}" + (".wasm" if kind == "wasm" else "")
         artifact = f"build/artifacts/{name}"
         (repo / artifact).write_bytes(data)
         smoke_result = {"status": smoke, "engine": "fake-engine 1.0", "detail": ""}

@@ -19,13 +19,13 @@ from cryptography.hazmat.primitives.serialization import (
     PublicFormat,
     load_pem_public_key,
 )
-from google.protobuf import json_format
+from google.protobuf import json_format  # type: ignore[import-untyped]
 from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
 from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import Statement as ItaStatement
 from securesystemslib.dsse import Envelope as SslEnvelope
 from securesystemslib.exceptions import VerificationError
-from securesystemslib.signer import SSlibKey
+from securesystemslib.signer._key import SSlibKey
 
 from .conftest import Harness
 

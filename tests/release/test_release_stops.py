@@ -1,0 +1,85 @@
+"""The release stops at the first failing step and writes nothing into dist/."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+
+from pipeline.errors import CheckFailed, PipelineError
+from pipeline.release import ReleaseContext, with_step
+
+from .conftest import Harness, fake_report, write_build
+
+
+def _dist_is_empty(h: Harness) -> bool:
+    dist = h.tmp / "dist"
+    return not dist.exists() or not [p for p in dist.iterdir() if not p.name.startswith(".")]
+
+
+def test_failed_smoke_stops_release(harness: Harness) -> None:
+    write_build(harness.repo, harness.commit_time, smoke="fail")
+    with pytest.raises(CheckFailed, match="self-test did not pass"):
+        harness.release()
+    assert _dist_is_empty(harness)
+
+
+def test_failed_verification_stops_release(harness: Harness) -> None:
+    def failing(artifacts: Any) -> dict[str, Any]:
+        report = fake_report(artifacts)
+        report["artifacts"][1]["findings"][0]["ok"] = False
+        return report
+
+    with pytest.raises(CheckFailed, match=r"simd128-wasm32: fake\.magic"):
+        harness.release(derive=failing)
+    assert _dist_is_empty(harness)
+
+
+def test_dirty_tree_is_refused(harness: Harness) -> None:
+    (harness.repo / "crates/core/src/lib.rs").write_text("#![no_std]\n// edited\n")
+    with pytest.raises(CheckFailed, match="differ from HEAD"):
+        harness.release()
+    assert harness.release(allow_dirty=True).bundle is not None
+
+
+def test_existing_version_refused_before_building(harness: Harness) -> None:
+    harness.release()
+    built: list[str] = []
+
+    def build(ctx: ReleaseContext) -> str:
+        built.append("built")
+        return "x"
+
+    harness.steps = with_step(harness.steps, "build", build)
+    with pytest.raises(CheckFailed, match="already exists"):
+        harness.release()
+    assert built == []
+
+
+def test_stale_build_index_is_refused(harness: Harness) -> None:
+    (harness.repo / "crates/core/src/lib.rs").write_text("#![no_std]\n// v2\n")
+    subprocess.run(["git", "-C", str(harness.repo), "-c", "user.name=t", "-c",
+                    "user.email=t@example.invalid", "commit", "-qam", "v2"], check=True)
+    with pytest.raises(CheckFailed, match="build index is of revision"):
+        harness.release()
+    assert _dist_is_empty(harness)
+
+
+def test_artifact_changed_after_build_is_refused(harness: Harness) -> None:
+    artifact = next((harness.repo / "build/artifacts").glob("runtime.scalar-*.wasm"))
+    artifact.write_bytes(artifact.read_bytes() + b"\0")
+    with pytest.raises(CheckFailed, match="changed since the build"):
+        harness.release()
+    assert _dist_is_empty(harness)
+
+
+def test_commit_older_than_validity_is_refused(harness: Harness) -> None:
+    with pytest.raises(CheckFailed, match="born expired"):
+        harness.release(now=harness.commit_time + 400 * 86400)
+
+
+def test_step_table_rejects_unknown_title(harness: Harness) -> None:
+    with pytest.raises(KeyError):
+        with_step(harness.steps, "no such step", lambda ctx: "")
+    assert issubclass(CheckFailed, PipelineError)
