@@ -224,6 +224,7 @@ impl Session {
 
         kernels::dequant_row(model.matrix(&model.embedding), token as usize, &mut self.x)?;
         for (l, w) in model.layers.iter().enumerate() {
+            kernels::checkpoint()?; // cancellation point between layers (threads lane)
             // attention block
             kernels::rmsnorm(&self.x, model.floats(&w.attn_norm), eps, &mut self.xb)?;
             kernels::matvec(model.matrix(&w.wq), &self.xb, &mut self.q)?;
@@ -260,6 +261,7 @@ impl Session {
         }
         kernels::rmsnorm(&self.x, model.floats(&model.final_norm), eps, &mut self.xb)?;
         kernels::matvec(model.matrix(&model.output), &self.xb, &mut self.logits)?;
+        kernels::checkpoint()?; // last cancellation point before the commit
         self.position = pos + 1;
         self.logits_valid = true;
         Ok(())

@@ -3,19 +3,33 @@
 //! slices in, slices out, no allocation, preconditions checked here. `scalar` is always compiled
 //! because it is the oracle (golden vectors, self-test comparisons).
 //!
-//! A SIMD lane adds `#[cfg(target_feature = "simd128")] mod simd128;` and switches `active`.
+//! `simd128` (SIMD128 kernels, same signatures) replaces `scalar` as `active` when the build
+//! enables the `simd128` target feature. The threads lane additionally installs a `Parallel`
+//! row runner: `matvec` then splits its output rows over the worker pool.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::ops::Range;
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use crate::quant::{row_blocks, Layout, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
 use crate::result::{TrResult, TrReturn};
 
 pub mod scalar;
+#[cfg(target_feature = "simd128")]
+pub mod simd128;
 
+#[cfg(not(target_feature = "simd128"))]
 use scalar as active;
+#[cfg(target_feature = "simd128")]
+use simd128 as active;
 
-/// Kernel set identity reported by receipts; changes with `active`.
-pub const KERNEL_SET: &str = "scalar-v1";
+/// Kernel set identity reported by receipts; changes with `active` (and the row runner).
+pub const KERNEL_SET: &str = if cfg!(target_feature = "atomics") {
+    "simd128-threads-v1"
+} else if cfg!(target_feature = "simd128") {
+    "simd128-v1"
+} else {
+    "scalar-v1"
+};
 
 // Executed-path evidence: every kernel implementation bumps exactly one of these per call.
 static SCALAR_CALLS: AtomicU64 = AtomicU64::new(0);
@@ -69,6 +83,15 @@ impl<'a> Matrix<'a> {
         }
     }
 
+    /// The stored elements (f32) or bytes (q8/q4) in `range` (whole rows, see `matvec`).
+    fn rows(&self, range: Range<usize>) -> Option<Matrix<'a>> {
+        Some(match self {
+            Matrix::F32(w) => Matrix::F32(w.get(range)?),
+            Matrix::Q8(w) => Matrix::Q8(w.get(range)?),
+            Matrix::Q4(w) => Matrix::Q4(w.get(range)?),
+        })
+    }
+
     fn stored_len(&self) -> usize {
         match self {
             Matrix::F32(w) => w.len(),
@@ -78,14 +101,86 @@ impl<'a> Matrix<'a> {
 }
 
 /// out[rows] = W[rows, cols] . x[cols]; rows = out.len(), cols = x.len().
+/// With a row runner installed, each output row is computed by exactly one worker, with the
+/// same kernel and the same per-row arithmetic: results equal the single-threaded lane's.
 pub fn matvec(w: Matrix<'_>, x: &[f32], out: &mut [f32]) -> TrReturn<()> {
     require(w.len_for(out.len(), x.len()) == Some(w.stored_len()))?;
+    let parallel = match parallel() {
+        Some(p) => p,
+        None => {
+            matvec_rows(w, x, out);
+            return Ok(());
+        }
+    };
+    let row_len = if out.is_empty() { 0 } else { w.stored_len() / out.len() };
+    let rows = out.len();
+    let out = RowsOut(out.as_mut_ptr(), rows);
+    (parallel.rows)(rows, &|r: Range<usize>| {
+        let part = w.rows(r.start * row_len..r.end * row_len).ok_or(TrResult::InternalInvariant)?;
+        // SAFETY: the runner hands out disjoint ranges inside 0..rows (RowRunner contract).
+        let o = unsafe { out.rows(r)? };
+        matvec_rows(part, x, o);
+        Ok(())
+    })
+}
+
+fn matvec_rows(w: Matrix<'_>, x: &[f32], out: &mut [f32]) {
     match w {
         Matrix::F32(w) => active::matvec_f32(w, x, out),
         Matrix::Q8(w) => active::matvec_q8(w, x, out),
         Matrix::Q4(w) => active::matvec_q4(w, x, out),
     }
-    Ok(())
+}
+
+// ---- row-parallel execution (installed by the threads lane) ----------------------------------
+
+/// Runs `body` on disjoint row ranges that together cover `0..rows`, possibly concurrently, and
+/// returns Ok only if every call did; otherwise an error (Cancelled, WorkerFailure, the first
+/// body error). Ranges must never overlap: `matvec` writes through them without locks.
+pub type RowRunner = fn(rows: usize, body: &(dyn Fn(Range<usize>) -> TrReturn<()> + Sync)) -> TrReturn<()>;
+
+/// The threads lane's hooks: the row runner, and a cancellation/liveness check that the
+/// forward pass calls between layers and before it commits a position.
+pub struct Parallel {
+    pub rows: RowRunner,
+    pub checkpoint: fn() -> TrReturn<()>,
+}
+
+static PARALLEL: AtomicPtr<Parallel> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Installs (Some) or removes (None) the row runner for every later kernel call.
+pub fn install_parallel(p: Option<&'static Parallel>) {
+    let raw = p.map_or(core::ptr::null_mut(), |p| p as *const Parallel as *mut Parallel);
+    PARALLEL.store(raw, Ordering::Release);
+}
+
+fn parallel() -> Option<&'static Parallel> {
+    // SAFETY: only `install_parallel` stores here, and only &'static references.
+    unsafe { PARALLEL.load(Ordering::Acquire).as_ref() }
+}
+
+/// Err(Cancelled) / Err(WorkerFailure) when the running operation must stop; Ok otherwise
+/// (always Ok without a row runner).
+pub fn checkpoint() -> TrReturn<()> {
+    parallel().map_or(Ok(()), |p| (p.checkpoint)())
+}
+
+/// `out` as a raw pointer that row-range workers may share.
+struct RowsOut(*mut f32, usize);
+
+// SAFETY: workers only touch the disjoint ranges the runner gives them.
+unsafe impl Sync for RowsOut {}
+
+impl RowsOut {
+    /// # Safety
+    /// No other live reference may cover any row of `r`.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn rows(&self, r: Range<usize>) -> TrReturn<&mut [f32]> {
+        if r.start > r.end || r.end > self.1 {
+            return Err(TrResult::InternalInvariant);
+        }
+        Ok(core::slice::from_raw_parts_mut(self.0.add(r.start), r.end - r.start))
+    }
 }
 
 /// out[cols] = row `row` of W[rows, cols] decoded to f32 (embedding lookup); cols = out.len().

@@ -40,11 +40,7 @@ pub fn matvec_q8(w: &[u8], x: &[f32], out: &mut [f32]) {
     for (o, row) in out.iter_mut().zip(w.chunks_exact(row_bytes)) {
         let mut acc = 0.0f32;
         for (block, xs) in row.chunks_exact(Q8_BLOCK_BYTES).zip(x.chunks(BLOCK)) {
-            let mut s = 0.0f32;
-            for (code, xv) in block[4..].iter().zip(xs) {
-                s = s + (*code as i8 as f32) * xv;
-            }
-            acc = acc + scale_of(block) * s;
+            acc = acc + scale_of(block) * q8_block_sum(block, xs);
         }
         *o = acc;
     }
@@ -61,15 +57,30 @@ pub fn matvec_q4(w: &[u8], x: &[f32], out: &mut [f32]) {
     for (o, row) in out.iter_mut().zip(w.chunks_exact(row_bytes)) {
         let mut acc = 0.0f32;
         for (block, xs) in row.chunks_exact(Q4_BLOCK_BYTES).zip(x.chunks(BLOCK)) {
-            let packed = &block[4..];
-            let mut s = 0.0f32;
-            for (j, xv) in xs.iter().enumerate() {
-                s = s + (q4_code(packed, j) as f32) * xv;
-            }
-            acc = acc + scale_of(block) * s;
+            acc = acc + scale_of(block) * q4_block_sum(block, xs);
         }
         *o = acc;
     }
+}
+
+/// THE q8 block routine: s = sum_j code_j * x_j over the xs.len() (<= 32) logical elements,
+/// j ascending; also the SIMD lane's routine for a partial final block.
+pub fn q8_block_sum(block: &[u8], xs: &[f32]) -> f32 {
+    let mut s = 0.0f32;
+    for (code, xv) in block[4..].iter().zip(xs) {
+        s = s + (*code as i8 as f32) * xv;
+    }
+    s
+}
+
+/// THE q4 block routine (as `q8_block_sum` with code_j = nibble_j - 8).
+pub fn q4_block_sum(block: &[u8], xs: &[f32]) -> f32 {
+    let packed = &block[4..];
+    let mut s = 0.0f32;
+    for (j, xv) in xs.iter().enumerate() {
+        s = s + (q4_code(packed, j) as f32) * xv;
+    }
+    s
 }
 
 fn q4_code(packed: &[u8], j: usize) -> i32 {
