@@ -16,6 +16,7 @@ import os
 import shutil
 import tarfile
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
@@ -57,9 +58,18 @@ def release_lock(dist: Path) -> Iterator[None]:
         os.close(fd)  # closing drops the flock
 
 
-def deterministic_tarball(root_name: str, files: Mapping[str, bytes], mtime: int) -> bytes:
-    """tar.gz of `files` under `root_name/`: sorted entries, fixed mtime, owner 0, gzip -n."""
+def deterministic_tarball(
+    root_name: str,
+    files: Mapping[str, bytes],
+    mtime: int,
+    executable: AbstractSet[str] = frozenset(),
+) -> bytes:
+    """tar.gz of `files` under `root_name/`: sorted entries, fixed mtime, owner 0, gzip -n.
+
+    Modes are fixed too: folders and `executable` files 0755, other files 0644.
+    """
     entries: dict[str, bytes | None] = {root_name: None}
+    modes = {f"{root_name}/{rel}": 0o755 for rel in executable}
     for rel in files:
         parts = PurePosixPath(rel).parts
         for depth in range(1, len(parts)):
@@ -78,7 +88,7 @@ def deterministic_tarball(root_name: str, files: Mapping[str, bytes], mtime: int
                 info.mode = 0o755
                 tar.addfile(info)
             else:
-                info.mode = 0o644
+                info.mode = modes.get(name, 0o644)
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
     packed = io.BytesIO()
@@ -88,17 +98,21 @@ def deterministic_tarball(root_name: str, files: Mapping[str, bytes], mtime: int
     return packed.getvalue()
 
 
-def bundle_contents(version: str, files: Mapping[str, bytes], mtime: int) -> dict[str, bytes]:
+def bundle_contents(
+    version: str, files: Mapping[str, bytes], mtime: int, executable: AbstractSet[str] = frozenset()
+) -> dict[str, bytes]:
     """Every file of the bundle: `files`, SHA256SUMS over them, and the tarball of both."""
     if CHECKSUMS in files:
         raise PipelineError("SHA256SUMS is computed here, not passed in", where="bundle")
     listed = dict(files)
     listed[CHECKSUMS] = checksums_text(listed)
-    listed[tarball_name(version)] = deterministic_tarball(bundle_name(version), listed, mtime)
+    listed[tarball_name(version)] = deterministic_tarball(
+        bundle_name(version), listed, mtime, executable
+    )
     return listed
 
 
-def _write_tree(folder: Path, contents: Mapping[str, bytes]) -> None:
+def _write_tree(folder: Path, contents: Mapping[str, bytes], executable: AbstractSet[str]) -> None:
     folder.mkdir(parents=True)
     made: set[Path] = {folder}
     for rel in sorted(contents):
@@ -106,17 +120,26 @@ def _write_tree(folder: Path, contents: Mapping[str, bytes]) -> None:
         if path.parent not in made:
             path.parent.mkdir(parents=True, exist_ok=True)
             made.add(path.parent)
-        write_durable(path, contents[rel], 0o644)
+        write_durable(path, contents[rel], 0o755 if rel in executable else 0o644)
     for sub in sorted(made, key=lambda p: len(p.parts), reverse=True):
         sub.chmod(0o755)
         fsync_dir(sub)
 
 
 def write_bundle(
-    dist: Path, version: str, files: Mapping[str, bytes], mtime: int, *, force: bool = False
+    dist: Path,
+    version: str,
+    files: Mapping[str, bytes],
+    mtime: int,
+    *,
+    force: bool = False,
+    executable: AbstractSet[str] = frozenset(),
 ) -> Path:
-    """Publish the bundle atomically; returns dist/tinyrustlm-<version>."""
-    contents = bundle_contents(version, files, mtime)
+    """Publish the bundle atomically; returns dist/tinyrustlm-<version>.
+
+    `executable` names the files (native binaries) that get mode 0755.
+    """
+    contents = bundle_contents(version, files, mtime, executable)
     with release_lock(dist):
         final = dist / bundle_name(version)
         if final.exists() and not force:
@@ -129,7 +152,7 @@ def write_bundle(
         if staging_root.exists():
             shutil.rmtree(staging_root)  # left by a killed release: never published
         staging = staging_root / bundle_name(version)
-        _write_tree(staging, contents)
+        _write_tree(staging, contents, executable)
         fsync_dir(staging_root)
         if final.exists():
             retired = staging_root / f"{bundle_name(version)}.replaced"

@@ -148,8 +148,13 @@ def step_toolchain_check(ctx: ReleaseContext) -> str:
 def step_build(ctx: ReleaseContext) -> str:
     from pipeline.build.driver import build_lanes  # type: ignore[import-not-found,unused-ignore]
 
-    ctx.index = build_lanes(ctx.repo_root, ctx.lanes, ctx.rebuild)
-    return f"{len(ctx.index.lanes)} lane(s)"
+    index = build_lanes(ctx.repo_root, ctx.lanes, ctx.rebuild)
+    if ctx.lanes:  # the index also keeps other lanes' earlier builds: release only these
+        index = index.model_copy(
+            update={"lanes": [e for e in index.lanes if e.lane in set(ctx.lanes)]}
+        )
+    ctx.index = index
+    return f"{len(index.lanes)} lane(s): {', '.join(e.lane for e in index.lanes)}"
 
 
 def _check_index(ctx: ReleaseContext, index: BuildIndex) -> None:
@@ -322,8 +327,10 @@ def step_bundle(ctx: ReleaseContext) -> str:
     from pipeline.bundle import write_bundle
 
     index = _need(ctx.index, "build index")
+    manifest = _need(ctx.manifest, "manifest")
+    native = frozenset(a.url for a in manifest.native_artifacts)
     ctx.bundle = write_bundle(ctx.dist, ctx.version, ctx.files, index.source_date_epoch,
-                              force=ctx.force)
+                              force=ctx.force, executable=native)
     return str(ctx.bundle)
 
 

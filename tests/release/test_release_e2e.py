@@ -63,6 +63,11 @@ def test_tarball_is_deterministic(harness: Harness) -> None:
     assert names == sorted(names)
     assert {m.mtime for m in members} == {harness.commit_time}
     assert {(m.uid, m.gid, m.uname, m.gname) for m in members} == {(0, 0, "", "")}
+    modes = {m.name.split("/", 1)[-1]: m.mode for m in members if m.isfile()}
+    native = {n for n in modes if n.startswith("artifacts/tinyrustlm.")}
+    assert len(native) == 1
+    assert {n for n, mode in modes.items() if mode == 0o755} == native
+    assert (bundle / next(iter(native))).stat().st_mode & 0o777 == 0o755
     files = {m.name.split("/", 1)[1] for m in members if m.isfile()}
     assert files == set(_tree(bundle)) - {f"tinyrustlm-{VERSION}.tar.gz"}
 
