@@ -75,6 +75,8 @@ def proposals_required(facts: WasmFacts, policy: WasmPolicy) -> Finding:
 
 def target_features_agree(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     inv = facts.inventory
+    if not inv.declared_present and not policy.missing_target_features_is_empty_claim:
+        return Finding("", True, "no target_features section; the policy does not judge it")
     claimed = denied = NONE
     for prefix, name in inv.declared:
         proposal = BY_TARGET_FEATURE.get(name)
@@ -208,9 +210,11 @@ def tools_needs_lane(facts: WasmFacts, policy: WasmPolicy) -> Finding:
 def tools_agree(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     cc = _cross(facts)
     problems = []
-    if cc.exact.valid != cc.own.valid:
-        problems.append(f"valid under the lane ({cc.own.valid}) but under the inferred set "
-                        f"{cc.exact.features} ({cc.exact.valid}): {cc.exact.message}")  # fmt: skip
+    # Under-inference: the lane's set accepts the module but the inferred set does not.
+    if cc.own.valid and not cc.exact.valid:
+        problems.append(f"valid under the lane but not under the inferred set "
+                        f"{cc.exact.features}: {cc.exact.message}")  # fmt: skip
+    # Over-inference: a proposal we say is needed can be dropped and it still validates.
     if cc.exact.valid:
         problems += [f"still valid without {name}" for name, v in cc.without if v.valid]
     if problems:

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 I32, I64, F32, F64, V128 = 0x7F, 0x7E, 0x7D, 0x7C, 0x7B
 
-REQUIRED_EXPORTS = (
-    "tr_abi_version tr_runtime_semantics tr_lane tr_alloc tr_free tr_model_load tr_preflight "
-    "tr_session_new tr_prefill tr_decode tr_session_free tr_model_free tr_self_test "
-    "tr_path_counters"
-).split()
+REQUIRED_EXPORTS = [
+    *("tr_abi_version", "tr_runtime_semantics", "tr_lane", "tr_alloc", "tr_free"),
+    *("tr_model_load", "tr_preflight", "tr_session_new", "tr_prefill", "tr_decode"),
+    *("tr_session_free", "tr_model_free", "tr_self_test", "tr_path_counters"),
+]
 
 
 def uleb(value: int) -> bytes:
@@ -134,3 +134,30 @@ ATOMIC_WAIT_NOTIFY = (
     b"\x41\x00\x41\x01\xfe\x00\x02\x00\x1a"  # memory.atomic.notify; drop
 )
 MEMORY_GROW = b"\x41\x01\x40\x00\x1a"  # memory.grow 1; drop
+
+
+# ---- one baseline module per wasm lane: each passes every check of its lane ----
+def scalar_spec() -> ModuleSpec:
+    return ModuleSpec()
+
+
+def simd_spec() -> ModuleSpec:
+    return ModuleSpec(code=[V128_OP], customs=[target_features(("+", "simd128"))])
+
+
+def threads_spec(*, shared: bool = True, maximum: int = 17) -> ModuleSpec:
+    return ModuleSpec(
+        code=[V128_OP + ATOMIC_WAIT_NOTIFY],
+        exports=[*REQUIRED_EXPORTS, "tr_worker_main"],
+        export_memory=False,
+        memory=None,
+        imports=[import_memory(17, maximum, shared=shared)],
+        customs=[target_features(("+", "simd128"), ("+", "atomics"), ("+", "bulk-memory"))],
+    )
+
+
+BASELINES = {
+    "scalar-wasm32": scalar_spec,
+    "simd128-wasm32": simd_spec,
+    "simd128-threads-wasm32": threads_spec,
+}

@@ -53,6 +53,7 @@ class WasmPolicy:
     allowed_imports: tuple[AllowedImport, ...]
     forbidden_custom_sections: tuple[str, ...]
     forbid_debug_sections: bool
+    missing_target_features_is_empty_claim: bool  # False: an absent section is not judged
     allowed_path_prefixes: tuple[str, ...]
 
 
@@ -140,6 +141,7 @@ _WASM_COMMON: dict[str, type | tuple[type, ...]] = {
     "optional_export_prefixes": list,
     "forbidden_custom_sections": list,
     "forbid_debug_sections": bool,
+    "missing_target_features_is_empty_claim": bool,
     "allowed_path_prefixes": list,
 }
 _WASM_LANE: dict[str, type | tuple[type, ...]] = {
@@ -193,6 +195,7 @@ def load_wasm_policies(policy_dir: Path | None = None) -> dict[str, WasmPolicy]:
             allowed_imports=imports,
             forbidden_custom_sections=_strings(common["forbidden_custom_sections"], where),
             forbid_debug_sections=common["forbid_debug_sections"],
+            missing_target_features_is_empty_claim=common["missing_target_features_is_empty_claim"],
             allowed_path_prefixes=_strings(common["allowed_path_prefixes"], where),
         )
     return out

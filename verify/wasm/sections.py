@@ -20,7 +20,7 @@ from verify.wasm.custom import (
 from verify.wasm.errors import MalformedWasm
 from verify.wasm.features import Proposal
 from verify.wasm.reader import Reader
-from verify.wasm.types import REFTYPES, valtype_requirement
+from verify.wasm.types import FUNCREF, REFTYPES, valtype_requirement
 
 MAGIC = b"\0asm"
 SECTION_NAMES = {
@@ -154,10 +154,13 @@ def _valtype(r: Reader, st: _State, reason: str) -> int:
 
 
 def _reftype(r: Reader, st: _State, reason: str) -> int:
+    """A table/element reference type: funcref is Wasm 1.0 here, others need a proposal."""
     at = r.pos
-    byte = _valtype(r, st, reason)
+    byte = r.byte("reference type")
     if byte not in REFTYPES:
         raise r.error(f"expected a reference type, found 0x{byte:02x}", at)
+    if byte != FUNCREF:
+        st.need(valtype_requirement(byte, at), reason)
     return byte
 
 

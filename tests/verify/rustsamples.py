@@ -1,0 +1,117 @@
+"""Tiny Rust programs compiled with the pinned /usr/bin/rustc, as real-toolchain samples.
+
+Never bare `rustc` (a newer rustup toolchain may be first on PATH). Each sample records how
+it was produced: the command line is in SAMPLES below.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from verify.wasm.tools import executable
+
+RUSTC = Path("/usr/bin/rustc")
+
+WASM_SRC = r"""
+#![no_std]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! { loop {} }
+macro_rules! exports {
+    ($($n:ident),*) => { $( #[no_mangle] pub extern "C" fn $n() -> i32 { 0 } )* }
+}
+exports!(tr_abi_version, tr_runtime_semantics, tr_lane, tr_alloc, tr_free, tr_model_load,
+         tr_preflight, tr_session_new, tr_prefill, tr_decode, tr_session_free, tr_model_free,
+         tr_self_test, tr_path_counters);
+#[no_mangle]
+pub extern "C" fn tr_dot(a: *const f32, b: *const f32, n: usize) -> f32 {
+    let (a, b) = unsafe { (core::slice::from_raw_parts(a, n), core::slice::from_raw_parts(b, n)) };
+    #[cfg(target_feature = "simd128")]
+    {
+        use core::arch::wasm32::*;
+        let mut acc = f32x4_splat(0.0);
+        let mut i = 0;
+        while i + 4 <= n {
+            let x = unsafe { v128_load(a.as_ptr().add(i) as *const v128) };
+            let y = unsafe { v128_load(b.as_ptr().add(i) as *const v128) };
+            acc = f32x4_add(acc, f32x4_mul(x, y));
+            i += 4;
+        }
+        return f32x4_extract_lane::<0>(acc) + f32x4_extract_lane::<1>(acc)
+            + f32x4_extract_lane::<2>(acc) + f32x4_extract_lane::<3>(acc);
+    }
+    #[cfg(not(target_feature = "simd128"))]
+    { let mut s = 0.0; for i in 0..n { s += a[i] * b[i]; } s }
+}
+"""
+
+NATIVE_SRC = r"""
+use std::io::Write;
+fn dot(a: &[f32], b: &[f32]) -> f32 { a.iter().zip(b).map(|(x, y)| x * y).sum() }
+fn main() {
+    let v: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
+    writeln!(std::io::stdout(), "dot={}", dot(&v, &v)).unwrap();
+}
+"""
+
+# --strip-debug keeps target_features (--strip-all would drop it); the name and producers
+# sections are then removed with `wasm-tools strip -d name -d producers`.
+_WASM = ["--target", "wasm32-unknown-unknown", "--crate-type", "cdylib", "-O",
+         "-C", "target-cpu=mvp", "-C", "link-arg=--strip-debug"]  # fmt: skip
+_NATIVE = ["-O", "-C", "strip=debuginfo"]
+# sample name -> (source, rustc arguments after the source file, output file name)
+SAMPLES: dict[str, tuple[str, list[str], str]] = {
+    "scalar-wasm32": (WASM_SRC, _WASM, "scalar.wasm"),
+    "simd128-wasm32": (WASM_SRC, [*_WASM, "-C", "target-feature=+simd128"], "simd.wasm"),
+    "x86_64-unknown-linux-gnu": (NATIVE_SRC, _NATIVE, "x86_64"),
+    "aarch64-unknown-linux-gnu": (
+        NATIVE_SRC,
+        [*_NATIVE, "--target", "aarch64-unknown-linux-gnu", "-C", "linker=aarch64-linux-gnu-gcc"],
+        "aarch64",
+    ),
+    "x86_64-pc-windows-gnu": (
+        NATIVE_SRC,
+        [
+            *_NATIVE,
+            "--target",
+            "x86_64-pc-windows-gnu",
+            "-C",
+            "linker=x86_64-w64-mingw32-gcc",
+            "-C",
+            "link-arg=-Wl,--no-insert-timestamp",
+        ],
+        "win64.exe",
+    ),
+    "x86_64-debug": (NATIVE_SRC, ["-g"], "x86_64-debug"),
+}
+
+
+def compile_sample(name: str, folder: Path) -> Path:
+    """Compile sample `name` into `folder` (skips the test if the toolchain is missing)."""
+    if not RUSTC.exists():
+        pytest.skip("the pinned /usr/bin/rustc is not installed")
+    source, args, out_name = SAMPLES[name]
+    src = folder / f"{name}.rs"
+    src.write_text(source, encoding="utf-8")
+    out = folder / out_name
+    remap = f"--remap-path-prefix={folder}=/src/tinyrustlm"
+    done = subprocess.run([str(RUSTC), str(src), "-o", str(out), remap, *args],
+                          capture_output=True, text=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.fail(f"rustc failed for {name}:\n{done.stderr[-3000:]}")
+    if out.suffix == ".wasm":
+        strip = [
+            str(executable()),
+            "strip",
+            "-d",
+            "name",
+            "-d",
+            "producers",
+            str(out),
+            "-o",
+            str(out),
+        ]
+        subprocess.run(strip, check=True, capture_output=True)
+    return out

@@ -1,0 +1,189 @@
+"""Every wasm check has a passing case (each lane's baseline) and a failing case; each case
+fires exactly its expected finding ids and no others (wasm-tools cross-check included)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import wasmbuild as wb
+
+from verify.checks import WASM_CHECKS, CrossCheck, Verdict, WasmFacts, run_wasm_checks
+from verify.inspect import inspect_artifact
+from verify.policy import load_wasm_policies
+from verify.wasm.inventory import inventory_bytes
+
+ALL_IDS = set(WASM_CHECKS)
+
+
+def _with(spec: wb.ModuleSpec, **changes: object) -> wb.ModuleSpec:
+    return dataclasses.replace(spec, **changes)  # type: ignore[arg-type]
+
+
+# (case id, lane, module spec maker, finding ids expected to fail)
+CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
+    ("scalar-baseline", "scalar-wasm32", wb.scalar_spec, set()),
+    ("simd-baseline", "simd128-wasm32", wb.simd_spec, set()),
+    ("threads-baseline", "simd128-threads-wasm32", wb.threads_spec, set()),
+    (
+        "v128-op-in-scalar",
+        "scalar-wasm32",
+        lambda: _with(wb.simd_spec()),
+        {"wasm.proposals.allowed", "wasm.tools.valid"},
+    ),
+    (
+        "relaxed-simd-op",
+        "simd128-wasm32",
+        lambda: _with(
+            wb.simd_spec(),
+            code=[wb.V128_OP + wb.RELAXED_SIMD_OP],
+            customs=[wb.target_features(("+", "simd128"), ("+", "relaxed-simd"))],
+        ),
+        {"wasm.proposals.allowed", "wasm.tools.valid"},
+    ),
+    (
+        "memory-grow-in-threads",
+        "simd128-threads-wasm32",
+        lambda: _with(
+            wb.threads_spec(), code=[wb.V128_OP + wb.ATOMIC_WAIT_NOTIFY + wb.MEMORY_GROW]
+        ),
+        {"wasm.memory.growth"},
+    ),
+    (
+        "non-shared-memory-in-threads",
+        "simd128-threads-wasm32",
+        lambda: wb.threads_spec(shared=False),
+        {"wasm.memory.shared"},
+    ),
+    (
+        "growable-shared-memory",
+        "simd128-threads-wasm32",
+        lambda: wb.threads_spec(maximum=32),
+        {"wasm.memory.fixed"},
+    ),
+    (
+        "missing-export",
+        "scalar-wasm32",
+        lambda: _with(wb.scalar_spec(), exports=wb.REQUIRED_EXPORTS[:-1]),
+        {"wasm.exports.required"},
+    ),
+    (
+        "unexpected-export",
+        "scalar-wasm32",
+        lambda: _with(wb.scalar_spec(), exports=[*wb.REQUIRED_EXPORTS, "helper"]),
+        {"wasm.exports.allowed"},
+    ),
+    (
+        "memory-not-exported",
+        "scalar-wasm32",
+        lambda: _with(wb.scalar_spec(), export_memory=False),
+        {"wasm.memory.source"},
+    ),
+    (
+        "function-import",
+        "scalar-wasm32",
+        lambda: _with(wb.scalar_spec(), imports=[wb.name("env") + wb.name("f") + b"\x00\x00"]),
+        {"wasm.imports.allowed"},
+    ),
+    (
+        "name-section",
+        "scalar-wasm32",
+        lambda: _with(
+            wb.scalar_spec(), customs=[wb.custom("name", b"\x00" + wb.uleb(4) + wb.name("rt!"))]
+        ),
+        {"wasm.custom.forbidden"},
+    ),
+    (
+        "debug-section",
+        "scalar-wasm32",
+        lambda: _with(wb.scalar_spec(), customs=[wb.custom(".debug_info", b"\x00\x01")]),
+        {"wasm.debug.absent"},
+    ),
+    (
+        "build-path-string",
+        "scalar-wasm32",
+        lambda: _with(
+            wb.scalar_spec(), data=[wb.active_data(b"/home/alice/tinyrustlm/src/lib.rs")]
+        ),
+        {"wasm.paths.build"},
+    ),
+    (
+        "remapped-path-string",
+        "scalar-wasm32",
+        lambda: _with(
+            wb.scalar_spec(), data=[wb.active_data(b"/src/tinyrustlm/crates/core/src/lib.rs")]
+        ),
+        set(),
+    ),
+    (
+        "target-features-disagree",
+        "simd128-wasm32",
+        lambda: _with(wb.simd_spec(), customs=[wb.target_features(("+", "mutable-globals"))]),
+        {"wasm.target_features.agree"},
+    ),
+    (
+        "target-features-missing",
+        "simd128-wasm32",
+        lambda: _with(wb.simd_spec(), customs=[]),
+        {"wasm.target_features.agree"},
+    ),
+    (
+        "simd-lane-without-v128",
+        "simd128-wasm32",
+        lambda: _with(wb.simd_spec(), code=[b""]),
+        {"wasm.proposals.required", "wasm.tools.needs_lane"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("lane", "make", "expected"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])  # fmt: skip
+def test_case_fires_exactly_its_findings(
+    tmp_path: Path, lane: str, make: Callable[[], wb.ModuleSpec], expected: set[str]
+) -> None:
+    path = tmp_path / "m.wasm"
+    path.write_bytes(wb.module(make()))
+    report = inspect_artifact(path, lane)
+    failed = {f.id for f in report.findings if not f.ok}
+    assert failed == expected, [f for f in report.findings if not f.ok]
+    assert {f.id for f in report.findings} == ALL_IDS  # cross-check rows ran too
+    assert report.ok == (not expected)
+
+
+def _verdict(valid: bool, feats: str = "mvp") -> Verdict:
+    return Verdict(feats, valid, "" if valid else "SIMD support is not enabled")
+
+
+# The tools.agree check on verdicts wasm-tools could give if our inference were wrong.
+AGREE_CASES = [
+    ("agrees", CrossCheck(_verdict(True), None, _verdict(True), (("simd", _verdict(False)),)),
+     True),
+    ("over-inferred", CrossCheck(_verdict(True), None, _verdict(True), (("simd", _verdict(True)),)),
+     False),
+    ("under-inferred", CrossCheck(_verdict(True), None, _verdict(False), ()), False),
+    ("invalid-anyway", CrossCheck(_verdict(False), None, _verdict(False), ()), True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("cross", "ok"), [c[1:] for c in AGREE_CASES],
+                         ids=[c[0] for c in AGREE_CASES])  # fmt: skip
+def test_tools_agree_judges_verdicts(cross: CrossCheck, ok: bool) -> None:
+    inv = inventory_bytes(wb.module(wb.simd_spec()))
+    policy = load_wasm_policies()["simd128-wasm32"]
+    findings = {f.id: f for f in run_wasm_checks(WasmFacts(inv, cross), policy)}
+    assert findings["wasm.tools.agree"].ok is ok
+
+
+def test_every_check_id_has_a_failing_case() -> None:
+    fired = set().union(*(c[3] for c in CASES)) | {"wasm.tools.agree"}
+    assert fired == ALL_IDS
+
+
+def test_without_cross_check_the_tool_rows_are_absent(tmp_path: Path) -> None:
+    path = tmp_path / "m.wasm"
+    path.write_bytes(wb.module(wb.scalar_spec()))
+    report = inspect_artifact(path, "scalar-wasm32", cross_check=False)
+    assert {f.id for f in report.findings} == {i for i in ALL_IDS if not i.startswith("wasm.tools")}
+    assert report.wasm is not None and not report.wasm.cross_checked
