@@ -124,10 +124,17 @@ def resolve_signing_key(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("keys"), help="folder for the key files")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="folder for the key files (keep it outside the repository)",
+    )
     parser.add_argument("--name", default="release", help="file name stem (default: release)")
     parser.add_argument(
-        "--role", choices=["release", "development"], default="release",
+        "--role",
+        choices=["release", "development"],
+        default="release",
         help="role written into the trusted-keys file",
     )
 

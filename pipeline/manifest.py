@@ -118,7 +118,10 @@ def build_manifest(
         if entry.kind == "native":
             native.append(
                 NativeArtifact(
-                    id=entry.lane, target=entry.target, url=file.url, sha256=file.sha256,
+                    id=entry.lane,
+                    target=entry.target,
+                    url=file.url,
+                    sha256=file.sha256,
                     size=file.size,
                 )
             )
@@ -158,8 +161,11 @@ def build_manifest(
             for f in js_files
         ],
     }
-    listed = [*[f for f in artifacts if by_lane[f.lane].kind == "wasm"],
-              *[f for f in artifacts if by_lane[f.lane].kind == "native"], *js_files]
+    listed = [
+        *[f for f in artifacts if by_lane[f.lane].kind == "wasm"],
+        *[f for f in artifacts if by_lane[f.lane].kind == "native"],
+        *js_files,
+    ]
     try:
         draft = ModuleManifest.model_validate({**fields, "build_id": "0" * 64})
     except ValidationError as exc:

@@ -43,13 +43,16 @@ def statement_document(inputs: ProvenanceInputs) -> dict[str, Any]:
         {"name": "toolchain.lock", "digest": {"sha256": inputs.toolchain_lock_sha256}},
     ]
     dependencies += [
-        {"name": f"crate:{c.name}", "uri": purl("cargo", c.name, c.version),
-         "digest": {"sha256": c.sha256}, "annotations": {"path": c.path}}
+        {
+            "name": f"crate:{c.name}",
+            "uri": purl("cargo", c.name, c.version),
+            "digest": {"sha256": c.sha256},
+            "annotations": {"path": c.path},
+        }
         for c in inputs.crates
     ]
     dependencies += [
-        {"name": p.name, "uri": p.purl, "digest": {"sha256": p.sha256}}
-        for p in inputs.toolchain
+        {"name": p.name, "uri": p.purl, "digest": {"sha256": p.sha256}} for p in inputs.toolchain
     ]
     return {
         "_type": STATEMENT_TYPE,

@@ -166,13 +166,15 @@ def _check_index(ctx: ReleaseContext, index: BuildIndex) -> None:
             where="build/index.json",
         )
     if index.source_date_epoch != git.commit_time:
-        raise CheckFailed("build index SOURCE_DATE_EPOCH is not HEAD's commit time",
-                          where="build/index.json")
+        raise CheckFailed(
+            "build index SOURCE_DATE_EPOCH is not HEAD's commit time", where="build/index.json"
+        )
     from pipeline.toolchain.lockfile import lock_digest
 
     if index.toolchain_lock_sha256 != lock_digest(ctx.repo_root / "toolchain.lock"):
-        raise CheckFailed("build index was made with a different toolchain.lock",
-                          where="build/index.json")
+        raise CheckFailed(
+            "build index was made with a different toolchain.lock", where="build/index.json"
+        )
 
 
 # -- 3 verify -----------------------------------------------------------------------------
@@ -199,8 +201,11 @@ def step_verify(ctx: ReleaseContext) -> str:
 # -- 4 smoke ------------------------------------------------------------------------------
 def step_smoke(ctx: ReleaseContext) -> str:
     index = _need(ctx.index, "build index")
-    bad = [f"{e.lane}: {e.smoke.status} {e.smoke.detail}".strip()
-           for e in index.lanes if e.smoke.status != "pass"]
+    bad = [
+        f"{e.lane}: {e.smoke.status} {e.smoke.detail}".strip()
+        for e in index.lanes
+        if e.smoke.status != "pass"
+    ]
     if bad:
         raise CheckFailed(
             f"self-test did not pass for {len(bad)} lane(s): {'; '.join(bad)}",
@@ -234,8 +239,9 @@ def lane_contracts(repo_root: Path, lanes: Sequence[str]) -> dict[str, LaneContr
         try:
             entry = policy["lanes"][lane]
             allowed = {BY_NAME[name] for name in entry["allowed_proposals"]}
-            memory = MemoryRules(shared=bool(entry["memory"]["shared"]),
-                                 growth=bool(entry["memory"]["growth"]))
+            memory = MemoryRules(
+                shared=bool(entry["memory"]["shared"]), growth=bool(entry["memory"]["growth"])
+            )
         except (KeyError, TypeError) as exc:
             raise PipelineError(f"lane policy lacks or misnames {exc}", where=where) from exc
         feature = {p: row[2] for p, row in PROPOSAL_NAMES.items() if row[2]}
@@ -296,22 +302,36 @@ def step_sign(ctx: ReleaseContext) -> str:
     crates = crate_sources(ctx.repo_root)
     toolchain = _toolchain_packages(ctx.repo_root)
     steps = _records(ctx, index)
-    files[SBOM] = sbom_bytes(SbomInputs(
-        version=ctx.version, build_id=manifest.build_id, source_revision=index.source_revision,
-        source_date_epoch=index.source_date_epoch, files=manifest.listed_files(),
-        crates=crates, toolchain=toolchain, python=python_requirements(ctx.repo_root),
-        steps=steps,
-    ))
+    files[SBOM] = sbom_bytes(
+        SbomInputs(
+            version=ctx.version,
+            build_id=manifest.build_id,
+            source_revision=index.source_revision,
+            source_date_epoch=index.source_date_epoch,
+            files=manifest.listed_files(),
+            crates=crates,
+            toolchain=toolchain,
+            python=python_requirements(ctx.repo_root),
+            steps=steps,
+        )
+    )
     check_sbom(files[SBOM])
     subjects = [(url, _sha(files[url])) for url, _ in manifest.listed_files()]
     subjects += [(name, _sha(files[name])) for name in (MANIFEST, SBOM, REPORT)]
-    statement = statement_bytes(ProvenanceInputs(
-        version=ctx.version, build_id=manifest.build_id, source_revision=index.source_revision,
-        source_date_epoch=index.source_date_epoch,
-        toolchain_lock_sha256=index.toolchain_lock_sha256,
-        lanes=[e.lane for e in index.lanes], subjects=subjects, crates=crates,
-        toolchain=toolchain, steps=steps,
-    ))
+    statement = statement_bytes(
+        ProvenanceInputs(
+            version=ctx.version,
+            build_id=manifest.build_id,
+            source_revision=index.source_revision,
+            source_date_epoch=index.source_date_epoch,
+            toolchain_lock_sha256=index.toolchain_lock_sha256,
+            lanes=[e.lane for e in index.lanes],
+            subjects=subjects,
+            crates=crates,
+            toolchain=toolchain,
+            steps=steps,
+        )
+    )
     files[MANIFEST_SIGNATURE] = sign_to_sigstore_bundle(
         key.private_key, MANIFEST_PAYLOAD_TYPE, files[MANIFEST]
     )
@@ -329,8 +349,14 @@ def step_bundle(ctx: ReleaseContext) -> str:
     index = _need(ctx.index, "build index")
     manifest = _need(ctx.manifest, "manifest")
     native = frozenset(a.url for a in manifest.native_artifacts)
-    ctx.bundle = write_bundle(ctx.dist, ctx.version, ctx.files, index.source_date_epoch,
-                              force=ctx.force, executable=native)
+    ctx.bundle = write_bundle(
+        ctx.dist,
+        ctx.version,
+        ctx.files,
+        index.source_date_epoch,
+        force=ctx.force,
+        executable=native,
+    )
     return str(ctx.bundle)
 
 
@@ -375,25 +401,44 @@ def summary(ctx: ReleaseContext) -> str:
     for url, lane in manifest.lanes():
         lines.append(f"  {lane:<26} sha256 {digests[url][:16]}  {url}")
     if key.key_class == "development":
-        lines.append("signed with the development key: verify with --allow-dev-key and "
-                     f"--trusted-keys {ctx.repo_root / '.dev-keys/development.trusted-keys.json'}")
+        lines.append(
+            "signed with the development key: verify with --allow-dev-key and "
+            f"--trusted-keys {ctx.repo_root / '.dev-keys/development.trusted-keys.json'}"
+        )
     return "\n".join(lines)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--key", type=Path, default=None,
-                        help="Ed25519 private key PEM (default: $TINYRUSTLM_RELEASE_KEY, "
-                             "else the development key in .dev-keys/)")
-    parser.add_argument("--key-class", choices=["release", "development"], default="release",
-                        help="class recorded for --key/$TINYRUSTLM_RELEASE_KEY (default release)")
-    parser.add_argument("--lane", action="append", dest="lanes", metavar="ID",
-                        help="release only these lanes (repeatable; default: all)")
+    parser.add_argument(
+        "--key",
+        type=Path,
+        default=None,
+        help="Ed25519 private key PEM (default: $TINYRUSTLM_RELEASE_KEY, "
+        "else the development key in .dev-keys/)",
+    )
+    parser.add_argument(
+        "--key-class",
+        choices=["release", "development"],
+        default="release",
+        help="class recorded for --key/$TINYRUSTLM_RELEASE_KEY (default release)",
+    )
+    parser.add_argument(
+        "--lane",
+        action="append",
+        dest="lanes",
+        metavar="ID",
+        help="release only these lanes (repeatable; default: all)",
+    )
     parser.add_argument("--dist", type=Path, default=Path("dist"), help="output folder")
-    parser.add_argument("--force", action="store_true",
-                        help="replace an existing bundle of the same version")
+    parser.add_argument(
+        "--force", action="store_true", help="replace an existing bundle of the same version"
+    )
     parser.add_argument("--rebuild", action="store_true", help="ignore the build cache")
-    parser.add_argument("--allow-dirty", action="store_true",
-                        help="release from a tree with uncommitted changes (local trials only)")
+    parser.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="release from a tree with uncommitted changes (local trials only)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,8 +38,13 @@ class ToolchainPackage:
     @property
     def purl(self) -> str:
         """pkg:deb/debian/NAME@VERSION?arch=ARCH (version percent-encoded: `+` is %2B)."""
-        return purl("deb", self.name, self.version, namespace="debian",
-                    qualifiers={"arch": self.architecture})
+        return purl(
+            "deb",
+            self.name,
+            self.version,
+            namespace="debian",
+            qualifiers={"arch": self.architecture},
+        )
 
 
 @dataclass(frozen=True)
@@ -63,11 +68,17 @@ class SbomInputs:
 
 
 def purl(
-    kind: str, name: str, version: str, namespace: str | None = None,
+    kind: str,
+    name: str,
+    version: str,
+    namespace: str | None = None,
     qualifiers: dict[str, str] | None = None,
 ) -> str:
-    return str(PackageURL(type=kind, namespace=namespace, name=name, version=version,
-                          qualifiers=qualifiers).to_string())
+    return str(
+        PackageURL(
+            type=kind, namespace=namespace, name=name, version=version, qualifiers=qualifiers
+        ).to_string()
+    )
 
 
 def _utc(epoch: int) -> str:
@@ -86,38 +97,46 @@ def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
             {"type": "file", "bom-ref": f"file:{url}", "name": url, "hashes": _sha256(sha)}
         )
     for crate in inputs.crates:
-        components.append({
-            "type": "library",
-            "bom-ref": f"crate:{crate.name}",
-            "name": crate.name,
-            "version": crate.version,
-            "purl": purl("cargo", crate.name, crate.version),
-            "hashes": _sha256(crate.sha256),
-            "properties": [
-                {"name": "tinyrustlm:source-path", "value": crate.path},
-                {"name": "tinyrustlm:source-digest",
-                 "value": "sha256 over 'path NUL sha256 LF' of every tracked file, sorted"},
-            ],
-        })
+        components.append(
+            {
+                "type": "library",
+                "bom-ref": f"crate:{crate.name}",
+                "name": crate.name,
+                "version": crate.version,
+                "purl": purl("cargo", crate.name, crate.version),
+                "hashes": _sha256(crate.sha256),
+                "properties": [
+                    {"name": "tinyrustlm:source-path", "value": crate.path},
+                    {
+                        "name": "tinyrustlm:source-digest",
+                        "value": "sha256 over 'path NUL sha256 LF' of every tracked file, sorted",
+                    },
+                ],
+            }
+        )
     for package in inputs.toolchain:
-        components.append({
-            "type": "application",
-            "bom-ref": f"deb:{package.name}:{package.architecture}",
-            "name": package.name,
-            "version": package.version,
-            "scope": "excluded",
-            "purl": package.purl,
-            "hashes": _sha256(package.sha256),
-        })
+        components.append(
+            {
+                "type": "application",
+                "bom-ref": f"deb:{package.name}:{package.architecture}",
+                "name": package.name,
+                "version": package.version,
+                "scope": "excluded",
+                "purl": package.purl,
+                "hashes": _sha256(package.sha256),
+            }
+        )
     for req in inputs.python:
-        components.append({
-            "type": "library",
-            "bom-ref": f"pypi:{req.name}",
-            "name": req.name,
-            "version": req.version,
-            "scope": "excluded",
-            "purl": purl("pypi", req.name, req.version),
-        })
+        components.append(
+            {
+                "type": "library",
+                "bom-ref": f"pypi:{req.name}",
+                "name": req.name,
+                "version": req.version,
+                "scope": "excluded",
+                "purl": purl("pypi", req.name, req.version),
+            }
+        )
     refs = [c["bom-ref"] for c in components]
     if len(set(refs)) != len(refs):
         raise PipelineError("two SBOM components have the same bom-ref", where="sbom")
@@ -127,13 +146,17 @@ def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
             "uid": f"build-{step.lane}",
             "name": f"build {step.lane}",
             "taskTypes": ["build"],
-            "steps": [{
-                "name": "cargo",
-                "commands": [{
-                    "executed": shlex.join(step.argv),
-                    "properties": [{"name": f"env:{k}", "value": v} for k, v in step.env],
-                }],
-            }],
+            "steps": [
+                {
+                    "name": "cargo",
+                    "commands": [
+                        {
+                            "executed": shlex.join(step.argv),
+                            "properties": [{"name": f"env:{k}", "value": v} for k, v in step.env],
+                        }
+                    ],
+                }
+            ],
         }
         for step in inputs.steps
     ]
@@ -144,8 +167,11 @@ def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
         "version": 1,
         "metadata": {
             "timestamp": _utc(inputs.source_date_epoch),
-            "tools": {"components": [{"type": "application", "name": TOOL_NAME,
-                                      "version": inputs.version}]},
+            "tools": {
+                "components": [
+                    {"type": "application", "name": TOOL_NAME, "version": inputs.version}
+                ]
+            },
             "component": {
                 "type": "application",
                 "bom-ref": release_ref,
@@ -161,16 +187,20 @@ def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
         "dependencies": [
             {"ref": release_ref, "dependsOn": [f"file:{url}" for url, _ in inputs.files]},
         ],
-        "formulation": [{
-            "bom-ref": "formulation:release",
-            "workflows": [{
-                "bom-ref": "workflow:build",
-                "uid": "build",
-                "name": "build every lane with the pinned toolchain",
-                "taskTypes": ["build"],
-                "tasks": tasks,
-            }],
-        }],
+        "formulation": [
+            {
+                "bom-ref": "formulation:release",
+                "workflows": [
+                    {
+                        "bom-ref": "workflow:build",
+                        "uid": "build",
+                        "name": "build every lane with the pinned toolchain",
+                        "taskTypes": ["build"],
+                        "tasks": tasks,
+                    }
+                ],
+            }
+        ],
     }
 
 

@@ -40,7 +40,9 @@ def _git(repo_root: Path, *args: str) -> str:
     try:
         done = subprocess.run(
             ["git", "-C", str(repo_root), *args],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
     except OSError as exc:
         raise PipelineError(f"cannot run git: {exc.strerror}", where=str(repo_root)) from exc
@@ -91,7 +93,9 @@ def crate_sources(repo_root: Path) -> list[CrateSource]:
         rel = toml_path.parent.relative_to(repo_root).as_posix()
         found.append(
             CrateSource(
-                str(package["name"]), str(version), rel,
+                str(package["name"]),
+                str(version),
+                rel,
                 tree_digest(repo_root, tracked_files(repo_root, rel)),
             )
         )

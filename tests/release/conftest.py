@@ -60,21 +60,31 @@ def fake_report(artifacts: Sequence[tuple[Path, str]]) -> dict[str, Any]:
         data = path.read_bytes()
         sha = hashlib.sha256(data).hexdigest()
         wasm = lane.endswith("wasm32")
-        rows.append({
-            "lane": lane,
-            "sha256": sha,
-            "findings": [
-                {"id": "fake.magic", "ok": data.startswith(b"\0asm") == wasm,
-                 "evidence": data[:4].hex()},
-                {"id": "fake.size", "ok": len(data) > 0, "evidence": {"bytes": len(data)}},
-            ],
-        })
+        rows.append(
+            {
+                "lane": lane,
+                "sha256": sha,
+                "findings": [
+                    {
+                        "id": "fake.magic",
+                        "ok": data.startswith(b"\0asm") == wasm,
+                        "evidence": data[:4].hex(),
+                    },
+                    {"id": "fake.size", "ok": len(data) > 0, "evidence": {"bytes": len(data)}},
+                ],
+            }
+        )
     return {"schema": "tinyrustlm.verification-report.v1", "version": 1, "artifacts": rows}
 
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True, env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
     return done.stdout.strip()
 
 
@@ -103,8 +113,18 @@ def make_repo(root: Path, commit_time: int) -> Path:
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
     stamp = f"@{commit_time} +0000"
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q",
-         "-m", "fake", env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
+    _git(
+        repo,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "-q",
+        "-m",
+        "fake",
+        env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp},
+    )
     write_build(repo, commit_time)
     return repo
 
@@ -124,24 +144,44 @@ def write_build(repo: Path, commit_time: int, smoke: str = "pass") -> None:
         (repo / artifact).write_bytes(data)
         smoke_result = {"status": smoke, "engine": "fake-engine 1.0", "detail": ""}
         record = {
-            "schema": "tinyrustlm.build-record.v1", "lane": lane, "target": target, "kind": kind,
+            "schema": "tinyrustlm.build-record.v1",
+            "lane": lane,
+            "target": target,
+            "kind": kind,
             "argv": ["/usr/bin/cargo", "build", "--release", "--target", target],
             "env": {"RUSTC": "/usr/bin/rustc", "SOURCE_DATE_EPOCH": str(commit_time)},
             "source_date_epoch": commit_time,
-            "inputs": {"sources_sha256": "1" * 64, "cargo_lock_sha256": "2" * 64,
-                       "lane_entry_sha256": "3" * 64, "toolchain_lock_sha256": lock_sha,
-                       "input_digest": "4" * 64},
+            "inputs": {
+                "sources_sha256": "1" * 64,
+                "cargo_lock_sha256": "2" * 64,
+                "lane_entry_sha256": "3" * 64,
+                "toolchain_lock_sha256": lock_sha,
+                "input_digest": "4" * 64,
+            },
             "output": {"path": artifact, "sha256": sha, "size": len(data)},
             "smoke": smoke_result,
         }
         record_path = f"build/records/{lane}.json"
         (repo / record_path).write_text(json.dumps(record))
-        entries.append({"lane": lane, "target": target, "kind": kind, "artifact": artifact,
-                        "sha256": sha, "size": len(data), "record": record_path,
-                        "smoke": smoke_result})
-    index = {"schema": "tinyrustlm.build-index.v1", "source_revision": revision,
-             "source_date_epoch": commit_time, "toolchain_lock_sha256": lock_sha,
-             "lanes": entries}
+        entries.append(
+            {
+                "lane": lane,
+                "target": target,
+                "kind": kind,
+                "artifact": artifact,
+                "sha256": sha,
+                "size": len(data),
+                "record": record_path,
+                "smoke": smoke_result,
+            }
+        )
+    index = {
+        "schema": "tinyrustlm.build-index.v1",
+        "source_revision": revision,
+        "source_date_epoch": commit_time,
+        "toolchain_lock_sha256": lock_sha,
+        "lanes": entries,
+    }
     (repo / "build/index.json").write_text(json.dumps(index))
 
 
@@ -178,8 +218,11 @@ class Harness:
         return run_release(ctx, self.steps, say=self.log.append)
 
     def verify(self, bundle: Path, trusted: Path | None = None, **kwargs: Any) -> Verdict:
-        options: dict[str, Any] = {"allow_dev_key": False, "now": int(time.time()),
-                                   "derive": fake_report}
+        options: dict[str, Any] = {
+            "allow_dev_key": False,
+            "now": int(time.time()),
+            "derive": fake_report,
+        }
         options.update(kwargs)
         return verify_bundle(bundle, load_trusted_keys(trusted or self.trusted), **options)
 

@@ -29,8 +29,11 @@ CANONICAL_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("value", "expected"), CANONICAL_CASES,
-                         ids=["sorted-compact", "numbers-utf8", "utf16-key-order"])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    CANONICAL_CASES,
+    ids=["sorted-compact", "numbers-utf8", "utf16-key-order"],
+)
 def test_canonical_json_is_rfc8785(value: Any, expected: bytes) -> None:
     assert canonical_json(value) == expected
 

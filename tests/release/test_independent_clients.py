@@ -90,8 +90,9 @@ def test_cyclonedx_strict_16_validates_sbom(pristine: tuple[Harness, Path]) -> N
     assert "pkg:cargo/tinyrustlm-core@0.1.0" in purls
     assert "pkg:pypi/pydantic@2.14.4" in purls
     tasks = doc["formulation"][0]["workflows"][0]["tasks"]
-    assert all(t["steps"][0]["commands"][0]["executed"].startswith("/usr/bin/cargo build")
-               for t in tasks)
+    assert all(
+        t["steps"][0]["commands"][0]["executed"].startswith("/usr/bin/cargo build") for t in tasks
+    )
 
 
 def test_cyclonedx_strict_rejects_unknown_field(pristine: tuple[Harness, Path]) -> None:
@@ -124,8 +125,12 @@ def test_in_toto_attestation_parses_statement_and_slsa(pristine: tuple[Harness, 
     assert deps["rustc"].digest["sha256"]
     subjects = {s.name for s in pb.subject}
     on_disk = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
-    assert subjects == on_disk - {"manifest.sigstore.json", "provenance.sigstore.json",
-                                  "SHA256SUMS", "tinyrustlm-9.9.9.tar.gz"}
+    assert subjects == on_disk - {
+        "manifest.sigstore.json",
+        "provenance.sigstore.json",
+        "SHA256SUMS",
+        "tinyrustlm-9.9.9.tar.gz",
+    }
 
 
 def test_in_toto_attestation_rejects_unknown_predicate_field(

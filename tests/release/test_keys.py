@@ -52,8 +52,7 @@ def test_keygen_refuses_to_overwrite(tmp_path: Path) -> None:
     [(b"not pem", "PEM"), (None, "cannot read")],
     ids=["garbage", "missing"],
 )
-def test_bad_key_file_is_a_typed_error(tmp_path: Path, content: bytes | None,
-                                       needle: str) -> None:
+def test_bad_key_file_is_a_typed_error(tmp_path: Path, content: bytes | None, needle: str) -> None:
     path = tmp_path / "key.pem"
     if content is not None:
         path.write_bytes(content)

@@ -11,8 +11,11 @@ from .conftest import LANES, VERSION, Harness
 
 
 def _tree(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_full_release_verifies(harness: Harness) -> None:
@@ -24,8 +27,13 @@ def test_full_release_verifies(harness: Harness) -> None:
     assert verdict.build_id == ctx.manifest.build_id if ctx.manifest else False
     assert [s.number for s in verdict.steps] == list(range(1, 12))
     names = set(_tree(ctx.bundle))
-    assert {"manifest.json", "SHA256SUMS", f"tinyrustlm-{VERSION}.tar.gz",
-            "js/host.js", "js/loader.js"} <= names
+    assert {
+        "manifest.json",
+        "SHA256SUMS",
+        f"tinyrustlm-{VERSION}.tar.gz",
+        "js/host.js",
+        "js/loader.js",
+    } <= names
     assert sum(n.startswith("artifacts/") for n in names) == len(LANES)
 
 

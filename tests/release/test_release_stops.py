@@ -59,8 +59,21 @@ def test_existing_version_refused_before_building(harness: Harness) -> None:
 
 def test_stale_build_index_is_refused(harness: Harness) -> None:
     (harness.repo / "crates/core/src/lib.rs").write_text("#![no_std]\n// v2\n")
-    subprocess.run(["git", "-C", str(harness.repo), "-c", "user.name=t", "-c",
-                    "user.email=t@example.invalid", "commit", "-qam", "v2"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(harness.repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-qam",
+            "v2",
+        ],
+        check=True,
+    )
     with pytest.raises(CheckFailed, match="build index is of revision"):
         harness.release()
     assert _dist_is_empty(harness)

@@ -47,8 +47,9 @@ def _run(bundle: Path, trusted: Path, *extra: str) -> tuple[int, dict[str, Any]]
     out = io.StringIO()
     err = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = verify_main(["bundle", str(bundle), "--trusted-keys", str(trusted), "--json",
-                            *extra])
+        code = verify_main(
+            ["bundle", str(bundle), "--trusted-keys", str(trusted), "--json", *extra]
+        )
     assert "Traceback" not in err.getvalue()
     return code, json.loads(out.getvalue())
 
@@ -107,8 +108,13 @@ def test_every_bundle_file_has_a_flip_case(pristine: tuple[Harness, Path]) -> No
     assert covered == {p for p in bundle.rglob("*") if p.is_file()}
 
 
-def _resign(bundle: Path, name: str, key: Ed25519PrivateKey, payload_type: str | None = None,
-            payload: bytes | None = None) -> None:
+def _resign(
+    bundle: Path,
+    name: str,
+    key: Ed25519PrivateKey,
+    payload_type: str | None = None,
+    payload: bytes | None = None,
+) -> None:
     doc = json.loads((bundle / name).read_text())
     envelope = doc["dsseEnvelope"]
     body = payload if payload is not None else base64.b64decode(envelope["payload"])
@@ -159,8 +165,9 @@ def _swap_artifacts(b: Path, h: Harness) -> Path:
 def _replace_signature(b: Path, h: Harness) -> Path:
     other = json.loads((b / "provenance.sigstore.json").read_text())
     sig = other["dsseEnvelope"]["signatures"][0]["sig"]
-    _edit_json(b / "manifest.sigstore.json",
-               lambda d: d["dsseEnvelope"]["signatures"][0].update(sig=sig))
+    _edit_json(
+        b / "manifest.sigstore.json", lambda d: d["dsseEnvelope"]["signatures"][0].update(sig=sig)
+    )
     return h.trusted
 
 
@@ -170,8 +177,10 @@ def _untrusted_key(b: Path, h: Harness) -> Path:
 
 
 def _changed_hint(b: Path, h: Harness) -> Path:
-    _edit_json(b / "manifest.sigstore.json",
-               lambda d: d["verificationMaterial"]["publicKey"].update(hint="0" * 64))
+    _edit_json(
+        b / "manifest.sigstore.json",
+        lambda d: d["verificationMaterial"]["publicKey"].update(hint="0" * 64),
+    )
     return h.trusted
 
 
@@ -211,8 +220,9 @@ def _extra_signature(b: Path, h: Harness) -> Path:
 
 
 def _with_tlog_entry(b: Path, h: Harness) -> Path:
-    _edit_json(b / "manifest.sigstore.json",
-               lambda d: d["verificationMaterial"].update(tlogEntries=[{}]))
+    _edit_json(
+        b / "manifest.sigstore.json", lambda d: d["verificationMaterial"].update(tlogEntries=[{}])
+    )
     return h.trusted
 
 
@@ -276,10 +286,12 @@ def test_report_is_rederived_with_verifiers_policy(
     pristine: tuple[Harness, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A verifier whose policy finds something the builder's did not rejects the bundle."""
+
     def stricter(artifacts: Any) -> dict[str, Any]:
         report = fake_report(artifacts)
-        report["artifacts"][0]["findings"].append({"id": "strict.extra", "ok": False,
-                                                   "evidence": "verifier-only rule"})
+        report["artifacts"][0]["findings"].append(
+            {"id": "strict.extra", "ok": False, "evidence": "verifier-only rule"}
+        )
         return report
 
     monkeypatch.setattr(verifier, "default_deriver", lambda: stricter)
@@ -307,12 +319,12 @@ def test_unreadable_input_exits_3(
     ['{"schema": "tinyrustlm.trusted-keys.v1", "keys": []}', "{", '{"keys": 1}'],
     ids=["empty", "not-json", "wrong-shape"],
 )
-def test_bad_trusted_keys_exit_3(pristine: tuple[Harness, Path], tmp_path: Path,
-                                 text: str) -> None:
+def test_bad_trusted_keys_exit_3(pristine: tuple[Harness, Path], tmp_path: Path, text: str) -> None:
     path = tmp_path / "trusted.json"
     path.write_text(text)
     code, result = _run(pristine[1], path)
     assert (code, result["error"]["id"]) == (3, "trusted-keys.invalid")
+    assert result["error"]["step"] is None and result["steps"] == []
 
 
 def test_keyid_must_be_the_keys_digest(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
@@ -346,14 +358,20 @@ def test_signed_payload_is_used_not_reserialised(
     bundle = _copy(pristine, tmp_path)
     pretty = json.dumps(json.loads((bundle / "manifest.json").read_text()), indent=1).encode()
     (bundle / "manifest.json").write_bytes(pretty)
-    _resign(bundle, "manifest.sigstore.json", load_private_key(h.key.private_pem),
-            MANIFEST_PAYLOAD_TYPE, pretty)
+    _resign(
+        bundle,
+        "manifest.sigstore.json",
+        load_private_key(h.key.private_pem),
+        MANIFEST_PAYLOAD_TYPE,
+        pretty,
+    )
     code, result = _run(bundle, h.trusted)
     assert (code, result["error"]["id"]) == (1, "manifest.invalid")
 
 
-def test_other_trusted_key_file_does_not_vouch(pristine: tuple[Harness, Path],
-                                               tmp_path: Path) -> None:
+def test_other_trusted_key_file_does_not_vouch(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
     other = generate_key_files(tmp_path / "other", "other", "release")
     code, result = _run(pristine[1], other.trusted_keys)
     assert (code, result["error"]["id"]) == (1, "signature.untrusted-key")

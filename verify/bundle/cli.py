@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from verify.bundle.errors import TrustedKeysInvalid
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
 from verify.errors import EXIT_OK, VerifyError
 from verify.trusted_keys import load_trusted_keys
@@ -22,13 +23,26 @@ REPORT_SCHEMA = "tinyrustlm.bundle-verification.v1"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="bundle directory or its .tar.gz")
-    parser.add_argument("--trusted-keys", type=Path, required=True, metavar="FILE",
-                        help="trusted-keys JSON (keyid -> public key, role, not_after)")
-    parser.add_argument("--allow-dev-key", action="store_true",
-                        help="accept a bundle signed by a development-role key")
+    parser.add_argument(
+        "--trusted-keys",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="trusted-keys JSON (keyid -> public key, role, not_after)",
+    )
+    parser.add_argument(
+        "--allow-dev-key",
+        action="store_true",
+        help="accept a bundle signed by a development-role key",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON result on stdout")
-    parser.add_argument("--at-epoch", type=int, default=None, metavar="SECONDS",
-                        help="check expiry as of this Unix time instead of now")
+    parser.add_argument(
+        "--at-epoch",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="check expiry as of this Unix time instead of now",
+    )
 
 
 def _progress(result: StepResult) -> None:
@@ -52,21 +66,29 @@ def run(args: argparse.Namespace) -> int:
         )
     except VerifyError as exc:
         failed = len(steps) + 1
+        started = not isinstance(exc, TrustedKeysInvalid)  # else no step ran at all
         if not args.json:
-            print(f"[{failed:>2}/{len(STEP_TITLES)}] {STEP_TITLES[failed - 1]}: FAILED",
-                  flush=True)
+            if started:
+                title = STEP_TITLES[failed - 1]
+                print(f"[{failed:>2}/{len(STEP_TITLES)}] {title}: FAILED", flush=True)
             raise
         print(json.dumps(_result(steps, error=exc), indent=2, sort_keys=True))
         print(exc.diagnostics(), file=sys.stderr)
         return exc.exit_code
     if args.json:
         doc = _result(steps, error=None)
-        doc.update(version=verdict.version, build_id=verdict.build_id, keyid=verdict.keyid,
-                   key_class=verdict.key_class)
+        doc.update(
+            version=verdict.version,
+            build_id=verdict.build_id,
+            keyid=verdict.keyid,
+            key_class=verdict.key_class,
+        )
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
-        print(f"verified: tinyrustlm {verdict.version}, build id {verdict.build_id}, "
-              f"key {verdict.keyid} ({verdict.key_class}), {verdict.files} files")
+        print(
+            f"verified: tinyrustlm {verdict.version}, build id {verdict.build_id}, "
+            f"key {verdict.keyid} ({verdict.key_class}), {verdict.files} files"
+        )
     return EXIT_OK
 
 
@@ -81,7 +103,7 @@ def _result(steps: list[StepResult], error: VerifyError | None) -> dict[str, Any
             "id": getattr(error, "error_id", "verify.error"),
             "message": error.message,
             "where": error.where,
-            "step": len(steps) + 1,
+            "step": None if isinstance(error, TrustedKeysInvalid) else len(steps) + 1,
             "exit_code": error.exit_code,
         }
     return doc

@@ -1,16 +1,16 @@
 """The bundle's file layout: one table shared by the writer (pipeline) and the verifier.
 
-    dist/tinyrustlm-<version>/
-      artifacts/runtime.<lane>.<sha256[:16]>.wasm   content-addressed wasm modules
-      artifacts/<native binaries>                   content-addressed native binaries
-      js/*.js                                       JS host files (paired with the .wasm)
-      manifest.json                                 the signed manifest payload, byte for byte
-      manifest.sigstore.json                        DSSE over manifest.json (sigstore bundle v0.3)
-      provenance.sigstore.json                      DSSE over the in-toto/SLSA statement
-      sbom.cdx.json                                 CycloneDX 1.6
-      verification-report.json                     what `verify` found for every artifact
-      SHA256SUMS                                    `sha256sum -c` list of every file above
-      tinyrustlm-<version>.tar.gz                   all of the above under tinyrustlm-<version>/
+dist/tinyrustlm-<version>/
+  artifacts/runtime.<lane>.<sha256[:16]>.wasm   content-addressed wasm modules
+  artifacts/<native binaries>                   content-addressed native binaries
+  js/*.js                                       JS host files (paired with the .wasm)
+  manifest.json                                 the signed manifest payload, byte for byte
+  manifest.sigstore.json                        DSSE over manifest.json (sigstore bundle v0.3)
+  provenance.sigstore.json                      DSSE over the in-toto/SLSA statement
+  sbom.cdx.json                                 CycloneDX 1.6
+  verification-report.json                     what `verify` found for every artifact
+  SHA256SUMS                                    `sha256sum -c` list of every file above
+  tinyrustlm-<version>.tar.gz                   all of the above under tinyrustlm-<version>/
 """
 
 from __future__ import annotations

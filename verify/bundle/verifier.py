@@ -116,6 +116,7 @@ class _State:
     root: Path
     files: dict[str, bytes]
     is_directory: bool
+    top_folder: str = ""  # the tarball's single top folder (tarball input only)
     signed: dict[str, SigstoreBundle] = field(default_factory=dict)
     signer: dict[str, TrustedKey] = field(default_factory=dict)
     manifest: ModuleManifest | None = None
@@ -179,7 +180,7 @@ def _opened(path: Path) -> Iterator[_State]:
     if not path.is_file():
         raise e.BundleUnreadable("no such bundle directory or tarball", where=str(path))
     try:
-        _, members = _tar_members(path.read_bytes(), str(path))
+        top, members = _tar_members(path.read_bytes(), str(path))
     except e.TarballMismatch as exc:
         raise e.BundleUnreadable(exc.message, where=str(path)) from exc
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-verify-") as tmp:
@@ -188,7 +189,7 @@ def _opened(path: Path) -> Iterator[_State]:
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        yield _State(root, members, is_directory=False)
+        yield _State(root, members, is_directory=False, top_folder=top)
 
 
 # -- steps 2-4 ----------------------------------------------------------------------------
@@ -225,8 +226,8 @@ def _check_signatures(
             )
         state.signed[name] = bundle
         state.signer[name] = key
-    keyids = {k.keyid for k in state.signer.values()}
-    return ", ".join(f"{k[:16]}… ({state.signer[MANIFEST_SIGNATURE].role})" for k in keyids)
+    roles = {k.keyid: k.role for k in state.signer.values()}
+    return ", ".join(f"{keyid[:16]}… ({role})" for keyid, role in sorted(roles.items()))
 
 
 def _check_hints(state: _State) -> str:
@@ -334,11 +335,13 @@ def _check_file_set(state: _State) -> str:
     missing = sorted(expected - state.files.keys())
     extra = sorted(state.files.keys() - expected)
     if missing:
-        raise e.MissingFile(f"{len(missing)} file(s) missing: {', '.join(missing)}",
-                            where=missing[0])
+        raise e.MissingFile(
+            f"{len(missing)} file(s) missing: {', '.join(missing)}", where=missing[0]
+        )
     if extra:
-        raise e.ExtraFile(f"{len(extra)} file(s) not in the manifest: {', '.join(extra)}",
-                          where=extra[0])
+        raise e.ExtraFile(
+            f"{len(extra)} file(s) not in the manifest: {', '.join(extra)}", where=extra[0]
+        )
     return f"{len(expected)} files"
 
 
@@ -352,9 +355,15 @@ def _diff(claimed: dict[str, str], actual: dict[str, str]) -> str:
     wrong = sorted(n for n in claimed.keys() & actual.keys() if claimed[n] != actual[n])
     missing = sorted(actual.keys() - claimed.keys())
     extra = sorted(claimed.keys() - actual.keys())
-    parts = [f"{label}: {', '.join(names)}"
-             for label, names in (("digest differs", wrong), ("not named", missing),
-                                  ("names unknown files", extra)) if names]
+    parts = [
+        f"{label}: {', '.join(names)}"
+        for label, names in (
+            ("digest differs", wrong),
+            ("not named", missing),
+            ("names unknown files", extra),
+        )
+        if names
+    ]
     return "; ".join(parts)
 
 
@@ -375,10 +384,15 @@ def _check_provenance(state: _State) -> str:
     for i, subject in enumerate(subjects):
         digest = subject.get("digest") if isinstance(subject, dict) else None
         name = subject.get("name") if isinstance(subject, dict) else None
-        if not isinstance(name, str) or not isinstance(digest, dict) or \
-                not isinstance(digest.get("sha256"), str) or name in claimed:
-            raise e.ProvenanceInvalid("subject needs a unique name and a sha256 digest",
-                                      where=f"{where}: subject[{i}]")
+        if (
+            not isinstance(name, str)
+            or not isinstance(digest, dict)
+            or not isinstance(digest.get("sha256"), str)
+            or name in claimed
+        ):
+            raise e.ProvenanceInvalid(
+                "subject needs a unique name and a sha256 digest", where=f"{where}: subject[{i}]"
+            )
         claimed[name] = digest["sha256"]
     problems = _diff(claimed, _attested(state))
     if problems:
@@ -398,19 +412,27 @@ def _check_sbom(state: _State) -> str:
         sbom = parse_json(state.files[SBOM], SBOM)
     except MalformedJson as exc:
         raise e.SbomInvalid(exc.message, where=SBOM, offset=exc.offset) from exc
-    if not isinstance(sbom, dict) or sbom.get("bomFormat") != "CycloneDX" or \
-            sbom.get("specVersion") != "1.6" or not isinstance(sbom.get("components"), list):
+    if (
+        not isinstance(sbom, dict)
+        or sbom.get("bomFormat") != "CycloneDX"
+        or sbom.get("specVersion") != "1.6"
+        or not isinstance(sbom.get("components"), list)
+    ):
         raise e.SbomInvalid("not a CycloneDX 1.6 JSON document", where=SBOM)
     claimed: dict[str, str] = {}
     for i, component in enumerate(sbom["components"]):
         if not isinstance(component, dict) or component.get("type") != "file":
             continue
-        hashes = [h.get("content") for h in component.get("hashes", [])
-                  if isinstance(h, dict) and h.get("alg") == "SHA-256"]
+        hashes = [
+            h.get("content")
+            for h in component.get("hashes", [])
+            if isinstance(h, dict) and h.get("alg") == "SHA-256"
+        ]
         name = component.get("name")
         if not isinstance(name, str) or len(hashes) != 1 or not isinstance(hashes[0], str):
-            raise e.SbomInvalid("file component needs a name and one SHA-256",
-                                where=f"{SBOM}: components[{i}]")
+            raise e.SbomInvalid(
+                "file component needs a name and one SHA-256", where=f"{SBOM}: components[{i}]"
+            )
         claimed[name] = hashes[0]
     actual = {url: _sha(state.files[url]) for url, _ in _manifest(state).listed_files()}
     problems = _diff(claimed, actual)
@@ -430,11 +452,17 @@ def _check_checksums(state: _State) -> str:
     if problems:
         raise e.ChecksumsMismatch(problems, where=CHECKSUMS)
     if not state.is_directory:
+        if state.top_folder != bundle_name(manifest.version):
+            raise e.TarballMismatch(
+                f"top folder {state.top_folder!r} is not {bundle_name(manifest.version)!r}",
+                where=str(state.root),
+            )
         return f"{len(listed)} checksums"
     top, members = _tar_members(state.files[tarball], tarball)
     if top != bundle_name(manifest.version):
-        raise e.TarballMismatch(f"top folder {top!r} is not {bundle_name(manifest.version)!r}",
-                                where=tarball)
+        raise e.TarballMismatch(
+            f"top folder {top!r} is not {bundle_name(manifest.version)!r}", where=tarball
+        )
     inside = {n: _sha(d) for n, d in members.items()}
     outside = {n: _sha(d) for n, d in state.files.items() if n != tarball}
     problems = _diff(inside, outside)
@@ -465,8 +493,9 @@ def _check_report(state: _State, derive: Deriver | None) -> str:
             )
         failing = [fid for fid, ok, _ in derived[lane] if not ok]
         if failing:
-            raise e.ReportMismatch(f"lane {lane}: failing findings {', '.join(failing)}",
-                                   where=f"{REPORT}: {lane}")
+            raise e.ReportMismatch(
+                f"lane {lane}: failing findings {', '.join(failing)}", where=f"{REPORT}: {lane}"
+            )
     total = sum(len(rows) for rows in derived.values())
     return f"{len(derived)} artifacts, {total} findings, all pass"
 
@@ -514,5 +543,11 @@ def verify_bundle(
         done(11, _check_report(state, derive))
         manifest = _manifest(state)
         signer = state.signer[MANIFEST_SIGNATURE]
-        return Verdict(manifest.version, manifest.build_id, signer.keyid, signer.role,
-                       len(state.files), tuple(results))
+        return Verdict(
+            manifest.version,
+            manifest.build_id,
+            signer.keyid,
+            signer.role,
+            len(state.files),
+            tuple(results),
+        )
