@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.reproduce import compare_files
-from tests.conftest import clone_head, run_build
+from tests.clones import clone_head, run_build
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,26 @@
+"""Fresh clones of this repository and builds inside them, for integration tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def clone_head(destination: Path) -> Path:
+    """A fresh clone of this repository's HEAD (what CI sees), at `destination`."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(REPO_ROOT), str(destination)],
+                   check=True)
+    return destination
+
+
+def run_build(clone: Path, env_overrides: dict[str, str] | None = None,
+              umask: int = 0o022) -> subprocess.CompletedProcess[str]:
+    """`tinyrustlm-release build` of every lane in `clone`, with the clone's own code."""
+    env = {**os.environ, "PYTHONPATH": str(clone), **(env_overrides or {})}
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", "build", "--repo", str(clone)],
+                          cwd=clone, env=env, capture_output=True, text=True, umask=umask)
