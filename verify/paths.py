@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 
-# A POSIX path with at least two components, not preceded by a path character (so
-# `src/lib.rs` inside a relative path is not mistaken for `/lib.rs`), or a drive path.
-_POSIX = rb"(?<![\w.~/-])/[A-Za-z_.][\w.+@-]*(?:/[\w.+@-]+)+/?"
-_WINDOWS = rb"(?<![A-Za-z0-9])[A-Za-z]:[\\/](?:[\w.+@ -]+[\\/])*[\w.+@-]+"
+# A POSIX path with at least two components, the first of two or more characters, not
+# preceded by a path character (so `src/lib.rs` inside a relative path is not taken for
+# `/lib.rs`); or a drive path with a two-letter run somewhere. The length rules keep short
+# byte patterns in machine code (`/u/A`, `A:\-`) from looking like paths.
+_POSIX = rb"(?<![\w.~/-])/[A-Za-z_.][\w.+@-]+(?:/[\w.+@-]+)+/?"
+_WINDOWS = rb"(?<![A-Za-z0-9])[A-Za-z]:[\\/](?:[\w.+@ -]+[\\/])*[\w.+@-]*[A-Za-z]{2}[\w.+@-]*"
 PATH_PATTERN = re.compile(_POSIX + b"|" + _WINDOWS)
 MAX_REPORTED = 200  # enough to judge; bounds the report for a pathological input
 

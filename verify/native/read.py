@@ -14,8 +14,11 @@ lief.logging.disable()  # lief reports problems through its return values; keep 
 
 def native_facts(data: bytes, where: str) -> NativeFacts:
     if data[:4] == b"\x7fELF":
+        # EI_CLASS and EI_DATA must be set; lief accepts an all-zero header otherwise.
+        if len(data) < 64 or data[4] not in (1, 2) or data[5] not in (1, 2):
+            raise MalformedNative("ELF identification bytes are invalid", where=where, offset=4)
         elf = lief.ELF.parse(list(data))
-        if elf is None:
+        if elf is None or not list(elf.segments):
             raise MalformedNative("lief cannot parse this ELF file", where=where, offset=0)
         return elf_facts(elf, data)
     if data[:2] == b"MZ":

@@ -1,0 +1,84 @@
+"""Every native check has a passing case (the real samples) and a failing case (one fact
+changed); each failing case fires exactly its finding id."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rustsamples import compile_sample
+
+from verify.checks_native import NATIVE_CHECKS, run_native_checks
+from verify.native.facts import IsaInventory, NativeFacts
+from verify.native.read import native_facts
+from verify.policy import load_native_policies
+
+LINUX = "x86_64-unknown-linux-gnu"
+WINDOWS = "x86_64-pc-windows-gnu"
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, NativeFacts]:
+    folder = tmp_path_factory.mktemp("native")
+    out = {}
+    for lane in (LINUX, WINDOWS):
+        path = compile_sample(lane, folder)
+        out[lane] = native_facts(path.read_bytes(), str(path))
+    return out
+
+
+def _isa(groups: dict[str, int] | None = None, fma: dict[str, int] | None = None) -> Any:
+    return lambda f: IsaInventory(f.isa.instruction_count, 0, groups or f.isa.groups, fma or {})
+
+
+# (case, lane, field changes (a value, or a function of the facts), the id expected to fail)
+CASES: list[tuple[str, str, dict[str, Any], str]] = [
+    ("wrong-machine", LINUX, {"machine": "aarch64"}, "native.format"),
+    ("stray-library", LINUX, {"libraries": ("libc.so.6", "libssl.so.3")}, "native.libraries"),
+    ("new-glibc", LINUX, {"glibc_versions": ("GLIBC_2.2.5", "GLIBC_2.38")}, "native.glibc"),
+    ("not-pie", LINUX, {"pie": False}, "native.pie"),
+    ("exec-stack", LINUX, {"nx": False}, "native.nx"),
+    ("lazy-binding", LINUX, {"bind_now": False}, "native.relro"),
+    ("no-build-id", LINUX, {"build_id": None}, "native.build_id"),
+    ("debug-info", LINUX, {"debug_sections": (".debug_info",)}, "native.debug.absent"),
+    ("avx", LINUX, {"isa": _isa({"sse2": 10, "avx": 3})}, "native.isa.baseline"),
+    ("fma", LINUX, {"isa": _isa(fma={"vfmadd231ss": 2})}, "native.isa.fma"),
+    ("build-path", LINUX, {"paths": ("/home/alice/src/main.rs",)}, "native.paths.build"),
+    ("pe-timestamp", WINDOWS, {"pe_timestamp": 1700000000}, "native.pe.timestamp"),
+    ("pe-debug-dir", WINDOWS, {"pe_debug_types": ("CODEVIEW",)}, "native.pe.debug_directory"),
+    ("pe-no-aslr", WINDOWS, {"pe_high_entropy_va": False}, "native.pe.aslr"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lane", [LINUX, WINDOWS])
+def test_real_sample_passes(real: dict[str, NativeFacts], lane: str) -> None:
+    findings = run_native_checks(real[lane], load_native_policies()[lane])
+    assert [f for f in findings if not f.ok] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("lane", "changes", "expected"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])  # fmt: skip
+def test_one_fact_changed_fires_one_finding(
+    real: dict[str, NativeFacts], lane: str, changes: dict[str, Any], expected: str
+) -> None:
+    facts = real[lane]
+    values = {k: (v(facts) if callable(v) else v) for k, v in changes.items()}
+    changed = dataclasses.replace(facts, **values)
+    failed = {f.id for f in run_native_checks(changed, load_native_policies()[lane]) if not f.ok}
+    assert failed == {expected}
+
+
+def test_every_native_check_has_a_failing_case() -> None:
+    assert {c[3] for c in CASES} == set(NATIVE_CHECKS)
+
+
+@pytest.mark.slow
+def test_isa_inventory_counts_real_instructions(
+    real: dict[str, NativeFacts], tmp_path: Path
+) -> None:
+    isa = real[LINUX].isa
+    assert isa.instruction_count > 1000 and isa.groups.get("sse2", 0) > 0

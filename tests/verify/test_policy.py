@@ -1,0 +1,75 @@
+"""Policy files fail closed: empty, unknown fields, unknown proposals, lanes without checks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verify.policy import (
+    DEFAULT_POLICY_DIR,
+    NATIVE_LANES,
+    WASM_LANES,
+    PolicyError,
+    load_native_policies,
+    load_wasm_policies,
+)
+
+
+def test_repo_policies_cover_every_lane() -> None:
+    assert set(load_wasm_policies()) == set(WASM_LANES)
+    assert set(load_native_policies()) == set(NATIVE_LANES)
+
+
+def _wasm_doc() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((DEFAULT_POLICY_DIR / "wasm.json").read_text())
+    return doc
+
+
+def _edit(fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    doc = _wasm_doc()
+    fn(doc)
+    return doc
+
+
+BAD_WASM: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    ("no-lanes", lambda d: d.update(lanes={}), "empty policy"),
+    ("lane-without-checks", lambda d: d["lanes"].update({"scalar-wasm32": {}}), "no checks"),
+    ("unknown-field", lambda d: d["lanes"]["scalar-wasm32"].update(extra=1), "unknown field"),
+    ("missing-field", lambda d: d["lanes"]["scalar-wasm32"].pop("memory"), "missing field"),
+    ("unknown-proposal",
+     lambda d: d["lanes"]["scalar-wasm32"]["allowed_proposals"].append("gc"), "unknown proposal"),
+    ("required-not-allowed",
+     lambda d: d["lanes"]["scalar-wasm32"]["required_proposals"].append("simd"), "not all allowed"),
+    ("wrong-schema", lambda d: d.update(schema="x"), "schema"),
+    ("wrong-type", lambda d: d["common"].update(forbid_debug_sections="yes"), "expected"),
+    ("bad-memory-source",
+     lambda d: d["lanes"]["scalar-wasm32"]["memory"].update(source="both"), "memory.source"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("edit", "message"), [c[1:] for c in BAD_WASM],
+                         ids=[c[0] for c in BAD_WASM])  # fmt: skip
+def test_bad_wasm_policy_fails_closed(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    (tmp_path / "wasm.json").write_text(json.dumps(_edit(edit)))
+    with pytest.raises(PolicyError, match=message):
+        load_wasm_policies(tmp_path)
+
+
+def test_missing_and_invalid_policy_files(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="cannot read"):
+        load_wasm_policies(tmp_path)
+    (tmp_path / "native.json").write_text("{not json")
+    with pytest.raises(PolicyError, match="not valid JSON"):
+        load_native_policies(tmp_path)
+
+
+def test_policy_dir_override_is_used(tmp_path: Path) -> None:
+    doc = _edit(lambda d: d["common"].update(allowed_path_prefixes=["/elsewhere/"]))
+    (tmp_path / "wasm.json").write_text(json.dumps(doc))
+    assert load_wasm_policies(tmp_path)["scalar-wasm32"].allowed_path_prefixes == ("/elsewhere/",)
