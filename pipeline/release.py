@@ -85,6 +85,7 @@ class ReleaseContext:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     now: int = field(default_factory=lambda: int(time.time()))
     derive: Deriver | None = None  # verify step's report maker (None: verify.inspect)
+    say: Callable[[str], None] = print  # progress lines (set by run_release)
     # filled in by the steps
     git: GitFacts | None = None
     version: str = ""
@@ -146,9 +147,11 @@ def step_toolchain_check(ctx: ReleaseContext) -> str:
 
 # -- 2 build ------------------------------------------------------------------------------
 def step_build(ctx: ReleaseContext) -> str:
-    from pipeline.build.driver import build_lanes  # type: ignore[import-not-found,unused-ignore]
+    from pipeline.build.driver import build_lanes
 
-    index = build_lanes(ctx.repo_root, ctx.lanes, ctx.rebuild)
+    index = build_lanes(
+        ctx.repo_root, ctx.lanes, ctx.rebuild, say=lambda line: ctx.say(f"    {line}")
+    )
     if ctx.lanes:  # the index also keeps other lanes' earlier builds: release only these
         index = index.model_copy(
             update={"lanes": [e for e in index.lanes if e.lane in set(ctx.lanes)]}
@@ -381,6 +384,7 @@ def run_release(
     ctx: ReleaseContext, steps: Sequence[Step] = STEPS, say: Callable[[str], None] = print
 ) -> ReleaseContext:
     for number, step in enumerate(steps, start=1):
+        ctx.say = say
         say(f"[{number}/{len(steps)}] {step.title} ...")
         detail = step.run(ctx)
         say(f"[{number}/{len(steps)}] {step.title}: ok ({detail})")
