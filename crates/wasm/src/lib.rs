@@ -5,8 +5,20 @@
 //! transfer windows it obtained from `tr_alloc`: every address/length is checked against a live
 //! window, so no export can read or write memory it does not own. Record layouts: CONTRACT.md.
 
+#![cfg_attr(target_feature = "atomics", feature(stdsimd))] // memory.atomic.wait32/notify: threads.rs
+
 mod handles;
+#[cfg(target_feature = "atomics")]
+mod heap;
+#[cfg(target_feature = "atomics")]
+pub mod threads;
 mod windows;
+
+// The threads lane's memory is imported with initial == maximum: std's allocator only grows
+// memory, so this lane allocates from the fixed heap instead (heap.rs).
+#[cfg(target_feature = "atomics")]
+#[global_allocator]
+static HEAP: heap::SharedHeap = heap::SharedHeap::new();
 
 use std::cell::UnsafeCell;
 use std::rc::Rc;
@@ -241,11 +253,15 @@ pub extern "C" fn tr_session_new(model: u64, config: u32, config_len: u32, out_h
 
 #[no_mangle]
 pub extern "C" fn tr_prefill(session: u64, tokens: u32, n_tokens: u32) -> i32 {
+    #[cfg(target_feature = "atomics")]
+    threads::begin_operation();
     with_runtime(|rt| code(rt.prefill(session, tokens, n_tokens)))
 }
 
 #[no_mangle]
 pub extern "C" fn tr_decode(session: u64, out: u32) -> i32 {
+    #[cfg(target_feature = "atomics")]
+    threads::begin_operation();
     with_runtime(|rt| code(rt.decode(session, out)))
 }
 

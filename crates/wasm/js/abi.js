@@ -1,0 +1,124 @@
+// Thin async wrappers over the tr_* ABI (record layouts: crates/core/CONTRACT.md), for any
+// runtime made by host.js `instantiate` (same code for every lane). ES module, no dependencies.
+import { HostError } from './host.js';
+
+/** Byte tokenizer: BOS (256), then the UTF-8 bytes (crates/core/src/tokenizer.rs). */
+export const BOS = 256;
+export const EOS = 257;
+export function encodePrompt(text) {
+  return [BOS, ...new TextEncoder().encode(text)];
+}
+
+async function check(rt, name, ...args) {
+  const code = await rt.call(name, ...args);
+  if (code !== 0) throw new HostError(`${name} returned ${code}`, code);
+}
+
+/** A transfer window of `len` bytes; `fn(ptr)` runs while it exists. */
+async function withWindow(rt, len, fn) {
+  const ptr = await rt.call('tr_alloc', len);
+  if (ptr === 0) throw new HostError(`tr_alloc(${len}) failed`, 9);
+  try {
+    return await fn(ptr);
+  } finally {
+    await rt.call('tr_free', ptr, len);
+  }
+}
+
+const view = (rt, ptr, len) => new DataView(rt.memory.buffer, ptr, len);
+
+/** Loads model bytes; returns the model handle (BigInt). */
+export async function loadModel(rt, bytes) {
+  return withWindow(rt, bytes.length + 8, async (ptr) => {
+    rt.bytes(ptr, bytes.length).set(bytes);
+    await check(rt, 'tr_model_load', ptr, bytes.length, ptr + bytes.length);
+    return view(rt, ptr + bytes.length, 8).getBigUint64(0, true);
+  });
+}
+
+/**
+ * A session over `model`. cfg: { seed, stream, temperature, topK, topP, repetitionPenalty,
+ * context } (the 40-byte session config record); returns the session handle (BigInt).
+ */
+export async function newSession(rt, model, cfg = {}) {
+  const c = { seed: 0n, stream: 0n, temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, context: 0, ...cfg };
+  return withWindow(rt, 48, async (ptr) => {
+    const v = view(rt, ptr, 48);
+    v.setBigUint64(0, BigInt(c.seed), true);
+    v.setBigUint64(8, BigInt(c.stream), true);
+    v.setFloat32(16, c.temperature, true);
+    v.setUint32(20, c.topK, true);
+    v.setFloat32(24, c.topP, true);
+    v.setFloat32(28, c.repetitionPenalty, true);
+    v.setUint32(32, c.context, true);
+    v.setUint32(36, 0, true);
+    await check(rt, 'tr_session_new', model, ptr, 40, ptr + 40);
+    return v.getBigUint64(40, true);
+  });
+}
+
+/** Feeds prompt tokens; resolves to the TrResult code (0 = Ok). */
+export async function prefill(rt, session, tokens) {
+  return withWindow(rt, tokens.length * 4, async (ptr) => {
+    const v = view(rt, ptr, tokens.length * 4);
+    tokens.forEach((t, i) => v.setUint32(4 * i, t, true));
+    return rt.call('tr_prefill', session, ptr, tokens.length);
+  });
+}
+
+/** One decode step: { code, token, done, rngState, rngIncrement } (token fields when code 0). */
+export async function decode(rt, session) {
+  return withWindow(rt, 24, async (ptr) => {
+    const code = await rt.call('tr_decode', session, ptr);
+    const v = view(rt, ptr, 24);
+    return {
+      code,
+      token: v.getUint32(0, true),
+      done: v.getUint32(4, true) !== 0,
+      rngState: v.getBigUint64(8, true),
+      rngIncrement: v.getBigUint64(16, true),
+    };
+  });
+}
+
+/** { scalar, simd }: kernel calls per path since start (BigInt). */
+export async function pathCounters(rt) {
+  return withWindow(rt, 16, async (ptr) => {
+    await check(rt, 'tr_path_counters', ptr);
+    const v = view(rt, ptr, 16);
+    return { scalar: v.getBigUint64(0, true), simd: v.getBigUint64(8, true) };
+  });
+}
+
+/** Threads lane: { workers, participated (bit i = worker i served a command), barriers, state }. */
+export async function workerCounters(rt) {
+  return withWindow(rt, 16, async (ptr) => {
+    await check(rt, 'tr_worker_counters', ptr);
+    const v = view(rt, ptr, 16);
+    return { workers: v.getUint32(0, true), participated: v.getUint32(4, true), barriers: v.getUint32(8, true), state: v.getUint32(12, true) };
+  });
+}
+
+/**
+ * Prefill `promptTokens`, then decode up to `maxTokens` (stopping at EOS).
+ * Returns { code, tokens, rngState, decodeMs: [...] } ; code is the first non-Ok TrResult.
+ */
+export async function generate(rt, model, cfg, promptTokens, maxTokens) {
+  const session = await newSession(rt, model, cfg);
+  const tokens = [];
+  const decodeMs = [];
+  let rngState = 0n;
+  let code = await prefill(rt, session, promptTokens);
+  while (code === 0 && tokens.length < maxTokens) {
+    const t0 = performance.now();
+    const step = await decode(rt, session);
+    decodeMs.push(performance.now() - t0);
+    code = step.code;
+    if (code !== 0) break;
+    tokens.push(step.token);
+    rngState = step.rngState;
+    if (step.done) break;
+  }
+  await rt.call('tr_session_free', session);
+  return { code, tokens, rngState, decodeMs };
+}

@@ -1,0 +1,290 @@
+// TinyRustLM lane host: instantiate any lane in node (>= 18) or a browser.
+// ES module, no dependencies; ships in the bundle beside the .wasm files.
+//
+//   const rt = await instantiate({ bytes, workers: 2 });
+//   const ptr = await rt.call('tr_alloc', n); rt.bytes(ptr, n).set(data);
+//   ...; await rt.close();
+//
+// Lanes without imports (scalar, simd128) run in the calling thread. A module
+// importing a shared memory (simd128-threads) runs as one leader instance
+// plus N worker instances, each in its own Worker over that one memory: the
+// leader serves every tr_* call (it may block in memory.atomic.wait32, which a
+// browser main thread must not do), workers loop in tr_worker_main(id). Each
+// instance first proves it holds the module the host hashed.
+
+/** A host-side failure; `code` is the TrResult code when the runtime gave one. */
+export class HostError extends Error {
+  constructor(message, code = 0) {
+    super(message);
+    this.name = 'HostError';
+    this.code = code;
+  }
+}
+
+/** TrResult codes the host itself produces or acts on (crates/core/src/result.rs). */
+export const TR_OK = 0;
+export const TR_CANCELLED = 15;
+export const TR_WORKER_FAILURE = 16;
+export const isNode = typeof process === 'object' && process.versions != null && process.versions.node != null;
+
+/** Hex SHA-256 of `bytes` (WebCrypto: browsers and node >= 18). */
+export async function sha256Hex(bytes) {
+  const digest = await globalThis.crypto.subtle.digest('SHA-256', bytes);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function leb(bytes, at) {
+  let value = 0;
+  let shift = 0;
+  for (;;) {
+    if (at >= bytes.length || shift > 28) throw new HostError(`bad LEB128 at offset ${at}`);
+    const b = bytes[at++];
+    value += (b & 0x7f) * 2 ** shift;
+    shift += 7;
+    if ((b & 0x80) === 0) return [value, at];
+  }
+}
+
+/**
+ * The memory a module imports, read from its import section:
+ * `{ module, name, initial, maximum, shared }`, or null when it imports none.
+ * The host must create exactly this memory before instantiation.
+ */
+export function memoryImport(bytes) {
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  if (u8.length < 8 || u8[0] !== 0 || u8[1] !== 0x61 || u8[2] !== 0x73 || u8[3] !== 0x6d) {
+    throw new HostError('not a wasm module (bad magic at offset 0)');
+  }
+  const text = new TextDecoder();
+  let at = 8;
+  while (at < u8.length) {
+    const id = u8[at++];
+    let size;
+    [size, at] = leb(u8, at);
+    const end = at + size;
+    if (end > u8.length) throw new HostError(`section ${id} at offset ${at} runs past the end`);
+    if (id === 2) {
+      let count;
+      [count, at] = leb(u8, at);
+      for (let i = 0; i < count; i++) {
+        const names = [];
+        for (let k = 0; k < 2; k++) {
+          let len;
+          [len, at] = leb(u8, at);
+          names.push(text.decode(u8.subarray(at, at + len)));
+          at += len;
+        }
+        const kind = u8[at++];
+        if (kind === 0x02) {
+          const flags = u8[at++];
+          let initial;
+          let maximum = null;
+          [initial, at] = leb(u8, at);
+          if (flags & 1) [maximum, at] = leb(u8, at);
+          return { module: names[0], name: names[1], initial, maximum, shared: (flags & 2) !== 0 };
+        }
+        if (kind === 0x00) [, at] = leb(u8, at); // function: type index
+        else if (kind === 0x01) { at += 1; const f = u8[at++]; [, at] = leb(u8, at); if (f & 1) [, at] = leb(u8, at); } // table
+        else if (kind === 0x03) at += 2; // global: valtype, mutability
+        else throw new HostError(`unknown import kind ${kind} at offset ${at - 1}`);
+      }
+      return null;
+    }
+    at = end;
+  }
+  return null;
+}
+
+// ---- one message port shape over node worker_threads and browser Workers ----
+
+async function spawnWorker(url) {
+  if (isNode) {
+    const { Worker } = await import('node:worker_threads');
+    const w = new Worker(url);
+    return {
+      post: (m) => w.postMessage(m),
+      onMessage: (fn) => w.on('message', fn),
+      onDeath: (fn) => {
+        w.on('error', (e) => fn(String(e)));
+        w.on('exit', (c) => fn(`exited with code ${c}`));
+      },
+      terminate: () => w.terminate(),
+    };
+  }
+  const w = new Worker(url, { type: 'module' });
+  return {
+    post: (m) => w.postMessage(m),
+    onMessage: (fn) => w.addEventListener('message', (e) => fn(e.data)),
+    onDeath: (fn) => w.addEventListener('error', (e) => fn(String(e.message || e))),
+    terminate: () => w.terminate(),
+  };
+}
+
+function nextMessage(port, predicate, what, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new HostError(`${what}: no answer within ${timeoutMs} ms`, TR_WORKER_FAILURE)), timeoutMs);
+    port.onMessage((m) => {
+      if (predicate(m)) {
+        clearTimeout(timer);
+        resolve(m);
+      }
+    });
+    port.onDeath((why) => {
+      clearTimeout(timer);
+      reject(new HostError(`${what}: worker died (${why})`, TR_WORKER_FAILURE));
+    });
+  });
+}
+
+// ---- single-threaded lanes ----
+
+class LocalRuntime {
+  constructor(instance, sha256) {
+    this.instance = instance;
+    this.exports = instance.exports;
+    this.memory = instance.exports.memory;
+    this.sha256 = sha256;
+    this.workers = 0;
+  }
+
+  async call(name, ...args) {
+    const f = this.exports[name];
+    if (typeof f !== 'function') throw new HostError(`module has no export ${name}`);
+    return f(...args);
+  }
+
+  bytes(ptr, len) {
+    return new Uint8Array(this.memory.buffer, ptr, len);
+  }
+
+  cancel() {
+    // Calls run to completion on this thread: there is nothing in flight to cancel.
+  }
+
+  async close() {}
+}
+
+// ---- the threads lane ----
+
+class ThreadedRuntime {
+  constructor(memory, sha256, leader, workers) {
+    this.memory = memory;
+    this.sha256 = sha256;
+    this.leader = leader;
+    this.workerPorts = workers;
+    this.workers = workers.length;
+    this.failures = [];
+    this.seq = 0;
+    this.pending = new Map();
+    this.cancelPtr = 0;
+    leader.onMessage((m) => {
+      if (m.type !== 'result') return;
+      const p = this.pending.get(m.seq);
+      this.pending.delete(m.seq);
+      if (m.error !== undefined) p.reject(new HostError(`leader: ${m.error}`, TR_WORKER_FAILURE));
+      else p.resolve(m.value);
+    });
+    leader.onDeath((why) => {
+      if (!this.closing) this.failAll(`leader died (${why})`);
+    });
+    workers.forEach((w, id) => {
+      w.onMessage((m) => {
+        if (m.type === 'failed') this.failures.push(`worker ${id}: ${m.error}`);
+      });
+      w.onDeath((why) => {
+        if (!this.closing) this.failures.push(`worker ${id}: ${why}`);
+      });
+    });
+  }
+
+  failAll(why) {
+    for (const p of this.pending.values()) p.reject(new HostError(why, TR_WORKER_FAILURE));
+    this.pending.clear();
+  }
+
+  call(name, ...args) {
+    const seq = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.pending.set(seq, { resolve, reject });
+      this.leader.post({ type: 'call', seq, name, args });
+    });
+  }
+
+  bytes(ptr, len) {
+    return new Uint8Array(this.memory.buffer, ptr, len);
+  }
+
+  /** Bump the cancellation epoch; the in-flight operation stops at its next check. */
+  cancel() {
+    if (this.cancelPtr) Atomics.add(new Int32Array(this.memory.buffer), this.cancelPtr >>> 2, 1);
+  }
+
+  /** Worker `id` dies now (fault injection: a killed worker must never hang the leader). */
+  kill(id) {
+    return this.workerPorts[id].terminate();
+  }
+
+  /** Failures reported by workers so far (a trap or an unexpected exit), oldest first. */
+  workerFailures() {
+    return [...this.failures];
+  }
+
+  async close() {
+    this.closing = true;
+    try {
+      await this.call('tr_pool_shutdown');
+    } catch {
+      // a failed pool has nothing left to stop
+    }
+    await Promise.all([this.leader, ...this.workerPorts].map((p) => p.terminate()));
+  }
+}
+
+const WORKER_URL = new URL('./worker.js', import.meta.url);
+
+/**
+ * Instantiate a lane from its module bytes.
+ *   workers      threads lane only: number of worker instances (>= 1)
+ *   livenessMs   threads lane only: a worker silent for this long fails the pool
+ *   startupMs    bound on each worker's start and hash acknowledgement
+ */
+export async function instantiate({ bytes, workers = 1, livenessMs = 5000, startupMs = 30000, workerUrl = WORKER_URL }) {
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  const sha256 = await sha256Hex(u8);
+  const mem = memoryImport(u8);
+  if (mem === null) {
+    const { instance } = await WebAssembly.instantiate(u8, {});
+    return new LocalRuntime(instance, sha256);
+  }
+  if (!mem.shared || mem.maximum !== mem.initial) {
+    throw new HostError(`imported memory must be shared with initial == maximum (got ${JSON.stringify(mem)})`);
+  }
+  if (!(workers >= 1)) throw new HostError('the threads lane needs at least one worker');
+  const memory = new WebAssembly.Memory({ initial: mem.initial, maximum: mem.maximum, shared: true });
+  const init = { bytes: u8, memory, sha256, memoryModule: mem.module, memoryName: mem.name };
+
+  // The leader instantiates first: its start function initialises the data
+  // segments of the shared memory exactly once.
+  const leader = await spawnWorker(workerUrl);
+  const ready = nextMessage(leader, (m) => m.type === 'ready' || m.type === 'refused', 'leader start', startupMs);
+  leader.post({ ...init, role: 'leader' });
+  const lr = await ready;
+  if (lr.type === 'refused' || lr.sha256 !== sha256) throw new HostError(`leader refused the module: ${lr.error || lr.sha256}`);
+
+  const ports = [];
+  const acks = [];
+  for (let id = 0; id < workers; id++) {
+    const w = await spawnWorker(workerUrl);
+    acks.push(nextMessage(w, (m) => m.type === 'ack' || m.type === 'refused', `worker ${id} start`, startupMs));
+    w.post({ ...init, role: 'worker', id });
+    ports.push(w);
+  }
+  for (const [id, ack] of (await Promise.all(acks)).entries()) {
+    if (ack.type === 'refused' || ack.sha256 !== sha256) throw new HostError(`worker ${id} refused the module: ${ack.error || ack.sha256}`, TR_WORKER_FAILURE);
+  }
+  const rt = new ThreadedRuntime(memory, sha256, leader, ports);
+  const code = await rt.call('tr_pool_start', workers, livenessMs);
+  if (code !== 0) throw new HostError(`tr_pool_start(${workers}) returned ${code}`, code);
+  rt.cancelPtr = await rt.call('tr_cancel_epoch_ptr');
+  return rt;
+}

@@ -1,0 +1,62 @@
+// Worker entry of the threads lane (node worker_threads and browser Workers).
+// role 'leader': instantiate first, then serve tr_* calls posted by the host.
+// role 'worker': prove the module hash, take stack region `id`, then loop in
+// tr_worker_main(id) until the pool shuts down or fails.
+import { isNode, sha256Hex } from './host.js';
+
+const port = isNode ? (await import('node:worker_threads')).parentPort : self;
+const post = (m) => port.postMessage(m);
+const onMessage = (fn) => (isNode ? port.on('message', fn) : port.addEventListener('message', (e) => fn(e.data)));
+
+let exportsOf = null;
+
+async function start(init) {
+  const sha256 = await sha256Hex(init.bytes);
+  if (sha256 !== init.sha256) {
+    post({ type: 'refused', error: `module hash ${sha256} != ${init.sha256}` });
+    return;
+  }
+  const imports = { [init.memoryModule]: { [init.memoryName]: init.memory } };
+  const { instance } = await WebAssembly.instantiate(init.bytes, imports);
+  const ex = instance.exports;
+  if (ex.__tls_size && ex.__tls_size.value !== 0) {
+    post({ type: 'refused', error: 'module uses thread-local storage, which this host does not set up' });
+    return;
+  }
+  if (init.role === 'leader') {
+    exportsOf = ex;
+    post({ type: 'ready', sha256 });
+    return;
+  }
+  const top = ex.tr_worker_stack_top(init.id);
+  if (top === 0 || !ex.__stack_pointer) {
+    post({ type: 'refused', error: `no stack for worker ${init.id}` });
+    return;
+  }
+  ex.__stack_pointer.value = top;
+  post({ type: 'ack', id: init.id, sha256 });
+  // Let the ack leave before this thread blocks inside wasm.
+  await new Promise((r) => setTimeout(r, 0));
+  try {
+    const code = ex.tr_worker_main(init.id);
+    post({ type: 'exit', id: init.id, code });
+  } catch (e) {
+    ex.__stack_pointer.value = top;
+    ex.tr_worker_failed(init.id);
+    post({ type: 'failed', id: init.id, error: String(e) });
+  }
+}
+
+onMessage((m) => {
+  if (m.type === 'call') {
+    try {
+      const f = exportsOf[m.name];
+      if (typeof f !== 'function') throw new Error(`module has no export ${m.name}`);
+      post({ type: 'result', seq: m.seq, value: f(...m.args) });
+    } catch (e) {
+      post({ type: 'result', seq: m.seq, error: String(e) });
+    }
+    return;
+  }
+  start(m).catch((e) => post({ type: 'refused', error: String(e) }));
+});
