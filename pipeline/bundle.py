@@ -37,9 +37,10 @@ class BundleExists(CheckFailed):
 
 
 @contextmanager
-def release_lock(dist: Path) -> Iterator[None]:
-    dist.mkdir(parents=True, exist_ok=True)
-    path = dist / LOCK_FILE
+def release_lock(folder: Path) -> Iterator[None]:
+    """Hold folder/.release.lock (flock) or raise ReleaseLocked naming the holder's pid."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

@@ -383,11 +383,16 @@ def with_step(steps: Sequence[Step], title: str, run: StepFn) -> tuple[Step, ...
 def run_release(
     ctx: ReleaseContext, steps: Sequence[Step] = STEPS, say: Callable[[str], None] = print
 ) -> ReleaseContext:
-    for number, step in enumerate(steps, start=1):
-        ctx.say = say
-        say(f"[{number}/{len(steps)}] {step.title} ...")
-        detail = step.run(ctx)
-        say(f"[{number}/{len(steps)}] {step.title}: ok ({detail})")
+    """Run `steps` in order, holding build/.release.lock so two releases never interleave
+    (dist/ has its own lock for the final write; nothing goes there before step 6)."""
+    from pipeline.bundle import release_lock
+
+    ctx.say = say
+    with release_lock(ctx.repo_root / "build"):
+        for number, step in enumerate(steps, start=1):
+            say(f"[{number}/{len(steps)}] {step.title} ...")
+            detail = step.run(ctx)
+            say(f"[{number}/{len(steps)}] {step.title}: ok ({detail})")
     return ctx
 
 

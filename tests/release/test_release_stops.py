@@ -96,3 +96,13 @@ def test_step_table_rejects_unknown_title(harness: Harness) -> None:
     with pytest.raises(KeyError):
         with_step(harness.steps, "no such step", lambda ctx: "")
     assert issubclass(CheckFailed, PipelineError)
+
+
+def test_concurrent_release_is_refused(harness: Harness) -> None:
+    """While one release runs (its lock held), another is refused before any step."""
+    from pipeline.bundle import ReleaseLocked, release_lock
+
+    with release_lock(harness.repo / "build"), pytest.raises(ReleaseLocked):
+        harness.release()
+    assert harness.log == []
+    assert _dist_is_empty(harness)
