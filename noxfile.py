@@ -67,6 +67,15 @@ def release(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def reproduce(session: nox.Session) -> None:
+    """Rebuild a release bundle's revision from a fresh clone and compare byte for byte."""
+    install(session)
+    if not session.posargs:
+        session.error("usage: nox -s reproduce -- dist/tinyrustlm-<version> [--source REPO]")
+    session.run("tinyrustlm-release", "reproduce", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
     install(session)

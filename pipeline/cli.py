@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build": ("pipeline.build.cli", "build lanes with the pinned toolchain into build/"),
     "keygen": ("pipeline.keys", "create an Ed25519 release key pair"),
     "release": ("pipeline.release", "toolchain check, build, verify, smoke, sign, bundle to dist/"),
+    "reproduce": ("pipeline.reproduce", "rebuild a bundle's revision and compare byte for byte"),
 }
 
 
