@@ -231,7 +231,8 @@ def _zero_padding(out: bytearray, spec: TensorSpec, blocks_per_row: int, block_b
         return
     if tail % 2:  # the byte holding the last element keeps only its low nibble
         at = last + tail // 2
-        out[at::row_bytes] = bytes(out[at::row_bytes]).translate(bytes(b & 0x0F for b in range(256)))
+        low_nibble = bytes(b & 0x0F for b in range(256))
+        out[at::row_bytes] = bytes(out[at::row_bytes]).translate(low_nibble)
     for j in range(-(-tail // 2), BLOCK // 2):
         out[last + j :: row_bytes] = zeros
 
@@ -344,7 +345,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     seed: int = args.seed
     if not 0 <= seed < 2**32:
-        raise ModelPackError(f"seed {seed} out of range", where="--seed", hint="use 0 <= seed < 2^32")
+        raise ModelPackError(
+            f"seed {seed} out of range", where="--seed", hint="use 0 <= seed < 2^32"
+        )
     out: Path = args.out
     if out.is_dir():
         raise ModelPackError(f"{out} is a directory", where="--out")
