@@ -16,6 +16,7 @@ use crate::result::{TrResult, TrReturn};
 pub mod scalar;
 #[cfg(target_feature = "simd128")]
 pub mod simd128;
+pub mod tolerance;
 
 #[cfg(not(target_feature = "simd128"))]
 use scalar as active;
