@@ -123,10 +123,21 @@ impl Record {
             ("inputs", json::object(&inputs, false)),
             ("input_sha256", json::string(&self.input_sha256())),
             ("expected", expected),
-            ("alternate_tolerance", "null".to_string()),
+            ("alternate_tolerance", tolerance_json(self.operator)),
             ("provenance", provenance),
         ];
         json::object(&fields, true).replace('\n', "\n  ")
+    }
+}
+
+/// The operator's conformance tier for non-oracle lanes (kernels::tolerance), or null.
+fn tolerance_json(operator: &str) -> String {
+    match kernels::tolerance::alternate_tolerance(operator) {
+        None => "null".to_string(),
+        Some(t) => json::object(
+            &[("abs", format!("{:e}", t.abs as f64)), ("rel", format!("{:e}", t.rel as f64)), ("max_ulp", t.max_ulp.to_string())],
+            false,
+        ),
     }
 }
 
