@@ -9,6 +9,7 @@ everything rare goes through `_immediates`, which handles every `Imm` kind.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from verify.wasm.errors import MalformedWasm
@@ -33,6 +34,10 @@ _LEB_KINDS: dict[Imm, tuple[bool, int]] = {
 }
 
 
+# Immediate kinds that are exactly one LEB (value irrelevant except a non-zero index).
+_ONE_LEB = frozenset({*_LEB_KINDS, Imm.TYPE, Imm.TABLE, Imm.MEM})
+
+
 def _shape(op: Op) -> int:
     if op.name == "end":
         return _END
@@ -49,6 +54,8 @@ def _shape(op: Op) -> int:
     return _OTHER
 
 
+# opcodes interns immediate tuples, so the prefixed fast path can test identity.
+_MEMARG_ONLY = next(op.imms for op in OPCODES.values() if op.imms == (Imm.MEMARG,))
 SHAPES: list[int] = [_UNKNOWN] * 256
 LEB_SIGNED: list[bool] = [False] * 256
 LEB_BITS: list[int] = [32] * 256
@@ -85,7 +92,7 @@ class _Extra:
         self.requires = NONE
 
 
-def _leb(body: bytes, pos: int, signed: bool, bits: int, base: int, what: str) -> int:
+def _leb(body: Sequence[int], pos: int, signed: bool, bits: int, base: int, what: str) -> int:
     """Skip one LEB starting at `pos` (range-checked); returns the next position."""
     try:
         if signed:
@@ -97,14 +104,14 @@ def _leb(body: bytes, pos: int, signed: bool, bits: int, base: int, what: str) -
     return nxt
 
 
-def _u32(body: bytes, pos: int, base: int, what: str) -> tuple[int, int]:
+def _u32(body: Sequence[int], pos: int, base: int, what: str) -> tuple[int, int]:
     try:
         return leb_unsigned(body, pos, len(body), 32, what)
     except MalformedWasm as exc:
         raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
 
 
-def _blocktype(body: bytes, pos: int, base: int, extra: _Extra) -> int:
+def _blocktype(body: Sequence[int], pos: int, base: int, extra: _Extra) -> int:
     b = body[pos]
     if b == 0x40:
         return pos + 1
@@ -121,7 +128,7 @@ def _blocktype(body: bytes, pos: int, base: int, extra: _Extra) -> int:
     return nxt
 
 
-def _memarg(body: bytes, pos: int, base: int, extra: _Extra) -> int:
+def _memarg(body: Sequence[int], pos: int, base: int, extra: _Extra) -> int:
     align, pos = _u32(body, pos, base, "memarg alignment")
     if align & 0x40:  # multi-memory: an explicit memory index follows
         index, pos = _u32(body, pos, base, "memarg memory index")
@@ -133,10 +140,16 @@ def _memarg(body: bytes, pos: int, base: int, extra: _Extra) -> int:
     return _leb(body, pos, False, 64, base, "memarg offset")
 
 
-def _immediates(body: bytes, pos: int, op: Op, base: int, extra: _Extra) -> int:
+def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra) -> int:
     """Decode the immediates of any operator (the generic, slower path)."""
     for imm in op.imms:
-        if imm in _LEB_KINDS:
+        if imm in _ONE_LEB and body[pos] < 0x80:  # any one-byte LEB is in range
+            if (imm is Imm.MEM or imm is Imm.TABLE) and body[pos]:
+                extra.requires |= (
+                    Proposal.MULTI_MEMORY if imm is Imm.MEM else Proposal.REFERENCE_TYPES
+                )
+            pos += 1
+        elif imm in _LEB_KINDS:
             signed, bits = _LEB_KINDS[imm]
             pos = _leb(body, pos, signed, bits, base, f"{op.name} immediate")
         elif imm is Imm.MEMARG:
@@ -192,7 +205,7 @@ def _immediates(body: bytes, pos: int, op: Op, base: int, extra: _Extra) -> int:
     return pos
 
 
-def _locals(body: bytes, base: int, extra: _Extra) -> int:
+def _locals(body: Sequence[int], base: int, extra: _Extra) -> int:
     """Skip the local declarations; returns the position of the first operator."""
     groups, pos = _u32(body, 0, base, "local group count")
     total = 0
@@ -215,9 +228,8 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
     single = SINGLE
     leb_signed_of = LEB_SIGNED
     leb_bits_of = LEB_BITS
-    total = 0
     for start, end in bodies:
-        body = data[start:end]
+        body = list(data[start:end])  # list indexing is specialised by CPython 3.11; bytes is not
         n = len(body)
         pos = 0
         try:
@@ -226,21 +238,34 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
             while True:
                 op = body[pos]
                 pos += 1
-                total += 1
                 counts[op] += 1
                 shape = shapes[op]
-                if shape == 2:  # _LEB: one LEB immediate, usually one byte
+                if shape == 2:  # _LEB: one LEB immediate, usually one or two bytes
                     if body[pos] < 0x80:
                         pos += 1
+                    elif body[pos + 1] < 0x80:  # up to 4 bytes (28 bits) is in range
+                        pos += 2  # for every LEB kind: no range check needed
+                    elif body[pos + 2] < 0x80:
+                        pos += 3
+                    elif body[pos + 3] < 0x80:
+                        pos += 4
                     else:
                         pos = _leb(
                             body, pos, leb_signed_of[op], leb_bits_of[op], start, "immediate"
                         )
                 elif shape == 1:  # _NONE
                     pass
-                elif shape == 3:  # _MEMARG, usually two one-byte LEBs
-                    if body[pos] < 0x40 and body[pos + 1] < 0x80:
+                elif shape == 3:  # _MEMARG: align (no memory index bit), offset of 1-2 bytes
+                    if body[pos] >= 0x40:
+                        pos = _memarg(body, pos, start, extra)
+                    elif body[pos + 1] < 0x80:
                         pos += 2
+                    elif body[pos + 2] < 0x80:
+                        pos += 3
+                    elif body[pos + 3] < 0x80:
+                        pos += 4
+                    elif body[pos + 4] < 0x80:
+                        pos += 5
                     else:
                         pos = _memarg(body, pos, start, extra)
                 elif shape == 5:  # _END
@@ -256,7 +281,14 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         pos = _blocktype(body, pos, start, extra)
                 elif shape == 6:  # _PREFIX
                     sub_at = pos
-                    code, pos = _u32(body, pos, start, "prefixed opcode")
+                    code = body[pos]
+                    if code < 0x80:
+                        pos += 1
+                    elif body[pos + 1] < 0x80:
+                        code = (code & 0x7F) | (body[pos + 1] << 7)
+                        pos += 2
+                    else:
+                        code, pos = _u32(body, pos, start, "prefixed opcode")
                     counts[op] -= 1  # counted under its full key instead
                     info = OPCODES.get((op, code))
                     if info is None:
@@ -265,7 +297,11 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         )
                     key = (op << 16) | code
                     prefixed[key] = prefixed.get(key, 0) + 1
-                    if info.imms:
+                    if not info.imms:
+                        pass
+                    elif info.imms is _MEMARG_ONLY and body[pos] < 0x40 and body[pos + 1] < 0x80:
+                        pos += 2
+                    else:
                         pos = _immediates(body, pos, info, start, extra)
                 elif shape == 7:  # _OTHER
                     info = single[op]
@@ -289,4 +325,5 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
             raise MalformedWasm("operators remaining after the end of the function", start + pos)
     op_counts = {code: c for code, c in enumerate(counts) if c}
     op_counts.update(prefixed)
+    total = sum(op_counts.values())  # prefix bytes were moved to their full keys above
     return CodeFacts(len(bodies), total, op_counts, extra.requires)

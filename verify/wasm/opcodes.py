@@ -303,8 +303,10 @@ _GROUPS: list[tuple[Proposal, list[Row]]] = [
 
 def _build() -> dict[tuple[int, int], Op]:
     table: dict[tuple[int, int], Op] = {}
+    interned: dict[tuple[Imm, ...], tuple[Imm, ...]] = {}  # equal tuples -> one object
     for proposal, rows in _GROUPS:
-        for prefix, code, name, imms in rows:
+        for prefix, code, name, raw_imms in rows:
+            imms = interned.setdefault(raw_imms, raw_imms)
             key = (prefix, code)
             if key in table:
                 raise AssertionError(f"opcode {key} listed twice ({table[key].name}, {name})")

@@ -7,11 +7,12 @@ reads `data` directly and only falls back to these helpers for multi-byte LEBs.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 from verify.wasm.errors import MalformedWasm
 
 
-def leb_unsigned(data: bytes, pos: int, end: int, bits: int, what: str) -> tuple[int, int]:
+def leb_unsigned(data: Sequence[int], pos: int, end: int, bits: int, what: str) -> tuple[int, int]:
     """Decode an unsigned LEB128 of at most `bits` bits starting at `pos`; returns (value, next)."""
     result = 0
     shift = 0
@@ -36,7 +37,7 @@ def leb_unsigned(data: bytes, pos: int, end: int, bits: int, what: str) -> tuple
         shift += 7
 
 
-def leb_signed(data: bytes, pos: int, end: int, bits: int, what: str) -> tuple[int, int]:
+def leb_signed(data: Sequence[int], pos: int, end: int, bits: int, what: str) -> tuple[int, int]:
     """Decode a signed LEB128 of at most `bits` bits; overlong/out-of-range bytes are errors."""
     result = 0
     shift = 0
