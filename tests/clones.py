@@ -10,10 +10,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def clone_head(destination: Path) -> Path:
-    """A fresh clone of this repository's HEAD (what CI sees), at `destination`."""
+def clone_head(destination: Path, source: Path = REPO_ROOT) -> Path:
+    """A fresh clone of `source`'s HEAD (by default this repository: what CI sees)."""
     destination.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(REPO_ROOT), str(destination)],
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(source), str(destination)],
                    check=True)
     return destination
 
