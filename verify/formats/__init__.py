@@ -17,6 +17,7 @@ SCHEMAS: dict[str, str] = {
     "tinyrustlm.verification-report.v1": "verify.formats.report:VerificationReport",
     "tinyrustlm.golden-vector.v1": "verify.formats.golden:GoldenVector",
     "tinyrustlm.capability-receipt.v1": "verify.formats.receipt:CapabilityReceipt",
+    "tinyrustlm.trusted-keys.v1": "verify.trusted_keys:TrustedKeysFile",
 }
 
 
