@@ -1,4 +1,5 @@
-"""`tinyrustlm-verify artifact FILE --lane ID [--json]`.
+"""`tinyrustlm-verify artifact FILE --lane ID [--json]`, or every lane of a build:
+`tinyrustlm-verify artifact --build-index build/index.json [--json]`.
 
 Exit codes: 0 every check passed, 1 at least one finding, 3 unreadable or malformed input.
 """
@@ -6,15 +7,18 @@ Exit codes: 0 every check passed, 1 at least one finding, 3 unreadable or malfor
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
-from verify.errors import EXIT_FINDINGS, EXIT_OK
+from verify.errors import EXIT_FINDINGS, EXIT_OK, VerifyError
 from verify.inspect import LANES, render_table, verification_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, help="a final binary (.wasm, ELF or PE)")
-    parser.add_argument("--lane", required=True, choices=LANES, help="the lane it claims")
+    parser.add_argument("file", type=Path, nargs="?", help="a final binary (.wasm, ELF or PE)")
+    parser.add_argument("--lane", choices=LANES, help="the lane FILE claims to be")
+    parser.add_argument("--build-index", type=Path, default=None,
+                        help="inspect every lane of a build index (build/index.json)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the verification report")
     parser.add_argument("--policy-dir", type=Path, default=None,
                         help="folder with wasm.json and native.json (default: repo's)")  # fmt: skip
@@ -22,10 +26,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip the wasm-tools validate cross-check")  # fmt: skip
 
 
+def artifacts_of_index(index: Path) -> list[tuple[Path, str]]:
+    """(artifact, lane) for each lane of a build index; relative paths are from the repo
+    root, the folder that holds build/."""
+    try:
+        doc = json.loads(index.read_text(encoding="utf-8"))
+        rows = [(str(row["artifact"]), str(row["lane"])) for row in doc["lanes"]]
+    except OSError as exc:
+        raise VerifyError(f"cannot read build index: {exc.strerror}", where=str(index)) from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise VerifyError(f"malformed build index: {exc}", where=str(index)) from None
+    root = index.resolve().parent.parent
+    return [(p if (p := Path(a)).is_absolute() else root / p, lane) for a, lane in rows]
+
+
 def run(args: argparse.Namespace) -> int:
-    report = verification_report(
-        [(args.file, args.lane)], args.policy_dir, cross_check=not args.no_wasm_tools
-    )
+    if args.build_index is not None:
+        if args.file is not None or args.lane is not None:
+            raise VerifyError("give either FILE --lane ID or --build-index, not both")
+        items = artifacts_of_index(args.build_index)
+        if not items:
+            raise VerifyError("the build index lists no lanes", where=str(args.build_index))
+    elif args.file is None or args.lane is None:
+        raise VerifyError("FILE and --lane are required (or use --build-index)")
+    else:
+        items = [(args.file, args.lane)]
+    report = verification_report(items, args.policy_dir, cross_check=not args.no_wasm_tools)
     if args.json:
         print(report.model_dump_json(by_alias=True, indent=2))
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyclonedx
 import pytest
 import wasmbuild as wb
 
@@ -63,3 +63,22 @@ def test_cli_exit_codes(
         assert "byte offset" in err
     else:
         assert json.loads(out)["ok"] is (code == 0)
+
+
+def test_cli_build_index_inspects_every_listed_lane(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build = tmp_path / "build"
+    rows = []
+    for lane, make in wb.BASELINES.items():
+        folder = build / lane
+        folder.mkdir(parents=True)
+        (folder / "runtime.wasm").write_bytes(wb.module(make()))
+        rows.append({"lane": lane, "artifact": f"build/{lane}/runtime.wasm"})
+    index = build / "index.json"
+    index.write_text(json.dumps({"lanes": rows}))
+    assert main(["artifact", "--build-index", str(index), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [a["lane"] for a in doc["artifacts"]] == list(wb.BASELINES)
+    index.write_text("{}")
+    assert main(["artifact", "--build-index", str(index)]) == 3
