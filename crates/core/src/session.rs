@@ -97,7 +97,7 @@ impl Session {
             config,
             context,
             position: 0,
-            history: reserved(context + 1)?,
+            history: reserved(context.checked_add(1).ok_or(TrResult::IntegerOverflow)?)?,
             pending: None,
             logits_valid: false,
             done: false,
@@ -187,10 +187,10 @@ impl Session {
         // Commit: PRNG, history and pending token change together.
         self.rng = rng;
         self.history.push(token);
+        // Even EOS stays pending: a later prefill feeds it first, so the history is always
+        // exactly the cached tokens plus at most one pending token.
         self.done = token == EOS;
-        if !self.done {
-            self.pending = Some(token);
-        }
+        self.pending = Some(token);
         Ok(DecodeStep { token, done: self.done, rng })
     }
 

@@ -135,3 +135,20 @@ fn mask_length_must_cover_the_vocabulary() {
     s.prefill(&model, &[256]).unwrap();
     assert_eq!(s.decode(&model).err(), Some(TrResult::NumericalFailure));
 }
+
+#[test]
+fn prefill_after_eos_feeds_the_eos_token_first() {
+    let model = Model::load(TINY_MODEL.to_vec()).unwrap();
+    let mut cfg = SessionConfig::greedy(0);
+    // Forbid everything but EOS (257): the first decode must end the sequence.
+    cfg.mask = vec![0xff; 33];
+    cfg.mask[32] = 0b01; // ids 256 (forbidden) and 257 (allowed)
+    let mut s = Session::new(&model, cfg).unwrap();
+    s.prefill(&model, &[256, 104]).unwrap();
+    let step = s.decode(&model).unwrap();
+    assert!(step.done && step.token == 257);
+    assert_eq!(s.decode(&model).err(), Some(TrResult::InvalidArgument));
+    assert_eq!(s.position(), 2);
+    s.prefill(&model, &[105]).unwrap();
+    assert_eq!(s.position(), 4, "EOS and the new token are both in the cache");
+}
