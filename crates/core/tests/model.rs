@@ -152,3 +152,40 @@ fn prefill_after_eos_feeds_the_eos_token_first() {
     s.prefill(&model, &[105]).unwrap();
     assert_eq!(s.position(), 4, "EOS and the new token are both in the cache");
 }
+
+/// Random corruption never panics: load returns a code, or a model that then runs (or fails
+/// with a code). Overflow checks are on in tests, so a wrapping product would panic here.
+#[test]
+fn random_corruption_never_panics() {
+    let mut state = 0x2545_f491_u32;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    };
+    let dir_end = HEADER_BYTES + 21 * DIR_ENTRY_BYTES;
+    let mut loaded = 0;
+    for _ in 0..3000 {
+        let mut bytes = TINY_MODEL.to_vec();
+        for _ in 0..(1 + next() % 4) {
+            // mostly header/directory (where parsing decisions are), sometimes anywhere
+            let span = if next() % 4 == 0 { bytes.len() } else { dir_end };
+            let at = next() as usize % span;
+            bytes[at] = match next() % 3 {
+                0 => 0xff,
+                1 => 0,
+                _ => next() as u8,
+            };
+        }
+        if let Ok(model) = Model::load(bytes) {
+            loaded += 1;
+            if let Ok(mut s) = Session::new(&model, SessionConfig::greedy(4)) {
+                if s.prefill(&model, &[256, 1]).is_ok() {
+                    let _ = s.decode(&model);
+                }
+            }
+        }
+    }
+    assert!(loaded > 0, "some corruptions (e.g. in weights) still load");
+}
