@@ -1,0 +1,123 @@
+"""Fixtures for the lane tests: the three wasm lanes built by the real driver, the kernel
+harness built with each lane's flags, the `small` model, and the node driver (drive.mjs)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.build.driver import build_lanes
+from pipeline.build.lanes import load_lanes
+from pipeline.modelpack import PRESETS, pack
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+GOLDEN = REPO_ROOT / "tests" / "golden"
+WASM_LANES = ("scalar-wasm32", "simd128-wasm32", "simd128-threads-wasm32")
+# node must never hang a test run: every driver call is bounded
+DRIVE_TIMEOUT_S = 300
+
+Drive = Callable[..., Any]
+
+
+def _require_tools() -> None:
+    if not Path("/usr/bin/rustc").exists():
+        pytest.skip("pinned toolchain not installed: run `tinyrustlm-release toolchain install`")
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+
+
+@pytest.fixture(scope="session")
+def wasm_lanes() -> dict[str, Path]:
+    """lane id -> artifact, built (or taken from the cache) by pipeline.build."""
+    _require_tools()
+    index = build_lanes(REPO_ROOT, lanes=list(WASM_LANES), say=lambda _line: None)
+    return {e.lane: REPO_ROOT / e.artifact for e in index.lanes if e.lane in WASM_LANES}
+
+
+@pytest.fixture(scope="session")
+def harness() -> Callable[[str], Path]:
+    """lane id -> tests/lanes/harness built with that lane's target features (cached)."""
+    _require_tools()
+    lanes = {lane.id: lane for lane in load_lanes(REPO_ROOT / "manifests" / "lanes.toml").lane}
+    built: dict[str, Path] = {}
+
+    def build(lane_id: str) -> Path:
+        if lane_id not in built:
+            lane = lanes[lane_id]
+            scratch = REPO_ROOT / "build" / ".scratch" / "harness"
+            env = {
+                "PATH": "/usr/bin:/bin",
+                "HOME": str(scratch / "home"),
+                "CARGO_HOME": str(scratch / "cargo-home"),
+                "CARGO_TARGET_DIR": str(scratch / lane_id),
+                "RUSTC": "/usr/bin/rustc",
+                "CARGO_ENCODED_RUSTFLAGS": "\x1f".join(
+                    [*lane.rustflags, "-C", f"linker={lane.linker}"]
+                ),
+                "CARGO_NET_OFFLINE": "true",
+            }
+            done = subprocess.run(
+                [
+                    "/usr/bin/cargo",
+                    "build",
+                    "--release",
+                    "--locked",
+                    "--offline",
+                    "--target",
+                    lane.target,
+                ],
+                cwd=HERE / "harness",
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            if done.returncode != 0:
+                pytest.fail(f"kernel harness build for {lane_id} failed:\n{done.stderr[-4000:]}")
+            built[lane_id] = (
+                scratch / lane_id / lane.target / "release" / "tinyrustlm_kernel_harness.wasm"
+            )
+        return built[lane_id]
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The golden vectors' `small` model fixture (pack-model --preset small --seed 7)."""
+    data = pack(PRESETS["small"], 7)
+    fixture = json.loads((GOLDEN / "e2e_decode.json").read_text())[0]["inputs"]["model"]
+    assert hashlib.sha256(data).hexdigest() == fixture["sha256"], (
+        "packer no longer makes the golden fixture"
+    )
+    path = tmp_path_factory.mktemp("models") / "small.trlm"
+    path.write_bytes(data)
+    return path
+
+
+@pytest.fixture(scope="session")
+def drive() -> Drive:
+    """Runs `node tests/lanes/drive.mjs ARGS...` and returns its JSON document."""
+
+    def run(*args: str | Path, timeout: float = DRIVE_TIMEOUT_S) -> Any:
+        done = subprocess.run(
+            ["node", str(HERE / "drive.mjs"), *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "NODE_NO_WARNINGS": "1"},
+        )
+        if done.returncode != 0:
+            pytest.fail(f"drive.mjs {args[0]} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        return json.loads(done.stdout)
+
+    return run

@@ -1,0 +1,117 @@
+//! Kernel harness: `set` 0 runs the scalar oracle (`kernels::scalar`), 1 runs the lane's
+//! active kernels through the checked dispatch point (`kernels::*`). Pointers come from
+//! `h_alloc`; the host writes inputs and reads outputs in linear memory.
+
+use tinyrustlm_core::kernels::{self, scalar, AttentionShape, Matrix};
+use tinyrustlm_core::TrResult;
+
+fn slice<'a, T>(ptr: u32, n: u32) -> &'a [T] {
+    // SAFETY: test-only module; the host passes windows from h_alloc of the right size.
+    unsafe { core::slice::from_raw_parts(ptr as *const T, n as usize) }
+}
+
+fn slice_mut<'a, T>(ptr: u32, n: u32) -> &'a mut [T] {
+    // SAFETY: as `slice`.
+    unsafe { core::slice::from_raw_parts_mut(ptr as *mut T, n as usize) }
+}
+
+fn code(r: Result<(), TrResult>) -> i32 {
+    TrResult::of(&r).code()
+}
+
+#[no_mangle]
+pub extern "C" fn h_alloc(n: u32) -> u32 {
+    let mut v = vec![0u8; n.max(1) as usize];
+    let p = v.as_mut_ptr() as u32;
+    core::mem::forget(v);
+    p
+}
+
+/// 1 when the active kernel set is SIMD128, 0 when it is the scalar oracle.
+#[no_mangle]
+pub extern "C" fn h_simd() -> u32 {
+    cfg!(target_feature = "simd128") as u32
+}
+
+/// layout: 0 f32, 1 q8-block-v1, 2 q4-block-v1; `w_len` in bytes.
+#[no_mangle]
+pub extern "C" fn h_matvec(set: u32, layout: u32, w: u32, w_len: u32, x: u32, cols: u32, out: u32, rows: u32) -> i32 {
+    let (x, out) = (slice::<f32>(x, cols), slice_mut::<f32>(out, rows));
+    let m = match layout {
+        0 => Matrix::F32(slice(w, w_len / 4)),
+        1 => Matrix::Q8(slice(w, w_len)),
+        _ => Matrix::Q4(slice(w, w_len)),
+    };
+    if set == 1 {
+        return code(kernels::matvec(m, x, out));
+    }
+    match m {
+        Matrix::F32(w) => scalar::matvec_f32(w, x, out),
+        Matrix::Q8(w) => scalar::matvec_q8(w, x, out),
+        Matrix::Q4(w) => scalar::matvec_q4(w, x, out),
+    }
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn h_rmsnorm(set: u32, x: u32, weight: u32, n: u32, eps_bits: u32, out: u32) -> i32 {
+    let (x, weight, out) = (slice(x, n), slice(weight, n), slice_mut(out, n));
+    let eps = f32::from_bits(eps_bits);
+    if set == 1 {
+        return code(kernels::rmsnorm(x, weight, eps, out));
+    }
+    scalar::rmsnorm(x, weight, eps, out);
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn h_attention(set: u32, n_heads: u32, n_kv_heads: u32, head_dim: u32, n_pos: u32, q: u32, keys: u32, values: u32, out: u32) -> i32 {
+    let shape = AttentionShape { n_heads: n_heads as usize, n_kv_heads: n_kv_heads as usize, head_dim: head_dim as usize };
+    let q_dim = n_heads * head_dim;
+    let kv = n_pos * n_kv_heads * head_dim;
+    let (q, keys, values, out) = (slice(q, q_dim), slice(keys, kv), slice(values, kv), slice_mut(out, q_dim));
+    let mut scores = vec![0.0f32; n_pos as usize];
+    if set == 1 {
+        return code(kernels::attention(shape, q, keys, values, &mut scores, out));
+    }
+    code(scalar::attention(shape, q, keys, values, &mut scores, out))
+}
+
+#[no_mangle]
+pub extern "C" fn h_add_assign(set: u32, x: u32, y: u32, n: u32) -> i32 {
+    let (x, y) = (slice_mut(x, n), slice(y, n));
+    if set == 1 {
+        return code(kernels::add_assign(x, y));
+    }
+    scalar::add_assign(x, y);
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn h_rope(set: u32, v: u32, cos: u32, sin: u32, half: u32) -> i32 {
+    let (v, cos, sin) = (slice_mut(v, 2 * half), slice(cos, half), slice(sin, half));
+    if set == 1 {
+        return code(kernels::rope(v, cos, sin));
+    }
+    scalar::rope(v, cos, sin);
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn h_silu_mul(set: u32, gate: u32, up: u32, n: u32) -> i32 {
+    let (gate, up) = (slice_mut(gate, n), slice(up, n));
+    if set == 1 {
+        return code(kernels::silu_mul(gate, up));
+    }
+    scalar::silu_mul(gate, up);
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn h_softmax(set: u32, s: u32, n: u32) -> i32 {
+    let s = slice_mut(s, n);
+    if set == 1 {
+        return code(kernels::softmax(s));
+    }
+    code(scalar::softmax(s))
+}

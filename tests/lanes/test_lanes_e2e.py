@@ -1,0 +1,66 @@
+"""End to end through the shipped lane modules: the golden token sequences of the `small`
+model on every wasm lane, and the threads lane (1, 2, 3 workers) bit-identical to the
+single-threaded simd128 lane (tokens and final PRNG state), with every worker participating."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lanes.conftest import GOLDEN, Drive
+
+RUNS = [
+    ("scalar-wasm32", 0),
+    ("simd128-wasm32", 0),
+    ("simd128-threads-wasm32", 1),
+    ("simd128-threads-wasm32", 2),
+    ("simd128-threads-wasm32", 3),
+]
+IDS = ["scalar", "simd128", "threads-1", "threads-2", "threads-3"]
+LANE_IDS = {"scalar-wasm32": 0, "simd128-wasm32": 1, "simd128-threads-wasm32": 2}
+
+_cache: dict[tuple[str, int], Any] = {}
+
+
+def _run(drive: Drive, lanes: dict[str, Path], model: Path, lane: str, workers: int) -> Any:
+    if (lane, workers) not in _cache:
+        _cache[(lane, workers)] = drive("e2e", lanes[lane], workers, GOLDEN, model)
+    return _cache[(lane, workers)]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("lane", "workers"), RUNS, ids=IDS)
+def test_golden_token_sequences(
+    lane: str, workers: int, wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
+) -> None:
+    doc = _run(drive, wasm_lanes, small_model, lane, workers)
+    assert doc["lane"] == LANE_IDS[lane]
+    golden = {r["id"]: r for r in json.loads((GOLDEN / "e2e_decode.json").read_text())}
+    assert {r["id"] for r in doc["results"]} == set(golden)
+    for r in doc["results"]:
+        assert golden[r["id"]]["alternate_tolerance"] is None  # tokens never get a tier
+        assert r["code"] == 0, r["id"]
+        assert r["tokens"] == golden[r["id"]]["expected"]["values"], r["id"]
+    counters = doc["counters"]
+    if lane == "scalar-wasm32":
+        assert counters["simd"] == 0 and counters["scalar"] > 0
+    else:
+        assert counters["simd"] > 0
+    if workers:
+        w = counters["workers"]
+        assert w["workers"] == workers
+        assert w["participated"] == (1 << workers) - 1  # every worker owned rows
+        assert w["state"] == 1  # the pool is still ready
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("workers", [1, 2, 3], ids=["threads-1", "threads-2", "threads-3"])
+def test_threads_bit_identical_to_simd(
+    workers: int, wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
+) -> None:
+    simd = _run(drive, wasm_lanes, small_model, "simd128-wasm32", 0)["results"]
+    threads = _run(drive, wasm_lanes, small_model, "simd128-threads-wasm32", workers)["results"]
+    assert threads == simd  # same tokens, same final PRNG state, same codes
