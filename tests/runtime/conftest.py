@@ -4,6 +4,7 @@ session with the pinned toolchain, and the `small` model packed once."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,9 @@ CARGO = Path("/usr/bin/cargo")
 RUSTC = Path("/usr/bin/rustc")
 
 
-def cargo_build(args: list[str], rustflags: str = "") -> None:
+def cargo_build(
+    args: list[str], rustflags: str = "", extra_env: dict[str, str] | None = None
+) -> None:
     if not (CARGO.exists() and RUSTC.exists()):
         pytest.skip("pinned toolchain (/usr/bin/cargo, /usr/bin/rustc) not installed")
     env = {
@@ -27,6 +30,7 @@ def cargo_build(args: list[str], rustflags: str = "") -> None:
         "CARGO_TARGET_DIR": str(TARGET),
         "PATH": "/usr/bin:/bin",
         "RUSTFLAGS": rustflags,
+        **(extra_env or {}),
     }
     done = subprocess.run(
         [str(CARGO), "build", "--release", "--locked", *args],
@@ -50,6 +54,18 @@ def scalar_wasm() -> Path:
         ["-p", "tinyrustlm-wasm", "--target", "wasm32-unknown-unknown"], "-C target-cpu=mvp"
     )
     return TARGET / "wasm32-unknown-unknown" / "release" / "tinyrustlm_wasm.wasm"
+
+
+@pytest.fixture(scope="session")
+def aarch64_cli() -> list[str]:
+    """The aarch64-linux CLI, run under qemu-aarch64-static (argv prefix)."""
+    qemu, linker = shutil.which("qemu-aarch64-static"), shutil.which("aarch64-linux-gnu-gcc")
+    if not (qemu and linker):
+        pytest.skip("qemu-aarch64-static or aarch64-linux-gnu-gcc not installed")
+    target = "aarch64-unknown-linux-gnu"
+    cargo_build(["-p", "tinyrustlm", "--target", target],
+                extra_env={"CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER": linker})
+    return [qemu, "-L", "/usr/aarch64-linux-gnu", str(TARGET / target / "release" / "tinyrustlm")]
 
 
 @pytest.fixture(scope="session")

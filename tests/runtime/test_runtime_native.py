@@ -132,3 +132,15 @@ def test_truncation_at_every_header_offset_and_through_the_data_is_bounds(
         if (code, info["result"]) != (EXIT_INPUT_ERROR, "Bounds"):
             wrong.append((cut, code, info["result"]))
     assert wrong == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vector", E2E, ids=[v.id for v in E2E])
+def test_aarch64_reproduces_the_end_to_end_golden_tokens(
+    aarch64_cli: list[str], small_model: Path, vector: GoldenVector
+) -> None:
+    done = subprocess.run([*aarch64_cli, *_run_args(vector, small_model)], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert isinstance(vector.expected, U32Expected)
+    assert json.loads(done.stdout)["tokens"] == vector.expected.values
