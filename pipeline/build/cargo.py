@@ -12,6 +12,7 @@ from pathlib import Path
 from pipeline.build.lanes import Lane, LanesFile
 from pipeline.errors import PipelineError
 from pipeline.toolchain.lockfile import ToolchainLock
+from verify.wasm import tools as wasm_tools
 
 Say = Callable[[str], None]
 HEARTBEAT_SECONDS = 15.0
@@ -27,6 +28,8 @@ class CargoRun:
     env: dict[str, str]
     cwd: Path
     output: Path  # what cargo writes for this lane
+    post_link: list[list[str]]  # run in order after cargo; each rewrites `final` in place
+    final: Path  # the lane's finished artifact (== output when there is no post-link step)
 
 
 def plan_run(lane: Lane, lanes: LanesFile, lock: ToolchainLock, workspace: Path,
@@ -63,7 +66,14 @@ def plan_run(lane: Lane, lanes: LanesFile, lock: ToolchainLock, workspace: Path,
     argv = [lock.rustc.cargo, "build", "--release", "--locked", "--offline",
             "-p", lane.package, "--target", lane.target]
     output = target_dir / lane.target / "release" / lane.cargo_output
-    return CargoRun(argv, env, workspace, output)
+    post_link: list[list[str]] = []
+    final = output
+    if lane.strip_custom_sections:
+        final = output.with_name(f"stripped-{output.name}")
+        deletes = [arg for name in lane.strip_custom_sections for arg in ("-d", f"^{name}$")]
+        post_link.append([str(wasm_tools.executable()), "strip", *deletes, str(output),
+                          "-o", str(final)])
+    return CargoRun(argv, env, workspace, output, post_link, final)
 
 
 def run_cargo(lane: Lane, run: CargoRun, say: Say) -> None:
@@ -88,10 +98,19 @@ def run_cargo(lane: Lane, run: CargoRun, say: Say) -> None:
                            hint="run `tinyrustlm-release toolchain install`") from exc
     finally:
         done_flag.set()
-    if done.returncode != 0 or not run.output.is_file():
+    _require(lane, run.argv, done, run.output, "cargo")
+    run.final.unlink(missing_ok=True)
+    for argv in run.post_link:
+        step = subprocess.run(argv, env=run.env, umask=0o022, capture_output=True, text=True)
+        _require(lane, argv, step, run.final, Path(argv[0]).name)
+
+
+def _require(lane: Lane, argv: list[str], done: subprocess.CompletedProcess[str], output: Path,
+             what: str) -> None:
+    if done.returncode != 0 or not output.is_file():
         tail = "\n".join(("    " + ln) for ln in done.stderr.strip().splitlines()[-25:])
         raise CompileError(
-            f"lane {lane.id}: cargo failed (exit {done.returncode})\n"
-            f"  argv: {' '.join(run.argv)}\n  compiler's last lines:\n{tail}",
+            f"lane {lane.id}: {what} failed (exit {done.returncode})\n"
+            f"  argv: {' '.join(argv)}\n  last lines:\n{tail}",
             where=f"lane {lane.id}",
         )

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from pipeline.atomicio import write_atomic
 from pipeline.build import smoke
-from pipeline.build.cargo import plan_run, run_cargo
+from pipeline.build.cargo import CompileError, plan_run, run_cargo
 from pipeline.build.inputs import git_facts, lane_inputs, sha256_file, tree_digest
 from pipeline.build.lanes import Lane, load_lanes
 from pipeline.build.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
+from verify.wasm.sections import parse_module
 
 Say = Callable[[str], None]
 RECORD = "build-record.json"
@@ -51,6 +52,21 @@ def _check_linkers(lanes: list[Lane], lock: ToolchainLock) -> None:
         if lane.linker not in locked:
             raise PipelineError(f"lane {lane.id}: linker {lane.linker} is not pinned in "
                                 "toolchain.lock", where="manifests/lanes.toml")
+
+
+def _check_claimed_features(lane: Lane, produced: Path) -> None:
+    """The linked module's target_features must say what lanes.toml expects (a cheap guard;
+    verify/ then checks the claim against every instruction)."""
+    if lane.kind != "wasm":
+        return
+    claimed = parse_module(produced.read_bytes()).target_features or ()
+    used = sorted(f.name for f in claimed if f.prefix == "+")
+    if used != sorted(lane.expected_features):
+        raise CompileError(
+            f"lane {lane.id}: the linked module claims target features {used}, "
+            f"lanes.toml expects {sorted(lane.expected_features)}",
+            where="manifests/lanes.toml",
+        )
 
 
 def _publish(lane: Lane, produced: Path, lane_dir: Path) -> tuple[Path, str, int]:
@@ -101,11 +117,13 @@ def build_lanes(repo_root: Path, lanes: list[str] | None = None, force: bool = F
             save()
             run = plan_run(lane, lanes_file, lock, workspace, scratch, epoch)
             run_cargo(lane, run, say)
-            artifact, sha, size = _publish(lane, run.output, lane_dir)
+            _check_claimed_features(lane, run.final)
+            artifact, sha, size = _publish(lane, run.final, lane_dir)
             say(f"    compiled in {time.monotonic() - started:.1f}s; smoke-testing")
             result = smoke.smoke(lane.id, artifact, repo_root, scratch)
             record = BuildRecord(
-                lane=lane.id, target=lane.target, kind=lane.kind, argv=run.argv, env=run.env,
+                lane=lane.id, target=lane.target, kind=lane.kind, argv=run.argv,
+                post_link_argv=run.post_link, env=run.env,
                 source_date_epoch=epoch, inputs=inputs,
                 output=BuildOutput(path=artifact.relative_to(repo_root).as_posix(),
                                    sha256=sha, size=size),

