@@ -22,7 +22,8 @@ def test_the_six_lanes_of_the_design() -> None:
     threads = lanes.select(["simd128-threads-wasm32"])[0]
     assert threads.shared_memory_bytes and threads.shared_memory_bytes % 65536 == 0
     scalar = lanes.select(["scalar-wasm32"])[0]
-    assert scalar.rustflags == ["-C", "target-cpu=mvp"]
+    assert scalar.rustflags == ["-C", "target-cpu=mvp", "-C", "strip=debuginfo"]
+    assert scalar.expected_features == []
 
 
 BROKEN = {
