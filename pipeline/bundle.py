@@ -9,10 +9,8 @@ bundle of the same version is refused unless `force`.
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import io
-import os
 import shutil
 import tarfile
 from collections.abc import Iterator, Mapping
@@ -22,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from pipeline.atomicio import fsync_dir, write_durable
 from pipeline.errors import CheckFailed, PipelineError
+from pipeline.filelock import hold_lock
 from verify.bundle.layout import CHECKSUMS, bundle_name, checksums_text, tarball_name
 
 LOCK_FILE = ".release.lock"
@@ -39,24 +38,8 @@ class BundleExists(CheckFailed):
 @contextmanager
 def release_lock(folder: Path) -> Iterator[None]:
     """Hold folder/.release.lock (flock) or raise ReleaseLocked naming the holder's pid."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-            raise ReleaseLocked(
-                f"another release is running (pid {holder})",
-                where=str(path),
-                hint="wait for it to finish; the lock goes away when that process ends",
-            ) from exc
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    with hold_lock(folder / LOCK_FILE, ReleaseLocked, "release"):
         yield
-    finally:
-        os.close(fd)  # closing drops the flock
 
 
 def deterministic_tarball(

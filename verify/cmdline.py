@@ -48,6 +48,10 @@ def dispatch(
         diag: Diagnosable = exc  # type: ignore[assignment]
         print(diag.diagnostics(), file=sys.stderr)
         return diag.exit_code
+    except OSError as exc:  # a file vanished or is unreadable: still one clear line, exit 3
+        where = f"\n  where: {exc.filename}" if exc.filename else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

@@ -21,6 +21,7 @@ from pipeline.build.inputs import git_facts, lane_inputs, sha256_file, tree_dige
 from pipeline.build.lanes import Lane, load_lanes
 from pipeline.build.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.errors import CheckFailed, PipelineError
+from pipeline.filelock import hold_lock
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
 from verify.wasm.sections import parse_module
 
@@ -81,10 +82,19 @@ def _publish(lane: Lane, produced: Path, lane_dir: Path) -> tuple[Path, str, int
     return final, sha, len(data)
 
 
+class BuildLocked(PipelineError):
+    """Another build is writing into the same build/ folder."""
+
+
 def build_lanes(repo_root: Path, lanes: list[str] | None = None, force: bool = False,
                 say: Say = print) -> BuildIndex:
     """Build the selected lanes (all by default); returns the updated build index."""
     repo_root = repo_root.resolve()
+    with hold_lock(repo_root / "build" / ".build.lock", BuildLocked, "build"):
+        return _build_locked(repo_root, lanes, force, say)
+
+
+def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Say) -> BuildIndex:
     lanes_file = load_lanes(repo_root / "manifests" / "lanes.toml")
     selected = lanes_file.select(lanes)
     lock_path = repo_root / "toolchain.lock"
