@@ -327,6 +327,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o644)  # mkstemp's 0600 is for the temp name, not the model
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

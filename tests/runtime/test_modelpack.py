@@ -125,6 +125,7 @@ def test_cli_writes_atomically_and_reports_the_digest(
     data = out.read_bytes()
     assert hashlib.sha256(data).hexdigest() in capsys.readouterr().out
     assert [p.name for p in out.parent.iterdir()] == ["tiny.trlm"]
+    assert out.stat().st_mode & 0o777 == 0o644
 
 
 @pytest.mark.parametrize("seed", [-1, 2**32], ids=["negative", "too-large"])
