@@ -99,7 +99,8 @@ def run_cargo(lane: Lane, run: CargoRun, say: Say) -> None:
     finally:
         done_flag.set()
     _require(lane, run.argv, done, run.output, "cargo")
-    run.final.unlink(missing_ok=True)
+    if run.final != run.output:
+        run.final.unlink(missing_ok=True)
     for argv in run.post_link:
         step = subprocess.run(argv, env=run.env, umask=0o022, capture_output=True, text=True)
         _require(lane, argv, step, run.final, Path(argv[0]).name)
