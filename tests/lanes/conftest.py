@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.bench import build_kernel_harness
 from pipeline.build.driver import build_lanes
 from pipeline.build.lanes import load_lanes
 from pipeline.modelpack import PRESETS, pack
@@ -52,40 +53,7 @@ def harness() -> Callable[[str], Path]:
 
     def build(lane_id: str) -> Path:
         if lane_id not in built:
-            lane = lanes[lane_id]
-            scratch = REPO_ROOT / "build" / ".scratch" / "harness"
-            env = {
-                "PATH": "/usr/bin:/bin",
-                "HOME": str(scratch / "home"),
-                "CARGO_HOME": str(scratch / "cargo-home"),
-                "CARGO_TARGET_DIR": str(scratch / lane_id),
-                "RUSTC": "/usr/bin/rustc",
-                "CARGO_ENCODED_RUSTFLAGS": "\x1f".join(
-                    [*lane.rustflags, "-C", f"linker={lane.linker}"]
-                ),
-                "CARGO_NET_OFFLINE": "true",
-            }
-            done = subprocess.run(
-                [
-                    "/usr/bin/cargo",
-                    "build",
-                    "--release",
-                    "--locked",
-                    "--offline",
-                    "--target",
-                    lane.target,
-                ],
-                cwd=HERE / "harness",
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
-            if done.returncode != 0:
-                pytest.fail(f"kernel harness build for {lane_id} failed:\n{done.stderr[-4000:]}")
-            built[lane_id] = (
-                scratch / lane_id / lane.target / "release" / "tinyrustlm_kernel_harness.wasm"
-            )
+            built[lane_id] = build_kernel_harness(REPO_ROOT, lanes[lane_id])
         return built[lane_id]
 
     return build

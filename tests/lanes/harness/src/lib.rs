@@ -115,3 +115,24 @@ pub extern "C" fn h_softmax(set: u32, s: u32, n: u32) -> i32 {
     }
     code(scalar::softmax(s))
 }
+
+/// Read-bandwidth probe for pipeline/bench.py: `reps` passes of 16-byte loads over
+/// `len` bytes at `ptr` (four independent accumulators); returns a checksum so the loads stay.
+#[cfg(target_feature = "simd128")]
+#[no_mangle]
+pub extern "C" fn h_read_probe(ptr: u32, len: u32, reps: u32) -> u32 {
+    use core::arch::wasm32::*;
+    let bytes = slice::<u8>(ptr, len);
+    let mut acc = [u32x4_splat(0); 4];
+    for _ in 0..reps {
+        for line in bytes.chunks_exact(64) {
+            for (k, a) in acc.iter_mut().enumerate() {
+                // SAFETY: 16 bytes inside `line` (64 bytes).
+                let v = unsafe { v128_load(line[16 * k..].as_ptr() as *const v128) };
+                *a = i32x4_add(*a, v);
+            }
+        }
+    }
+    let sum = i32x4_add(i32x4_add(acc[0], acc[1]), i32x4_add(acc[2], acc[3]));
+    u32x4_extract_lane::<0>(sum)
+}
