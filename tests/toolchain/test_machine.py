@@ -109,7 +109,7 @@ def test_not_root_prints_the_commands_and_installs_nothing(
         'version = "1.63.0+dfsg1-2"', 'version = "1.63.0+dfsg1-9"', 1)
     lock_copy = tmp_path / "toolchain.lock"
     lock_copy.write_text(text, encoding="utf-8")
-    monkeypatch.setattr(install_module.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
     ran: list[list[str]] = []
     monkeypatch.setattr(install_module, "_run", lambda argv, cwd, say: ran.append(argv))
     with pytest.raises(install_module.NotInstallable) as info:

@@ -7,9 +7,9 @@ import random
 from pathlib import Path
 
 import pytest
-import wasmbuild as wb
-from rustsamples import RUSTC, compile_sample
 
+from tests.verify import wasmbuild as wb
+from tests.verify.rustsamples import RUSTC, compile_sample
 from verify.errors import VerifyError
 from verify.native.errors import MalformedNative
 from verify.native.read import native_facts

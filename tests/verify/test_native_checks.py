@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rustsamples import compile_sample
 
+from tests.verify.rustsamples import compile_sample
 from verify.checks_native import NATIVE_CHECKS, run_native_checks
 from verify.native.facts import IsaInventory, NativeFacts
 from verify.native.read import native_facts

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rustsamples import compile_sample
 
+from tests.verify.rustsamples import compile_sample
 from verify.inspect import inspect_artifact
 
 # The samples are not the runtime (no tr_worker_main, a stray tr_dot is allowed by prefix),

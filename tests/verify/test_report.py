@@ -7,8 +7,8 @@ from pathlib import Path
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyclonedx
 import pytest
-import wasmbuild as wb
 
+from tests.verify import wasmbuild as wb
 from verify.cli import main
 from verify.formats import schema_json
 from verify.formats.report import VerificationReport

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import wasmbuild as wb
 
+from tests.verify import wasmbuild as wb
 from verify.checks import WASM_CHECKS, CrossCheck, Verdict, WasmFacts, run_wasm_checks
 from verify.inspect import inspect_artifact
 from verify.policy import load_wasm_policies

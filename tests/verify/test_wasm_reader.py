@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import wasmbuild as wb
 
+from tests.verify import wasmbuild as wb
 from verify.wasm.errors import MalformedWasm
 from verify.wasm.features import Proposal
 from verify.wasm.opcodes import OPCODES, Imm, Op
