@@ -76,6 +76,13 @@ def reproduce(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def golden(session: nox.Session) -> None:
+    """Regenerate tests/golden/ from the native scalar oracle (crates/core/CONTRACT.md)."""
+    install(session)
+    session.run("tinyrustlm-release", "golden", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
     install(session)

@@ -1,0 +1,48 @@
+"""`tinyrustlm-release golden`: regenerate tests/golden/ from the native scalar oracle.
+
+The oracle is the x86_64 release binary the build driver makes (the same bytes a release
+ships), run on the `small` model packed with seed 7 (crates/core/CONTRACT.md, section 7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pipeline.atomicio import write_atomic
+from pipeline.build.driver import build_lanes
+from pipeline.build.inputs import git_facts
+from pipeline.errors import EXIT_OK, PipelineError
+from pipeline.modelpack import PRESETS, pack
+
+ORACLE_LANE = "x86_64-unknown-linux-gnu"
+SMALL_SEED = 7
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", type=Path, default=Path(), help="repository root")
+    parser.add_argument("--out", type=Path, default=Path("tests/golden"),
+                        help="folder of golden vectors (default: tests/golden)")
+
+
+def run(args: argparse.Namespace) -> int:
+    repo: Path = args.repo.resolve()
+    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    index = build_lanes(repo, [ORACLE_LANE], False, say)
+    oracle = repo / next(e.artifact for e in index.lanes if e.lane == ORACLE_LANE)
+    model = repo / "build" / "models" / "small.trlm"
+    model.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(model, pack(PRESETS["small"], SMALL_SEED))
+    revision, _ = git_facts(repo)
+    generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    argv = [str(oracle), "golden", "--out", str(args.out), "--small-model", str(model),
+            "--source-revision", revision, "--generated-utc", generated]
+    done = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise PipelineError(f"the oracle failed (exit {done.returncode}): "
+                            f"{done.stderr.strip()[-500:]}", where=" ".join(argv))
+    print(done.stdout.strip())
+    return EXIT_OK
