@@ -29,8 +29,13 @@ def write_durable(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Replace `path` with `data`: readers see the old file or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
-    write_durable(tmp, data, mode)
-    tmp.replace(path)
+    try:
+        write_durable(tmp, data, mode)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # never leave a half-written temp file behind
+        raise
     fsync_dir(path.parent)

@@ -11,16 +11,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import math
-import os
 import struct
 import sys
-import tempfile
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from pathlib import Path
 
+from pipeline.atomicio import write_atomic
 from pipeline.errors import PipelineError
 
 # --- format v1 constants (mirror crates/core/src/model.rs and quant.rs) ---------------------
@@ -320,21 +319,6 @@ def _align(n: int) -> int:
 def q8_weight_bytes(preset: Preset) -> int:
     """Stored bytes of every q8 tensor (the bench preset must reach 64 MiB)."""
     return sum(t.stored_bytes for t in tensor_plan(preset) if t.layout == "q8-block-v1")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), 0o644)  # mkstemp's 0600 is for the temp name, not the model
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

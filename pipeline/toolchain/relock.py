@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
+from pipeline.atomicio import write_atomic
 from pipeline.errors import PipelineError
 from pipeline.toolchain import archive, probe
 from pipeline.toolchain.lockfile import (
@@ -61,20 +60,10 @@ def build_lock(seed: ToolchainSeed) -> ToolchainLock:
     })
 
 
-def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    Path(tmp).chmod(0o644)
-    Path(tmp).replace(path)
-
-
 def relock(seed: ToolchainSeed, lock_path: Path) -> bool:
     """Write the lock; returns True if the file changed."""
     text = render_lock(build_lock(seed))
     old = lock_path.read_text(encoding="utf-8") if lock_path.exists() else None
     if old != text:
-        write_atomic(lock_path, text)
+        write_atomic(lock_path, text.encode("utf-8"))
     return old != text
