@@ -41,10 +41,12 @@ pub const MAX_WORKERS: usize = 8;
 const WORKER_STACK_BYTES: usize = 128 * 1024;
 /// Rows a worker computes between two cancellation checks.
 const ROW_TILE: usize = 64;
-/// Polls of a watched word before blocking in `memory.atomic.wait32`: a decode step issues
-/// dozens of commands, and waking a blocked thread costs tens of microseconds.
-const WORKER_SPIN: u32 = 100_000;
-const LEADER_SPIN: u32 = 100_000;
+/// Polls of a watched word before blocking in `memory.atomic.wait32` (waking a blocked thread
+/// costs tens of microseconds). Workers spin long enough to catch the next matvec of the same
+/// layer; the leader barely spins, so that on a machine with as many cores as workers its
+/// polling never takes a core from a worker that is still computing.
+const WORKER_SPIN: u32 = 20_000;
+const LEADER_SPIN: u32 = 1_000;
 /// Default liveness bound: a command unanswered for this long fails the pool.
 const DEFAULT_LIVENESS_MS: u32 = 10_000;
 /// Written at the bottom of every worker stack and checked after each command.
