@@ -5,9 +5,10 @@
 //   node drive.mjs e2e LANE.wasm WORKERS GOLDEN_DIR MODEL
 //   node drive.mjs cancel LANE.wasm WORKERS MODEL
 //   node drive.mjs kill LANE.wasm WORKERS MODEL FALLBACK.wasm LIVENESS_MS
+//   node drive.mjs hash LANE.wasm WORKERS
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { instantiate, TR_CANCELLED } from '../../crates/wasm/js/host.js';
+import { instantiate, sha256Hex, TR_CANCELLED } from '../../crates/wasm/js/host.js';
 import * as abi from '../../crates/wasm/js/abi.js';
 
 const bitsToF32 = (b) => new Float32Array(new Uint32Array([Number(b)]).buffer)[0];
@@ -292,12 +293,32 @@ async function kill(lanePath, workers, modelPath, fallbackPath, livenessMs) {
   return report;
 }
 
+// ---- the module hash gate ------------------------------------------------------------------
+
+async function hash(lanePath, workers) {
+  const bytes = readFileSync(lanePath);
+  const sha256 = await sha256Hex(bytes);
+  const wrong = sha256.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+  let refused = null;
+  try {
+    const rt = await instantiate({ bytes, workers, sha256: wrong });
+    await rt.close();
+  } catch (e) {
+    refused = e.message;
+  }
+  const rt = await instantiate({ bytes, workers, sha256 });
+  const accepted = { workers: rt.workers, sha256: rt.sha256 };
+  await rt.close();
+  return { sha256, refused, accepted };
+}
+
 const [command, ...args] = process.argv.slice(2);
 const commands = {
   kernels: () => kernels(args[0], args[1]),
   e2e: () => e2e(args[0], Number(args[1]), args[2], args[3]),
   cancel: () => cancel(args[0], Number(args[1]), args[2]),
   kill: () => kill(args[0], Number(args[1]), args[2], args[3], Number(args[4])),
+  hash: () => hash(args[0], Number(args[1])),
 };
 if (!commands[command]) {
   console.error(`usage: node drive.mjs ${Object.keys(commands).join('|')} ...`);

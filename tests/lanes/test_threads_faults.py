@@ -64,3 +64,11 @@ def test_killed_worker_fails_the_pool_and_the_lower_lane_works(
     fallback = doc["fallback"]
     assert fallback["lane"] == 1 and fallback["code"] == 0
     assert fallback["tokens"] == greedy["expected"]["values"][:3]
+
+
+@pytest.mark.integration
+def test_module_hash_gate(wasm_lanes: dict[str, Path], drive: Drive) -> None:
+    """The host refuses bytes that are not the expected module; the right hash starts workers."""
+    doc = drive("hash", wasm_lanes[THREADS], 2)
+    assert doc["refused"] and "not the expected" in doc["refused"]
+    assert doc["accepted"] == {"workers": 2, "sha256": doc["sha256"]}

@@ -244,13 +244,17 @@ const WORKER_URL = new URL('./worker.js', import.meta.url);
 
 /**
  * Instantiate a lane from its module bytes.
+ *   sha256       expected hex SHA-256 of `bytes` (e.g. from the signed manifest); refused if different
  *   workers      threads lane only: number of worker instances (>= 1)
  *   livenessMs   threads lane only: a worker silent for this long fails the pool
  *   startupMs    bound on each worker's start and hash acknowledgement
  */
-export async function instantiate({ bytes, workers = 1, livenessMs = 5000, startupMs = 30000, workerUrl = WORKER_URL }) {
+export async function instantiate({ bytes, sha256: expected = null, workers = 1, livenessMs = 5000, startupMs = 30000, workerUrl = WORKER_URL }) {
   const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   const sha256 = await sha256Hex(u8);
+  if (expected !== null && expected !== sha256) {
+    throw new HostError(`module SHA-256 ${sha256} is not the expected ${expected}`);
+  }
   const mem = memoryImport(u8);
   if (mem === null) {
     const { instance } = await WebAssembly.instantiate(u8, {});
@@ -260,31 +264,44 @@ export async function instantiate({ bytes, workers = 1, livenessMs = 5000, start
     throw new HostError(`imported memory must be shared with initial == maximum (got ${JSON.stringify(mem)})`);
   }
   if (!(workers >= 1)) throw new HostError('the threads lane needs at least one worker');
+  if (!isNode && globalThis.crossOriginIsolated !== true) {
+    // SharedArrayBuffer and wasm threads are only available to cross-origin isolated pages
+    throw new HostError('the threads lane needs a cross-origin isolated context (COOP + COEP)');
+  }
   const memory = new WebAssembly.Memory({ initial: mem.initial, maximum: mem.maximum, shared: true });
   const init = { bytes: u8, memory, sha256, memoryModule: mem.module, memoryName: mem.name };
 
-  // The leader instantiates first: its start function initialises the data
-  // segments of the shared memory exactly once.
-  const leader = await spawnWorker(workerUrl);
-  const ready = nextMessage(leader, (m) => m.type === 'ready' || m.type === 'refused', 'leader start', startupMs);
-  leader.post({ ...init, role: 'leader' });
-  const lr = await ready;
-  if (lr.type === 'refused' || lr.sha256 !== sha256) throw new HostError(`leader refused the module: ${lr.error || lr.sha256}`);
+  const started = [];
+  try {
+    // The leader instantiates first: its start function initialises the data
+    // segments of the shared memory exactly once.
+    const leader = await spawnWorker(workerUrl);
+    started.push(leader);
+    const ready = nextMessage(leader, (m) => m.type === 'ready' || m.type === 'refused', 'leader start', startupMs);
+    leader.post({ ...init, role: 'leader' });
+    const lr = await ready;
+    if (lr.type === 'refused' || lr.sha256 !== sha256) throw new HostError(`leader refused the module: ${lr.error || lr.sha256}`);
 
-  const ports = [];
-  const acks = [];
-  for (let id = 0; id < workers; id++) {
-    const w = await spawnWorker(workerUrl);
-    acks.push(nextMessage(w, (m) => m.type === 'ack' || m.type === 'refused', `worker ${id} start`, startupMs));
-    w.post({ ...init, role: 'worker', id });
-    ports.push(w);
+    const ports = [];
+    const acks = [];
+    for (let id = 0; id < workers; id++) {
+      const w = await spawnWorker(workerUrl);
+      started.push(w);
+      acks.push(nextMessage(w, (m) => m.type === 'ack' || m.type === 'refused', `worker ${id} start`, startupMs));
+      w.post({ ...init, role: 'worker', id });
+      ports.push(w);
+    }
+    // every worker proves it holds the bytes the host hashed before the pool opens
+    for (const [id, ack] of (await Promise.all(acks)).entries()) {
+      if (ack.type === 'refused' || ack.sha256 !== sha256) throw new HostError(`worker ${id} refused the module: ${ack.error || ack.sha256}`, TR_WORKER_FAILURE);
+    }
+    const rt = new ThreadedRuntime(memory, sha256, leader, ports);
+    const code = await rt.call('tr_pool_start', workers, livenessMs);
+    if (code !== 0) throw new HostError(`tr_pool_start(${workers}) returned ${code}`, code);
+    rt.cancelPtr = await rt.call('tr_cancel_epoch_ptr');
+    return rt;
+  } catch (e) {
+    await Promise.all(started.map((p) => p.terminate()));
+    throw e;
   }
-  for (const [id, ack] of (await Promise.all(acks)).entries()) {
-    if (ack.type === 'refused' || ack.sha256 !== sha256) throw new HostError(`worker ${id} refused the module: ${ack.error || ack.sha256}`, TR_WORKER_FAILURE);
-  }
-  const rt = new ThreadedRuntime(memory, sha256, leader, ports);
-  const code = await rt.call('tr_pool_start', workers, livenessMs);
-  if (code !== 0) throw new HostError(`tr_pool_start(${workers}) returned ${code}`, code);
-  rt.cancelPtr = await rt.call('tr_cancel_epoch_ptr');
-  return rt;
 }
