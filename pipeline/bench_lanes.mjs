@@ -5,7 +5,7 @@
 // CONFIG: { model, tokens, warmup, rounds, prompt,
 //           harness: { scalar: PATH, simd128: PATH },   kernel-only modules (tests/lanes/harness)
 //           runs: [ { name, lane: PATH, workers } ],     shipped lane modules
-//           matvec: { rows, cols, reps }, probe_bytes }
+//           matvec: [ { name, rows, cols, reps } ], probe_bytes }
 // Every number is wall time on this machine, in this one process, in the order given.
 import { readFileSync } from 'node:fs';
 import { instantiate } from '../crates/wasm/js/host.js';
@@ -98,9 +98,12 @@ async function main(configPath) {
   const kernels = {};
   let bandwidth = null;
   for (const [name, path] of Object.entries(cfg.harness)) {
-    const ex = await loadHarness(path);
-    kernels[name] = matvecGbps(ex, cfg.matvec, cfg.rounds);
-    if (bandwidth === null && ex.h_read_probe) bandwidth = bandwidthGbps(ex, cfg.probe_bytes, cfg.rounds);
+    kernels[name] = {};
+    for (const shape of cfg.matvec) {
+      const ex = await loadHarness(path); // a fresh instance per shape: no memory carried over
+      kernels[name][shape.name] = matvecGbps(ex, shape, cfg.rounds);
+      if (bandwidth === null && ex.h_read_probe) bandwidth = bandwidthGbps(ex, cfg.probe_bytes, cfg.rounds);
+    }
   }
   const runs = [];
   for (const run of cfg.runs) runs.push(await decodeRun(run, cfg, modelBytes));
