@@ -24,8 +24,9 @@ def test_cancellation_at_every_barrier(
     doc = drive("cancel", wasm_lanes[THREADS], workers, small_model)
     reference = doc["reference"]
     assert all(step[0] == 0 for step in reference)
-    # one barrier per matvec: 7 per layer plus the logits (4 layers in `small`)
-    assert doc["barriers_per_step"] == 7 * 4 + 1
+    # one barrier per matvec group: Q/K/V, output, gate/up, down per layer (4 layers in
+    # `small`), plus the logits
+    assert doc["barriers_per_step"] == 4 * 4 + 1
     assert [t["barrier"] for t in doc["trials"]] == list(range(1, doc["barriers_per_step"] + 1))
     for trial in doc["trials"]:
         assert trial["code"] == doc["cancelled_code"], trial

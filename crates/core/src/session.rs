@@ -227,9 +227,13 @@ impl Session {
             kernels::checkpoint()?; // cancellation point between layers (threads lane)
             // attention block
             kernels::rmsnorm(&self.x, model.floats(&w.attn_norm), eps, &mut self.xb)?;
-            kernels::matvec(model.matrix(&w.wq), &self.xb, &mut self.q)?;
-            kernels::matvec(model.matrix(&w.wk), &self.xb, &mut self.k)?;
-            kernels::matvec(model.matrix(&w.wv), &self.xb, &mut self.v)?;
+            // Q, K, V (and gate, up below): one row range, so one barrier in the threads lane
+            let qkv = [
+                (model.matrix(&w.wq), &mut self.q[..]),
+                (model.matrix(&w.wk), &mut self.k[..]),
+                (model.matrix(&w.wv), &mut self.v[..]),
+            ];
+            kernels::matvec_many(&self.xb, qkv)?;
             for head in self.q.chunks_exact_mut(head_dim) {
                 kernels::rope(head, cos, sin)?;
             }
@@ -253,8 +257,8 @@ impl Session {
             kernels::add_assign(&mut self.x, &self.xb2)?;
             // gated FFN block
             kernels::rmsnorm(&self.x, model.floats(&w.ffn_norm), eps, &mut self.xb)?;
-            kernels::matvec(model.matrix(&w.w_gate), &self.xb, &mut self.hb)?;
-            kernels::matvec(model.matrix(&w.w_up), &self.xb, &mut self.hb2)?;
+            let gate_up = [(model.matrix(&w.w_gate), &mut self.hb[..]), (model.matrix(&w.w_up), &mut self.hb2[..])];
+            kernels::matvec_many(&self.xb, gate_up)?;
             kernels::silu_mul(&mut self.hb, &self.hb2)?;
             kernels::matvec(model.matrix(&w.w_down), &self.hb, &mut self.xb2)?;
             kernels::add_assign(&mut self.x, &self.xb2)?;

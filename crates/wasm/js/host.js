@@ -247,9 +247,12 @@ const WORKER_URL = new URL('./worker.js', import.meta.url);
  *   sha256       expected hex SHA-256 of `bytes` (e.g. from the signed manifest); refused if different
  *   workers      threads lane only: number of worker instances (>= 1)
  *   livenessMs   threads lane only: a worker silent for this long fails the pool
+ *   leaderSpin   threads lane only: polls before the leader blocks on a barrier (default: the
+ *                module's short budget; a large one only pays on a machine with a free core
+ *                for the leader besides one per worker)
  *   startupMs    bound on each worker's start and hash acknowledgement
  */
-export async function instantiate({ bytes, sha256: expected = null, workers = 1, livenessMs = 5000, startupMs = 30000, workerUrl = WORKER_URL }) {
+export async function instantiate({ bytes, sha256: expected = null, workers = 1, livenessMs = 5000, leaderSpin = null, startupMs = 30000, workerUrl = WORKER_URL }) {
   const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   const sha256 = await sha256Hex(u8);
   if (expected !== null && expected !== sha256) {
@@ -296,7 +299,7 @@ export async function instantiate({ bytes, sha256: expected = null, workers = 1,
       if (ack.type === 'refused' || ack.sha256 !== sha256) throw new HostError(`worker ${id} refused the module: ${ack.error || ack.sha256}`, TR_WORKER_FAILURE);
     }
     const rt = new ThreadedRuntime(memory, sha256, leader, ports);
-    const code = await rt.call('tr_pool_start', workers, livenessMs);
+    const code = await rt.call('tr_pool_start', workers, livenessMs, leaderSpin ?? 0);
     if (code !== 0) throw new HostError(`tr_pool_start(${workers}) returned ${code}`, code);
     rt.cancelPtr = await rt.call('tr_cancel_epoch_ptr');
     return rt;

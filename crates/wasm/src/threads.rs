@@ -40,13 +40,13 @@ pub const MAX_WORKERS: usize = 8;
 /// Stack of one worker: kernels use a few hundred bytes; the rest is margin.
 const WORKER_STACK_BYTES: usize = 128 * 1024;
 /// Rows a worker computes between two cancellation checks.
-const ROW_TILE: usize = 64;
+const ROW_TILE: usize = 512;
 /// Polls of a watched word before blocking in `memory.atomic.wait32` (waking a blocked thread
 /// costs tens of microseconds). Workers spin long enough to catch the next matvec of the same
 /// layer; the leader barely spins, so that on a machine with as many cores as workers its
 /// polling never takes a core from a worker that is still computing.
 const WORKER_SPIN: u32 = 20_000;
-const LEADER_SPIN: u32 = 1_000;
+const DEFAULT_LEADER_SPIN: u32 = 1_000;
 /// Default liveness bound: a command unanswered for this long fails the pool.
 const DEFAULT_LIVENESS_MS: u32 = 10_000;
 /// Written at the bottom of every worker stack and checked after each command.
@@ -73,6 +73,7 @@ static ERROR: Line = LINE0;
 static CANCEL_EPOCH: Line = LINE0; // bumped by the host (any thread) to cancel
 static OP_EPOCH: Line = LINE0; // the running operation's snapshot of CANCEL_EPOCH
 static LIVENESS_MS: Line = Line(AtomicU32::new(DEFAULT_LIVENESS_MS));
+static LEADER_SPIN: Line = Line(AtomicU32::new(DEFAULT_LEADER_SPIN));
 static BARRIERS: Line = LINE0; // barrier sequence number
 static CANCEL_AT_BARRIER: Line = LINE0; // fault injection: cancel at this barrier (0 = off)
 static WORKER_COMMANDS: [Line; MAX_WORKERS] = [LINE0; MAX_WORKERS];
@@ -229,14 +230,19 @@ pub extern "C" fn tr_worker_failed(_id: u32) {
 // ---- leader side ---------------------------------------------------------------------------
 
 /// Leader: wait (bounded by `liveness_ms`, 0 = default) until `n` workers are in
-/// `tr_worker_main`, then route every matvec through the pool.
+/// `tr_worker_main`, then route every matvec through the pool. `leader_spin` (0 = default):
+/// polls before the leader blocks on a barrier; a host with a free core per worker plus one
+/// for the leader passes a large value (the leader then wakes without a futex round trip).
 #[no_mangle]
-pub extern "C" fn tr_pool_start(n: u32, liveness_ms: u32) -> i32 {
+pub extern "C" fn tr_pool_start(n: u32, liveness_ms: u32, leader_spin: u32) -> i32 {
     if n == 0 || n as usize > MAX_WORKERS || STATE.0.load(Acquire) != POOL_DOWN {
         return TrResult::InvalidArgument.code();
     }
     if liveness_ms != 0 {
         LIVENESS_MS.0.store(liveness_ms, Relaxed);
+    }
+    if leader_spin != 0 {
+        LEADER_SPIN.0.store(leader_spin, Relaxed);
     }
     loop {
         let ready = READY.0.load(Acquire);
@@ -351,6 +357,7 @@ fn run_rows(rows: usize, body: &(dyn Fn(Range<usize>) -> TrReturn<()> + Sync + '
     GENERATION.0.fetch_add(1, AcqRel);
     notify(&GENERATION.0);
     let mut polls = 0;
+    let spin = LEADER_SPIN.0.load(Relaxed);
     loop {
         let done = COMPLETED.0.load(Acquire);
         if done >= n {
@@ -359,7 +366,7 @@ fn run_rows(rows: usize, body: &(dyn Fn(Range<usize>) -> TrReturn<()> + Sync + '
         if STATE.0.load(Acquire) != POOL_READY {
             return Err(TrResult::WorkerFailure); // a worker trapped: its rows are unwritten
         }
-        if polls < LEADER_SPIN {
+        if polls < spin {
             polls += 1;
             core::hint::spin_loop();
             continue;

@@ -125,6 +125,50 @@ pub fn matvec(w: Matrix<'_>, x: &[f32], out: &mut [f32]) -> TrReturn<()> {
     })
 }
 
+/// Several matvecs over the same `x` (Q/K/V, gate/up) as ONE row range: with a row runner
+/// this is one barrier instead of N. Each output row is computed exactly as by `matvec`, so
+/// the results are bit-identical to N separate calls.
+pub fn matvec_many<const N: usize>(x: &[f32], parts: [(Matrix<'_>, &mut [f32]); N]) -> TrReturn<()> {
+    for (w, out) in parts.iter() {
+        require(w.len_for(out.len(), x.len()) == Some(w.stored_len()))?;
+    }
+    let parallel = match parallel() {
+        Some(p) => p,
+        None => {
+            for (w, out) in parts {
+                matvec_rows(w, x, out);
+            }
+            return Ok(());
+        }
+    };
+    let mut first = [0usize; N]; // first global row of each part
+    let mut total = 0usize;
+    for (i, (_, out)) in parts.iter().enumerate() {
+        first[i] = total;
+        total = total.checked_add(out.len()).ok_or(TrResult::IntegerOverflow)?;
+    }
+    let split = parts.map(|(w, out)| {
+        let row_len = if out.is_empty() { 0 } else { w.stored_len() / out.len() };
+        (w, row_len, RowsOut(out.as_mut_ptr(), out.len()))
+    });
+    (parallel.rows)(total, &|r: Range<usize>| {
+        for (i, (w, row_len, out)) in split.iter().enumerate() {
+            // this part's rows inside the global range r
+            let lo = r.start.max(first[i]);
+            let hi = r.end.min(first[i] + out.1);
+            if lo >= hi {
+                continue;
+            }
+            let local = lo - first[i]..hi - first[i];
+            let part = w.rows(local.start * row_len..local.end * row_len).ok_or(TrResult::InternalInvariant)?;
+            // SAFETY: disjoint global ranges map to disjoint rows of each part.
+            let o = unsafe { out.rows(local)? };
+            matvec_rows(part, x, o);
+        }
+        Ok(())
+    })
+}
+
 fn matvec_rows(w: Matrix<'_>, x: &[f32], out: &mut [f32]) {
     match w {
         Matrix::F32(w) => active::matvec_f32(w, x, out),
