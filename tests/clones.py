@@ -18,9 +18,11 @@ def clone_head(destination: Path, source: Path = REPO_ROOT) -> Path:
     return destination
 
 
-def run_build(clone: Path, env_overrides: dict[str, str] | None = None,
-              umask: int = 0o022) -> subprocess.CompletedProcess[str]:
-    """`tinyrustlm-release build` of every lane in `clone`, with the clone's own code."""
+def run_build(clone: Path, env_overrides: dict[str, str] | None = None, umask: int = 0o022,
+              lanes: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`tinyrustlm-release build` in `clone` (every lane by default), with the clone's code."""
     env = {**os.environ, "PYTHONPATH": str(clone), **(env_overrides or {})}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "build", "--repo", str(clone)],
-                          cwd=clone, env=env, capture_output=True, text=True, umask=umask)
+    selected = [arg for lane in lanes or [] for arg in ("--lane", lane)]
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "build", "--repo", str(clone), *selected],
+        cwd=clone, env=env, capture_output=True, text=True, umask=umask)

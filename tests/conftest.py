@@ -30,3 +30,14 @@ def built_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if done.returncode != 0:
         pytest.fail(f"build of a clean clone failed:\n{done.stdout}\n{done.stderr[-4000:]}")
     return clone
+
+
+@pytest.fixture(scope="session")
+def released_bundle(built_clone: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A full release (development key) of the built clone: dist/tinyrustlm-<version>/."""
+    from pipeline.release import ReleaseContext, run_release
+
+    ctx = ReleaseContext(repo_root=built_clone, dist=tmp_path_factory.mktemp("dist"), env={})
+    run_release(ctx, say=lambda line: None)
+    assert ctx.bundle is not None
+    return ctx.bundle

@@ -1,8 +1,8 @@
 """The real release on this repository: real toolchain check, build, inspection, smoke.
 
 Slow (it builds every lane with the pinned toolchain when the cache is cold), hence marked.
-The tree may hold uncommitted work while developing, so the release allows a dirty tree;
-CI runs this on a clean clone.
+It releases from the session's clean clone (tests/conftest.py `built_clone`), whose lanes
+are already built, so the build step is served from the cache.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from pipeline.release import ReleaseContext, run_release
 from verify.bundle.verifier import verify_bundle
 from verify.trusted_keys import load_trusted_keys
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 def _tree(folder: Path) -> dict[str, str]:
     return {
@@ -30,14 +28,14 @@ def _tree(folder: Path) -> dict[str, str]:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_real_release_verifies_and_reproduces(tmp_path: Path) -> None:
+def test_real_release_verifies_and_reproduces(built_clone: Path, tmp_path: Path) -> None:
     bundles = []
     for name in ("first", "second"):
-        ctx = ReleaseContext(repo_root=REPO_ROOT, dist=tmp_path / name, allow_dirty=True, env={})
+        ctx = ReleaseContext(repo_root=built_clone, dist=tmp_path / name, env={})
         run_release(ctx, say=lambda line: None)
         assert ctx.bundle is not None
         bundles.append(ctx.bundle)
-    trusted = load_trusted_keys(REPO_ROOT / ".dev-keys/development.trusted-keys.json")
+    trusted = load_trusted_keys(built_clone / ".dev-keys/development.trusted-keys.json")
     verdict = verify_bundle(bundles[0], trusted, allow_dev_key=True, now=int(time.time()))
     assert verdict.key_class == "development"
     assert _tree(bundles[0]) == _tree(bundles[1])
