@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pipeline.atomicio import write_atomic
 from pipeline.build.driver import build_lanes
-from pipeline.build.inputs import git_facts
 from pipeline.errors import EXIT_OK, PipelineError
 from pipeline.modelpack import PRESETS, pack
+from pipeline.sources import git_facts
 
 ORACLE_LANE = "x86_64-unknown-linux-gnu"
 SMALL_SEED = 7
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     model = repo / "build" / "models" / "small.trlm"
     model.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(model, pack(PRESETS["small"], SMALL_SEED))
-    revision, _ = git_facts(repo)
+    revision = git_facts(repo).revision
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     argv = [str(oracle), "golden", "--out", str(args.out), "--small-model", str(model),
             "--source-revision", revision, "--generated-utc", generated]

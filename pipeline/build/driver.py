@@ -17,11 +17,12 @@ from pathlib import Path
 from pipeline.atomicio import write_atomic
 from pipeline.build import smoke
 from pipeline.build.cargo import CompileError, plan_run, run_cargo
-from pipeline.build.inputs import git_facts, lane_inputs, sha256_file, tree_digest
+from pipeline.build.inputs import lane_inputs, sha256_file, source_files
 from pipeline.build.lanes import Lane, load_lanes
 from pipeline.build.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.filelock import hold_lock
+from pipeline.sources import git_facts, tree_digest
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
 from verify.wasm.sections import parse_module
 
@@ -101,10 +102,11 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
     lock = load_lock(lock_path)
     _check_linkers(selected, lock)
     workspace = repo_root / lanes_file.workspace
-    revision, epoch = git_facts(repo_root)
+    git = git_facts(repo_root)
+    revision, epoch = git.revision, git.commit_time
     build_dir = repo_root / "build"
     scratch = build_dir / ".scratch"
-    sources = tree_digest(workspace)
+    sources = tree_digest(workspace, source_files(workspace))
     index_path = build_dir / "index.json"
     entries = _previous_entries(index_path)
     failures: list[str] = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from pathlib import Path
 
 from pipeline.build.lanes import Lane
@@ -23,14 +22,13 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def tree_digest(root: Path) -> str:
-    """SHA-256 over sorted `relative-path  sha256` lines of every source file under `root`."""
-    lines = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if path.is_file() and not _SKIPPED_DIRS.intersection(rel.parts):
-            lines.append(f"{rel.as_posix()}  {sha256_file(path)}\n")
-    return hashlib.sha256("".join(lines).encode()).hexdigest()
+def source_files(root: Path) -> list[str]:
+    """Every file under `root` that a build can read (build outputs and VCS data excluded),
+    tracked or not: an untracked source file changes the build just the same."""
+    return sorted(
+        p.relative_to(root).as_posix() for p in root.rglob("*")
+        if p.is_file() and not _SKIPPED_DIRS.intersection(p.relative_to(root).parts)
+    )
 
 
 def lane_inputs(lane: Lane, workspace: Path, lock_path: Path, sources: str) -> BuildInputs:
@@ -46,14 +44,3 @@ def lane_inputs(lane: Lane, workspace: Path, lock_path: Path, sources: str) -> B
     }
     key = "\n".join(f"{k}={v}" for k, v in sorted(parts.items())) + f"\ndriver={DRIVER_VERSION}\n"
     return BuildInputs(**parts, input_digest=hashlib.sha256(key.encode()).hexdigest())
-
-
-def git_facts(repo_root: Path) -> tuple[str, int]:
-    """(HEAD revision, committer time of HEAD): the source identity and SOURCE_DATE_EPOCH."""
-    done = subprocess.run(["git", "log", "-1", "--format=%H %ct"], cwd=repo_root,
-                          capture_output=True, text=True)
-    fields = done.stdout.split()
-    if done.returncode != 0 or len(fields) != 2:
-        raise PipelineError("cannot read the last commit (SOURCE_DATE_EPOCH comes from it)",
-                            where=str(repo_root), hint="build from a git checkout with a commit")
-    return fields[0], int(fields[1])
