@@ -4,7 +4,7 @@
 //   node drive.mjs kernels HARNESS.wasm GOLDEN_DIR
 //   node drive.mjs e2e LANE.wasm WORKERS GOLDEN_DIR MODEL
 //   node drive.mjs cancel LANE.wasm WORKERS MODEL
-//   node drive.mjs kill LANE.wasm WORKERS MODEL FALLBACK.wasm LIVENESS_MS
+//   node drive.mjs kill LANE.wasm WORKERS MODEL FALLBACK.wasm LIVENESS_MS VICTIM
 //   node drive.mjs hash LANE.wasm WORKERS
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -256,7 +256,7 @@ async function cancel(lanePath, workers, modelPath) {
 
 // ---- a worker killed mid-operation --------------------------------------------------------
 
-async function kill(lanePath, workers, modelPath, fallbackPath, livenessMs) {
+async function kill(lanePath, workers, modelPath, fallbackPath, livenessMs, victim) {
   const modelBytes = readFileSync(modelPath);
   const rt = await instantiate({ bytes: readFileSync(lanePath), workers, livenessMs });
   const report = { steps: [] };
@@ -269,7 +269,7 @@ async function kill(lanePath, workers, modelPath, fallbackPath, livenessMs) {
     // the victim dies while the next step runs (or, if that step already finished, before
     // the one after): either way a barrier is left without its participant
     const pending = abi.decode(rt, s);
-    await rt.kill(workers - 1);
+    await rt.kill(victim);
     const t0 = performance.now();
     for (const p of [pending, abi.decode(rt, s), abi.decode(rt, s)]) {
       const d = await p;
@@ -317,7 +317,7 @@ const commands = {
   kernels: () => kernels(args[0], args[1]),
   e2e: () => e2e(args[0], Number(args[1]), args[2], args[3]),
   cancel: () => cancel(args[0], Number(args[1]), args[2]),
-  kill: () => kill(args[0], Number(args[1]), args[2], args[3], Number(args[4])),
+  kill: () => kill(args[0], Number(args[1]), args[2], args[3], Number(args[4]), Number(args[5])),
   hash: () => hash(args[0], Number(args[1])),
 };
 if (!commands[command]) {

@@ -36,17 +36,14 @@ def test_cancellation_at_every_barrier(
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("victim", [0, 1], ids=["operation-runner", "row-worker"])
 def test_killed_worker_fails_the_pool_and_the_lower_lane_works(
-    wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
+    victim: int, wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
 ) -> None:
+    """Worker 0 runs whole operations, worker 1 only row shares: either death must surface."""
+    lower = wasm_lanes["simd128-wasm32"]
     doc = drive(
-        "kill",
-        wasm_lanes[THREADS],
-        2,
-        small_model,
-        wasm_lanes["simd128-wasm32"],
-        LIVENESS_MS,
-        timeout=120,
+        "kill", wasm_lanes[THREADS], 2, small_model, lower, LIVENESS_MS, victim, timeout=120
     )
     assert doc["prefill"] == 0
     codes = [step[0] for step in doc["steps"]]

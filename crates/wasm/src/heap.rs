@@ -5,7 +5,8 @@
 //! by growing) cannot allocate at all. This allocator hands out the fixed
 //! region [__heap_base, memory.size) instead: first fit over an address-sorted
 //! free list, blocks coalesced on free. A spin lock makes it safe, although by
-//! contract only the leader instance allocates (workers never do).
+//! contract one instance allocates at a time: the leader, or worker 0 while it
+//! runs an operation for the blocked leader (threads.rs).
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;

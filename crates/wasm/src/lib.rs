@@ -253,16 +253,12 @@ pub extern "C" fn tr_session_new(model: u64, config: u32, config_len: u32, out_h
 
 #[no_mangle]
 pub extern "C" fn tr_prefill(session: u64, tokens: u32, n_tokens: u32) -> i32 {
-    #[cfg(target_feature = "atomics")]
-    threads::begin_operation();
-    with_runtime(|rt| code(rt.prefill(session, tokens, n_tokens)))
+    compute(&|| with_runtime(|rt| code(rt.prefill(session, tokens, n_tokens))))
 }
 
 #[no_mangle]
 pub extern "C" fn tr_decode(session: u64, out: u32) -> i32 {
-    #[cfg(target_feature = "atomics")]
-    threads::begin_operation();
-    with_runtime(|rt| code(rt.decode(session, out)))
+    compute(&|| with_runtime(|rt| code(rt.decode(session, out))))
 }
 
 #[no_mangle]
@@ -277,7 +273,16 @@ pub extern "C" fn tr_model_free(model: u64) -> i32 {
 
 #[no_mangle]
 pub extern "C" fn tr_self_test() -> i32 {
-    selftest::run(&mut |_, _| {}).code()
+    compute(&|| selftest::run(&mut |_, _| {}).code())
+}
+
+/// Runs a compute export: on the threads lane's pool (worker 0, the leader waiting) when one
+/// is running, here otherwise.
+fn compute(op: &(dyn Fn() -> i32 + Sync + '_)) -> i32 {
+    #[cfg(target_feature = "atomics")]
+    return threads::operation(op);
+    #[cfg(not(target_feature = "atomics"))]
+    op()
 }
 
 #[no_mangle]

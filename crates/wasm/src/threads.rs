@@ -4,22 +4,27 @@
 //! `tr_*` calls, N workers loop in `tr_worker_main(id)`. Globals are per instance, so the host
 //! gives each worker its own stack by setting the exported `__stack_pointer` to
 //! `tr_worker_stack_top(id)` before calling `tr_worker_main(id)` (crates/wasm/js/worker.js).
-//! Workers never allocate: only the leader touches the heap and the runtime state.
 //!
-//! One command = one barrier generation:
-//!   leader  writes JOB, resets the barrier (completed = 0, error = 0), bumps GENERATION
-//!           (release) and notifies;
-//!   worker  wakes on GENERATION, runs the rows it owns in tiles, checking the cancellation
-//!           epoch between tiles, records an error code, bumps COMPLETED and notifies the
-//!           leader when it is the last of the WORKERS participants;
-//!   leader  waits until COMPLETED == WORKERS, bounded by the liveness bound.
-//! A timeout, or a worker trap reported by the host (`tr_worker_failed`), fails the pool for
-//! good: the operation stops with WorkerFailure before committing, and so does every later
-//! one; the host must discard the instance and fall back to a lower lane. A barrier
-//! generation is never continued with fewer workers.
+//! Two kinds of commands, each published with a generation bump (release) + notify:
+//!   operation  leader -> worker 0: run one compute export (`tr_prefill`, `tr_decode`,
+//!              `tr_self_test`) start to end. The leader then blocks until it completes, so
+//!              the runtime state is only ever touched by one thread at a time. Worker 0 runs
+//!              the sequential parts (norms, attention, sampling) itself: no thread wake-up
+//!              sits between two matvecs.
+//!   rows       worker 0 -> workers 1..N-1, one per matvec group: a barrier generation with
+//!              participant count, completion count and error code. Worker 0 computes its own
+//!              share, then waits for the others (spinning first: it owns a core while the
+//!              leader sleeps).
+//! Worker `w` of `n` owns rows `share(rows, w, n)` and computes them in tiles with the same
+//! SIMD kernel, checking the cancellation epoch between tiles: every output row is written by
+//! exactly one worker, so results equal the single-threaded simd128 lane bit for bit.
 //!
-//! Each output row is owned by exactly one worker (`share`), so a result never depends on the
-//! completion order and equals the single-threaded simd128 lane bit for bit.
+//! Liveness: worker 0 waits for a barrier at most the liveness bound, the leader waits for an
+//! operation at most twice the bound without progress (worker 0 bumps PROGRESS at every
+//! barrier). A timeout, or a trap reported by the host (`tr_worker_failed`), fails the pool for
+//! good: the operation returns WorkerFailure before committing, and so does every later one;
+//! the host must discard the instance and fall back to a lower lane. A barrier generation is
+//! never continued with fewer workers.
 //!
 //! `memory.atomic.wait32`/`notify` are unstable library APIs in the pinned rustc 1.63
 //! (feature `stdsimd`); this module is their only user, and the crate enables the gate only
@@ -37,18 +42,25 @@ use crate::{code, Runtime};
 
 /// Most workers a pool admits (one stack region each).
 pub const MAX_WORKERS: usize = 8;
-/// Stack of one worker: kernels use a few hundred bytes; the rest is margin.
-const WORKER_STACK_BYTES: usize = 128 * 1024;
+/// Stack of one worker. Worker 0 runs whole operations (the forward pass, the sampler, the
+/// self-test); a canary at the bottom is checked after every command.
+const WORKER_STACK_BYTES: usize = 512 * 1024;
 /// Rows a worker computes between two cancellation checks.
 const ROW_TILE: usize = 512;
 /// Polls of a watched word before blocking in `memory.atomic.wait32` (waking a blocked thread
-/// costs tens of microseconds). Workers spin long enough to catch the next matvec of the same
-/// layer; the leader barely spins, so that on a machine with as many cores as workers its
-/// polling never takes a core from a worker that is still computing.
-const WORKER_SPIN: u32 = 20_000;
+/// costs tens of microseconds): workers poll long enough to catch the next matvec group across
+/// a layer's sequential parts (measured: 20k polls let worker 1 fall asleep between groups on
+/// the bench model; 200k do not). The leader barely spins by default: it waits for whole
+/// operations, and its core belongs to the workers.
+const WORKER_SPIN: u32 = 200_000;
 const DEFAULT_LEADER_SPIN: u32 = 1_000;
-/// Default liveness bound: a command unanswered for this long fails the pool.
+/// Default liveness bound: a barrier unanswered for this long fails the pool.
 const DEFAULT_LIVENESS_MS: u32 = 10_000;
+/// Every blocking wait is at most this long, then the watched word is read again: a wake-up
+/// can be lost (V8 may interrupt a waiting thread, e.g. to install tiered-up code, and a
+/// notify arriving meanwhile finds no waiter), so no thread may depend on a single notify.
+/// Liveness is counted in these slices (one per millisecond of silence).
+const SLICE_NS: i64 = 1_000_000;
 /// Written at the bottom of every worker stack and checked after each command.
 const STACK_CANARY: u32 = 0x5452_5354;
 
@@ -67,36 +79,45 @@ const LINE0: Line = Line(AtomicU32::new(0));
 static STATE: Line = LINE0;
 static WORKERS: Line = LINE0; // participants of every barrier
 static READY: Line = LINE0; // workers that entered tr_worker_main
-static GENERATION: Line = LINE0;
-static COMPLETED: Line = LINE0;
-static ERROR: Line = LINE0;
+static OP_GENERATION: Line = LINE0; // operations published to worker 0
+static OP_DONE: Line = LINE0; // last operation generation worker 0 completed
+static OP_RESULT: Line = LINE0; // its TrResult code
+static PROGRESS: Line = LINE0; // heartbeat: bumped by worker 0 at every barrier and layer
+static ROWS_GENERATION: Line = LINE0; // row commands published by worker 0
+static COMPLETED: Line = LINE0; // workers 1..N-1 done with the current row command
+static ERROR: Line = LINE0; // first non-Ok code of the current row command
+static FAILED_WORKERS: Line = LINE0; // bit i: the host reported worker i dead
 static CANCEL_EPOCH: Line = LINE0; // bumped by the host (any thread) to cancel
 static OP_EPOCH: Line = LINE0; // the running operation's snapshot of CANCEL_EPOCH
+static IN_OPERATION: Line = LINE0; // 1 while worker 0 runs an operation
 static LIVENESS_MS: Line = Line(AtomicU32::new(DEFAULT_LIVENESS_MS));
 static LEADER_SPIN: Line = Line(AtomicU32::new(DEFAULT_LEADER_SPIN));
 static BARRIERS: Line = LINE0; // barrier sequence number
 static CANCEL_AT_BARRIER: Line = LINE0; // fault injection: cancel at this barrier (0 = off)
 static WORKER_COMMANDS: [Line; MAX_WORKERS] = [LINE0; MAX_WORKERS];
 
-/// The kernel a barrier runs. `body` lives on the leader's stack (in the shared memory) and
-/// outlives the barrier because the leader waits for it; vtable entries are table indices,
-/// identical in every instance of the module.
-type Body = dyn Fn(Range<usize>) -> TrReturn<()> + Sync;
+/// A closure on the publisher's stack (in the shared memory), alive until the command
+/// completes because the publisher waits for it. Vtable entries are table indices, identical
+/// in every instance of the module.
+type RowsBody = dyn Fn(Range<usize>) -> TrReturn<()> + Sync;
+type OpBody = dyn Fn() -> i32 + Sync;
 
 #[derive(Clone, Copy)]
-struct Job {
-    body: Option<*const Body>,
+struct RowsJob {
+    body: Option<*const RowsBody>,
     rows: usize,
     epoch: u32,
 }
 
-struct JobCell(UnsafeCell<Job>);
+/// Written only by its publisher while no command of its kind is open; read by the receivers
+/// only after the generation release/acquire pair that opens one.
+struct Slot<T>(UnsafeCell<T>);
 
-// SAFETY: written by the leader only while no barrier is open, read by workers only after the
-// GENERATION release/acquire pair that opens one.
-unsafe impl Sync for JobCell {}
+// SAFETY: see `Slot`.
+unsafe impl<T> Sync for Slot<T> {}
 
-static JOB: JobCell = JobCell(UnsafeCell::new(Job { body: None, rows: 0, epoch: 0 }));
+static ROWS_JOB: Slot<RowsJob> = Slot(UnsafeCell::new(RowsJob { body: None, rows: 0, epoch: 0 }));
+static OP_JOB: Slot<Option<*const OpBody>> = Slot(UnsafeCell::new(None));
 
 #[repr(C, align(16))]
 struct Stacks([[u8; WORKER_STACK_BYTES]; MAX_WORKERS]);
@@ -115,11 +136,16 @@ fn notify(word: &AtomicU32) {
     unsafe { memory_atomic_notify(word as *const AtomicU32 as *mut i32, u32::MAX) };
 }
 
-/// Worker side: spin, then block, until GENERATION differs from `seen`.
-fn next_generation(seen: u32) -> u32 {
+/// Block until `word` changes from `seen` or one slice passed; true if the slice ran out.
+fn doze(word: &AtomicU32, seen: u32) -> bool {
+    wait(word, seen, SLICE_NS) == 2
+}
+
+/// Spin, then doze, until `word` differs from `seen`; returns the new value.
+fn next_change(word: &AtomicU32, seen: u32) -> u32 {
     let mut polls = 0;
     loop {
-        let now = GENERATION.0.load(Acquire);
+        let now = word.load(Acquire);
         if now != seen {
             return now;
         }
@@ -127,7 +153,7 @@ fn next_generation(seen: u32) -> u32 {
             polls += 1;
             core::hint::spin_loop();
         } else {
-            wait(&GENERATION.0, seen, -1);
+            doze(word, seen);
         }
     }
 }
@@ -143,14 +169,26 @@ fn stack_bottom(id: usize) -> *mut u32 {
     unsafe { core::ptr::addr_of_mut!(STACKS.0[id]) as *mut u32 }
 }
 
+fn stack_intact(id: usize) -> bool {
+    // SAFETY: the bottom word of worker `id`'s own stack region.
+    unsafe { *stack_bottom(id) == STACK_CANARY }
+}
+
 fn fail_pool() {
     STATE.0.store(POOL_FAILED, Release);
     let _ = ERROR.0.compare_exchange(0, TrResult::WorkerFailure.code() as u32, AcqRel, Acquire);
-    notify(&COMPLETED.0);
-    notify(&READY.0);
+    CANCEL_EPOCH.0.fetch_add(1, AcqRel); // survivors stop at their next tile
+    for word in [&COMPLETED.0, &READY.0, &OP_DONE.0, &ROWS_GENERATION.0, &OP_GENERATION.0] {
+        notify(word);
+    }
 }
 
-// ---- worker side ---------------------------------------------------------------------------
+/// The liveness bound in slices of silence.
+fn bound_slices() -> u32 {
+    LIVENESS_MS.0.load(Relaxed)
+}
+
+// ---- workers ---------------------------------------------------------------------------------
 
 /// Host: the initial `__stack_pointer` of worker `id` (0 when out of range).
 #[no_mangle]
@@ -161,8 +199,8 @@ pub extern "C" fn tr_worker_stack_top(id: u32) -> u32 {
     stack_bottom(id as usize) as u32 + WORKER_STACK_BYTES as u32
 }
 
-/// Worker entry: register, then serve commands until the pool shuts down (returns Ok) or
-/// fails (returns WorkerFailure).
+/// Worker entry: register, then serve commands (worker 0: operations; the others: row
+/// shares) until the pool shuts down (returns Ok) or fails (returns WorkerFailure).
 #[no_mangle]
 pub extern "C" fn tr_worker_main(id: u32) -> i32 {
     let me = id as usize;
@@ -171,40 +209,69 @@ pub extern "C" fn tr_worker_main(id: u32) -> i32 {
     }
     // SAFETY: this worker's own stack region; nothing else writes its bottom word.
     unsafe { *stack_bottom(me) = STACK_CANARY };
-    let mut seen = GENERATION.0.load(Acquire);
+    let word = if id == 0 { &OP_GENERATION.0 } else { &ROWS_GENERATION.0 };
+    let mut seen = word.load(Acquire);
     READY.0.fetch_add(1, AcqRel);
     notify(&READY.0);
     loop {
-        seen = next_generation(seen);
+        seen = next_change(word, seen);
         match STATE.0.load(Acquire) {
             POOL_READY => {}
             POOL_SHUTDOWN => return TrResult::Ok.code(),
             _ => return TrResult::WorkerFailure.code(),
         }
-        let n = WORKERS.0.load(Acquire);
-        if id >= n {
-            continue;
-        }
-        // SAFETY: published before the GENERATION release this worker acquired.
-        let job = unsafe { *JOB.0.get() };
-        let mut result = run_share(&job, id, n);
-        WORKER_COMMANDS[me].0.fetch_add(1, Relaxed);
-        // SAFETY: as above.
-        if unsafe { *stack_bottom(me) } != STACK_CANARY {
-            result = Err(TrResult::WorkerFailure); // the stack overflowed into its neighbour
-        }
-        if let Err(e) = result {
-            let _ = ERROR.0.compare_exchange(0, e.code() as u32, AcqRel, Acquire);
-        }
-        if COMPLETED.0.fetch_add(1, AcqRel) + 1 == n {
-            notify(&COMPLETED.0);
+        if id == 0 {
+            serve_operation(seen);
+        } else {
+            serve_rows(id);
         }
     }
 }
 
-fn run_share(job: &Job, id: u32, n: u32) -> TrReturn<()> {
+/// Worker 0: run the published operation and hand its code back to the leader.
+fn serve_operation(generation: u32) {
+    // SAFETY: published before the OP_GENERATION release this worker acquired.
+    let result = match unsafe { *OP_JOB.0.get() } {
+        // SAFETY: the leader keeps the closure alive until OP_DONE says this generation.
+        Some(op) => {
+            IN_OPERATION.0.store(1, Release);
+            let code = unsafe { (*op)() };
+            IN_OPERATION.0.store(0, Release);
+            code
+        }
+        None => TrResult::InternalInvariant.code(),
+    };
+    let result = if stack_intact(0) { result } else { TrResult::WorkerFailure.code() };
+    WORKER_COMMANDS[0].0.fetch_add(1, Relaxed); // counted before the leader can look
+    OP_RESULT.0.store(result as u32, Relaxed);
+    OP_DONE.0.store(generation, Release);
+    notify(&OP_DONE.0);
+}
+
+/// Workers 1..N-1: compute this worker's share of the published row command.
+fn serve_rows(id: u32) {
+    let n = WORKERS.0.load(Acquire);
+    if id >= n {
+        return;
+    }
+    // SAFETY: published before the ROWS_GENERATION release this worker acquired.
+    let job = unsafe { *ROWS_JOB.0.get() };
+    let mut result = run_share(&job, id, n);
+    if !stack_intact(id as usize) {
+        result = Err(TrResult::WorkerFailure); // the stack overflowed into its neighbour
+    }
+    if let Err(e) = result {
+        let _ = ERROR.0.compare_exchange(0, e.code() as u32, AcqRel, Acquire);
+    }
+    WORKER_COMMANDS[id as usize].0.fetch_add(1, Relaxed); // counted before the barrier closes
+    if COMPLETED.0.fetch_add(1, AcqRel) + 1 == n - 1 {
+        notify(&COMPLETED.0);
+    }
+}
+
+fn run_share(job: &RowsJob, id: u32, n: u32) -> TrReturn<()> {
     let body = match job.body {
-        // SAFETY: the leader keeps `body` alive until every participant completed.
+        // SAFETY: the publisher keeps `body` alive until every participant completed.
         Some(b) => unsafe { &*b },
         None => return Err(TrResult::InternalInvariant),
     };
@@ -223,16 +290,18 @@ fn run_share(job: &Job, id: u32, n: u32) -> TrReturn<()> {
 
 /// Host, after worker `id` trapped: fail the pool now instead of at the liveness bound.
 #[no_mangle]
-pub extern "C" fn tr_worker_failed(_id: u32) {
+pub extern "C" fn tr_worker_failed(id: u32) {
+    if (id as usize) < MAX_WORKERS {
+        FAILED_WORKERS.0.fetch_or(1 << id, AcqRel);
+    }
     fail_pool();
 }
 
-// ---- leader side ---------------------------------------------------------------------------
+// ---- leader ----------------------------------------------------------------------------------
 
 /// Leader: wait (bounded by `liveness_ms`, 0 = default) until `n` workers are in
-/// `tr_worker_main`, then route every matvec through the pool. `leader_spin` (0 = default):
-/// polls before the leader blocks on a barrier; a host with a free core per worker plus one
-/// for the leader passes a large value (the leader then wakes without a futex round trip).
+/// `tr_worker_main`, then run compute exports on the pool. `leader_spin` (0 = default): polls
+/// before the leader blocks while an operation runs.
 #[no_mangle]
 pub extern "C" fn tr_pool_start(n: u32, liveness_ms: u32, leader_spin: u32) -> i32 {
     if n == 0 || n as usize > MAX_WORKERS || STATE.0.load(Acquire) != POOL_DOWN {
@@ -244,6 +313,7 @@ pub extern "C" fn tr_pool_start(n: u32, liveness_ms: u32, leader_spin: u32) -> i
     if leader_spin != 0 {
         LEADER_SPIN.0.store(leader_spin, Relaxed);
     }
+    let mut silent = 0;
     loop {
         let ready = READY.0.load(Acquire);
         if STATE.0.load(Acquire) == POOL_FAILED {
@@ -252,9 +322,12 @@ pub extern "C" fn tr_pool_start(n: u32, liveness_ms: u32, leader_spin: u32) -> i
         if ready >= n {
             break;
         }
-        if wait(&READY.0, ready, bound_ns()) == 2 && READY.0.load(Acquire) < n {
-            STATE.0.store(POOL_FAILED, Release);
-            return TrResult::WorkerFailure.code();
+        if doze(&READY.0, ready) {
+            silent += 1;
+            if silent >= bound_slices() {
+                STATE.0.store(POOL_FAILED, Release);
+                return TrResult::WorkerFailure.code();
+            }
         }
     }
     WORKERS.0.store(n, Release);
@@ -263,16 +336,18 @@ pub extern "C" fn tr_pool_start(n: u32, liveness_ms: u32, leader_spin: u32) -> i
     TrResult::Ok.code()
 }
 
-/// Leader: release the workers (their `tr_worker_main` returns Ok). Kernels run on the leader
-/// alone afterwards.
+/// Leader: release the workers (their `tr_worker_main` returns Ok). Later operations run on
+/// the leader alone.
 #[no_mangle]
 pub extern "C" fn tr_pool_shutdown() {
     if STATE.0.load(Acquire) == POOL_READY {
         STATE.0.store(POOL_SHUTDOWN, Release);
         kernels::install_parallel(None);
     }
-    GENERATION.0.fetch_add(1, AcqRel);
-    notify(&GENERATION.0);
+    for word in [&OP_GENERATION.0, &ROWS_GENERATION.0] {
+        word.fetch_add(1, AcqRel);
+        notify(word);
+    }
 }
 
 /// Host: address of the cancellation epoch; `Atomics.add(i32, addr / 4, 1)` from any thread
@@ -316,17 +391,64 @@ impl Runtime {
     }
 }
 
-/// Leader, at the start of every state-changing export: snapshot the cancellation epoch.
-pub fn begin_operation() {
+/// Leader: run one compute export (`op` returns its TrResult code). With a ready pool it runs
+/// on worker 0 while the leader waits; without a pool (never started, shut down) on the leader
+/// itself; with a failed pool it is refused. The cancellation epoch is snapshot first.
+pub fn operation(op: &(dyn Fn() -> i32 + Sync + '_)) -> i32 {
     OP_EPOCH.0.store(CANCEL_EPOCH.0.load(Acquire), Release);
-}
-
-fn bound_ns() -> i64 {
-    LIVENESS_MS.0.load(Relaxed) as i64 * 1_000_000
+    match STATE.0.load(Acquire) {
+        POOL_READY => {}
+        POOL_FAILED => return TrResult::WorkerFailure.code(),
+        _ => return op(),
+    }
+    // SAFETY: no operation is open (the leader is the only publisher and waits for each).
+    // The lifetime is erased: `op` outlives the operation because this function waits for
+    // OP_DONE, or for worker 0's death, before returning.
+    unsafe {
+        let op: *const OpBody = core::mem::transmute::<&(dyn Fn() -> i32 + Sync + '_), &'static OpBody>(op);
+        *OP_JOB.0.get() = Some(op);
+    }
+    let generation = OP_GENERATION.0.fetch_add(1, AcqRel).wrapping_add(1);
+    notify(&OP_GENERATION.0);
+    let spin = LEADER_SPIN.0.load(Relaxed);
+    let mut polls = 0;
+    let mut progress = PROGRESS.0.load(Acquire);
+    let mut silent = 0;
+    loop {
+        let done = OP_DONE.0.load(Acquire);
+        if done == generation {
+            return OP_RESULT.0.load(Relaxed) as i32;
+        }
+        if FAILED_WORKERS.0.load(Acquire) & 1 != 0 {
+            return TrResult::WorkerFailure.code(); // worker 0 trapped: nothing runs any more
+        }
+        if polls < spin {
+            polls += 1;
+            core::hint::spin_loop();
+            continue;
+        }
+        if !doze(&OP_DONE.0, done) {
+            continue;
+        }
+        // Worker 0 answers within one liveness bound even when another worker is gone (its
+        // barrier wait is bounded); two bounds without progress means worker 0 is gone.
+        let now = PROGRESS.0.load(Acquire);
+        if now != progress {
+            progress = now;
+            silent = 0;
+        } else {
+            silent += 1;
+            if silent >= 2 * bound_slices() {
+                fail_pool();
+                return TrResult::WorkerFailure.code();
+            }
+        }
+    }
 }
 
 /// `Parallel::checkpoint`: the pool is alive and the operation was not cancelled.
 fn checkpoint() -> TrReturn<()> {
+    PROGRESS.0.fetch_add(1, Relaxed);
     if STATE.0.load(Acquire) != POOL_READY {
         return Err(TrResult::WorkerFailure);
     }
@@ -336,7 +458,8 @@ fn checkpoint() -> TrReturn<()> {
     Ok(())
 }
 
-/// `Parallel::rows`: one barrier over all workers, each on its `share` of `0..rows`.
+/// `Parallel::rows`: one barrier over all workers, each on its `share` of `0..rows`. Runs on
+/// worker 0 inside an operation; anywhere else (never expected) the rows run right here.
 fn run_rows(rows: usize, body: &(dyn Fn(Range<usize>) -> TrReturn<()> + Sync + '_)) -> TrReturn<()> {
     let seq = BARRIERS.0.fetch_add(1, Relaxed).wrapping_add(1);
     if seq == CANCEL_AT_BARRIER.0.load(Relaxed) {
@@ -345,45 +468,61 @@ fn run_rows(rows: usize, body: &(dyn Fn(Range<usize>) -> TrReturn<()> + Sync + '
     checkpoint()?; // before the barrier
     let n = WORKERS.0.load(Acquire);
     let epoch = OP_EPOCH.0.load(Acquire);
-    // SAFETY: no barrier is open, so no worker reads JOB now. The lifetime is erased: `body`
-    // outlives the barrier because this function waits for every participant (or fails the
-    // pool for good, after which no worker runs a job again).
-    unsafe {
-        let body: *const Body = core::mem::transmute::<&(dyn Fn(Range<usize>) -> TrReturn<()> + Sync + '_), &'static Body>(body);
-        *JOB.0.get() = Job { body: Some(body), rows, epoch };
+    let local = RowsJob { body: None, rows, epoch };
+    if n == 1 || IN_OPERATION.0.load(Acquire) == 0 {
+        // one participant: no barrier to open
+        let erased = erase(body);
+        run_share(&RowsJob { body: Some(erased), ..local }, 0, 1)?;
+        return checkpoint();
     }
+    let job = RowsJob { body: Some(erase(body)), ..local };
+    // SAFETY: no row command is open (worker 0 is the only publisher and waits for each).
+    unsafe { *ROWS_JOB.0.get() = job };
     COMPLETED.0.store(0, Relaxed);
     ERROR.0.store(0, Relaxed);
-    GENERATION.0.fetch_add(1, AcqRel);
-    notify(&GENERATION.0);
+    ROWS_GENERATION.0.fetch_add(1, AcqRel);
+    notify(&ROWS_GENERATION.0);
+    let mine = run_share(&job, 0, n);
+    let others = n - 1;
     let mut polls = 0;
-    let spin = LEADER_SPIN.0.load(Relaxed);
+    let mut silent = 0;
     loop {
         let done = COMPLETED.0.load(Acquire);
-        if done >= n {
+        if done >= others {
             break;
         }
         if STATE.0.load(Acquire) != POOL_READY {
             return Err(TrResult::WorkerFailure); // a worker trapped: its rows are unwritten
         }
-        if polls < spin {
+        if polls < WORKER_SPIN {
             polls += 1;
             core::hint::spin_loop();
             continue;
         }
-        // Only the last participant and `fail_pool` notify COMPLETED; a wait that times out
-        // with the barrier still open means a participant is gone.
-        if wait(&COMPLETED.0, done, bound_ns()) == 2 && COMPLETED.0.load(Acquire) < n {
-            fail_pool();
-            CANCEL_EPOCH.0.fetch_add(1, AcqRel); // stop the survivors between tiles
-            return Err(TrResult::WorkerFailure);
+        // a barrier still open after the liveness bound means a participant is gone
+        if doze(&COMPLETED.0, done) {
+            silent += 1;
+            if silent >= bound_slices() {
+                fail_pool();
+                return Err(TrResult::WorkerFailure);
+            }
         }
     }
+    PROGRESS.0.fetch_add(1, Relaxed);
+    mine?;
     match ERROR.0.load(Acquire) {
         0 => {}
         e => return Err(code_to_result(e as i32)),
     }
     checkpoint() // after the barrier
+}
+
+/// The closure as a raw pointer for the command slot. Sound because `run_rows` does not
+/// return before every participant finished with it (or the pool failed for good, after which
+/// no worker runs a command again).
+fn erase(body: &(dyn Fn(Range<usize>) -> TrReturn<()> + Sync + '_)) -> *const RowsBody {
+    // SAFETY: lifetime erasure only; see above.
+    unsafe { core::mem::transmute::<&(dyn Fn(Range<usize>) -> TrReturn<()> + Sync + '_), &'static RowsBody>(body) }
 }
 
 fn code_to_result(code: i32) -> TrResult {
