@@ -44,8 +44,9 @@ def test_self_test_and_identity_exports(scalar_wasm: Path) -> None:
     assert rt.call("tr_self_test") == 0
     identity = [rt.call(f) for f in ("tr_abi_version", "tr_runtime_semantics", "tr_lane")]
     assert identity == [1, 1, 0]
-    scalar, simd = rt.path_counters()
+    scalar, simd, workers, participated = rt.path_counters()
     assert scalar > 0 and simd == 0
+    assert (workers, participated) == (0, 0)  # no worker pool in the scalar lane
 
 
 E2E = [GoldenVector.model_validate(r) for r in json.loads((GOLDEN / "e2e_decode.json").read_text())]

@@ -76,11 +76,12 @@ class WasmRuntime:
         token, flags = struct.unpack("<II", self.read(out, 8))
         return RESULT_NAMES[code], token, bool(flags & 1)
 
-    def path_counters(self) -> tuple[int, int]:
-        out = self.call("tr_alloc", 16)
+    def path_counters(self) -> tuple[int, int, int, int]:
+        """(scalar kernel calls, simd kernel calls, workers, participation bit mask)."""
+        out = self.call("tr_alloc", 24)
         assert self.call("tr_path_counters", out) == 0
-        scalar, simd = struct.unpack("<QQ", self.read(out, 16))
-        return int(scalar), int(simd)
+        scalar, simd, workers, mask = struct.unpack("<QQII", self.read(out, 24))
+        return int(scalar), int(simd), int(workers), int(mask)
 
 
 def dir_exports(instance: wasmtime.Instance, store: wasmtime.Store) -> list[str]:

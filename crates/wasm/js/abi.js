@@ -81,12 +81,19 @@ export async function decode(rt, session) {
   });
 }
 
-/** { scalar, simd }: kernel calls per path since start (BigInt). */
+/**
+ * Executed-path evidence: { scalar, simd } kernel calls since start (BigInt), the worker count
+ * and the ids of the workers that served a command (threads lane; 0 and [] elsewhere).
+ */
 export async function pathCounters(rt) {
-  return withWindow(rt, 16, async (ptr) => {
+  return withWindow(rt, 24, async (ptr) => {
     await check(rt, 'tr_path_counters', ptr);
-    const v = view(rt, ptr, 16);
-    return { scalar: v.getBigUint64(0, true), simd: v.getBigUint64(8, true) };
+    const v = view(rt, ptr, 24);
+    const workers = v.getUint32(16, true);
+    const mask = v.getUint32(20, true);
+    const participating = [];
+    for (let id = 0; id < 32; id++) if (mask & (1 << id)) participating.push(id);
+    return { scalar: v.getBigUint64(0, true), simd: v.getBigUint64(8, true), workers, participating };
   });
 }
 

@@ -4,7 +4,7 @@
 // served a command. Prints one line; exit 0 on pass, 1 on failure.
 import { readFileSync } from 'node:fs';
 import { instantiate } from './host.js';
-import { pathCounters, workerCounters } from './abi.js';
+import { pathCounters } from './abi.js';
 
 const [artifact, ...rest] = process.argv.slice(2);
 const at = rest.indexOf('--workers');
@@ -18,10 +18,9 @@ async function main() {
     let detail = `tr_self_test() == ${code}; lane ${await rt.call('tr_lane')}; scalar calls ${counters.scalar}, simd calls ${counters.simd}`;
     let ok = code === 0;
     if (rt.workers > 0) {
-      const w = await workerCounters(rt);
-      const all = (1 << rt.workers) - 1;
-      detail += `; workers ${w.workers}, participated 0x${w.participated.toString(16)}, sha256 ${rt.sha256.slice(0, 16)} acknowledged`;
-      ok = ok && w.workers === rt.workers && (w.participated & all) === all;
+      const ids = counters.participating;
+      detail += `; workers ${counters.workers}, participated [${ids.join(',')}], sha256 ${rt.sha256.slice(0, 16)} acknowledged`;
+      ok = ok && counters.workers === rt.workers && ids.length === rt.workers;
     }
     console.log(detail);
     return ok ? 0 : 1;

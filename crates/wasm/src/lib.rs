@@ -42,7 +42,7 @@ pub const SESSION_CONFIG_BYTES: u32 = 40;
 /// Bytes written by `tr_decode`, `tr_preflight`, `tr_path_counters`, handle outputs.
 pub const DECODE_RECORD_BYTES: u32 = 24;
 pub const PREFLIGHT_RECORD_BYTES: u32 = 16;
-pub const COUNTERS_RECORD_BYTES: u32 = 16;
+pub const COUNTERS_RECORD_BYTES: u32 = 24;
 pub const HANDLE_BYTES: u32 = 8;
 
 /// A session and the model it was made for (the model outlives `tr_model_free` while used).
@@ -176,9 +176,15 @@ impl Runtime {
 
     pub fn path_counters(&mut self, out: u32) -> TrReturn<()> {
         let (scalar, simd) = kernels::path_counters();
-        let mut record = [0u8; 16];
+        #[cfg(target_feature = "atomics")]
+        let (workers, participated) = threads::participation();
+        #[cfg(not(target_feature = "atomics"))]
+        let (workers, participated) = (0u32, 0u32); // no worker pool in this lane
+        let mut record = [0u8; COUNTERS_RECORD_BYTES as usize];
         record[..8].copy_from_slice(&scalar.to_le_bytes());
-        record[8..].copy_from_slice(&simd.to_le_bytes());
+        record[8..16].copy_from_slice(&simd.to_le_bytes());
+        record[16..20].copy_from_slice(&workers.to_le_bytes());
+        record[20..].copy_from_slice(&participated.to_le_bytes());
         self.write(out, &record)
     }
 }

@@ -73,8 +73,11 @@ fn addresses_outside_windows_are_rejected() {
     assert_eq!(rt.model_load(w, 32, w).err(), Some(TrResult::Bounds)); // overruns window
     assert_eq!(rt.model_load(w, 16, w + 12).err(), Some(TrResult::Bounds)); // out record
     assert_eq!(rt.model_load(u32::MAX - 2, 8, w).err(), Some(TrResult::Bounds)); // wraps
-    assert_eq!(rt.path_counters(w + 8), Err(TrResult::Bounds));
-    assert_eq!(rt.path_counters(w), Ok(()));
+    let c = rt.alloc(COUNTERS_RECORD_BYTES);
+    assert_eq!(rt.path_counters(c + 8), Err(TrResult::Bounds)); // record overruns the window
+    assert_eq!(rt.path_counters(c), Ok(()));
+    assert_eq!(rt.free(c, COUNTERS_RECORD_BYTES), Ok(()));
+    assert_eq!(rt.path_counters(w), Err(TrResult::Bounds)); // 24-byte record, 16-byte window
     assert_eq!(rt.free(w, 15), Err(TrResult::InvalidArgument));
     assert_eq!(rt.free(w, 16), Ok(()));
     assert_eq!(rt.free(w, 16), Err(TrResult::InvalidArgument));

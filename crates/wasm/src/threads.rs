@@ -374,15 +374,22 @@ pub extern "C" fn tr_worker_counters(out: u32) -> i32 {
 
 pub const WORKER_COUNTERS_BYTES: u32 = 16;
 
+/// (workers started, bit i set: worker i served at least one command): executed-path
+/// evidence for `tr_path_counters` and `tr_worker_counters`.
+pub fn participation() -> (u32, u32) {
+    let mut mask = 0u32;
+    for (i, w) in WORKER_COMMANDS.iter().enumerate() {
+        if w.0.load(Relaxed) != 0 {
+            mask |= 1 << i;
+        }
+    }
+    (WORKERS.0.load(Acquire), mask)
+}
+
 impl Runtime {
     pub fn worker_counters(&mut self, out: u32) -> TrReturn<()> {
-        let mut mask = 0u32;
-        for (i, w) in WORKER_COMMANDS.iter().enumerate() {
-            if w.0.load(Relaxed) != 0 {
-                mask |= 1 << i;
-            }
-        }
-        let words = [WORKERS.0.load(Acquire), mask, BARRIERS.0.load(Relaxed), STATE.0.load(Acquire)];
+        let (workers, mask) = participation();
+        let words = [workers, mask, BARRIERS.0.load(Relaxed), STATE.0.load(Acquire)];
         let mut record = [0u8; WORKER_COUNTERS_BYTES as usize];
         for (chunk, w) in record.chunks_exact_mut(4).zip(words) {
             chunk.copy_from_slice(&w.to_le_bytes());
