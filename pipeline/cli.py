@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "golden": ("pipeline.golden", "regenerate tests/golden/ from the native scalar oracle"),
     "keygen": ("pipeline.keys", "create an Ed25519 release key pair"),
     "release": ("pipeline.release", "toolchain check, build, verify, smoke, sign, bundle to dist/"),
+    "bench": ("pipeline.bench", "lane benchmarks side by side; JSON under build/bench/"),
     "reproduce": ("pipeline.reproduce", "rebuild a bundle's revision and compare byte for byte"),
 }
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pipeline.atomicio import write_atomic
 from pipeline.errors import CheckFailed
 from pipeline.toolchain import probe
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
@@ -18,8 +20,12 @@ class Difference:
     severity: str = "drift"  # "drift" fails the check; "warning" is reported only
 
 
-def compare(lock: ToolchainLock) -> list[Difference]:
-    """Every difference between the lock and this machine, in lock order."""
+def compare(lock: ToolchainLock, digest_cache: Path | None = None) -> list[Difference]:
+    """Every difference between the lock and this machine, in lock order.
+
+    `digest_cache`: a JSON file of sysroot file digests keyed by stat signature, so that
+    repeated checks (every build) skip re-hashing unchanged files; None hashes everything.
+    """
     diffs: list[Difference] = []
 
     def differ(field: str, locked: str, found: str, severity: str = "drift") -> None:
@@ -36,18 +42,31 @@ def compare(lock: ToolchainLock) -> list[Difference]:
     versions = probe.installed_versions(list(lock.package))
     for pkg in lock.package:
         differ(f"package.{pkg.spec}.version", pkg.version, versions[pkg.spec])
+    known = _load_cache(digest_cache)
     for root in lock.sysroot:
-        digest = probe.sysroot_digest(root)
+        digest = probe.sysroot_digest(root, known)
         differ(f"sysroot.{root.target}.files", str(root.files), str(digest.files))
         differ(f"sysroot.{root.target}.sha256", root.sha256, digest.sha256)
     for tool in lock.tool:
         differ(f"tool.{tool.name}.version", tool.version, probe.tool_version(tool))
+    if digest_cache is not None and known is not None:
+        write_atomic(digest_cache, json.dumps(known, sort_keys=True).encode())
     # The trap on these machines: rustup's rustc/cargo first on PATH. Build code never uses
     # PATH (it calls the pinned binaries by absolute path), so this is a warning, not drift.
     pinned = {"rustc": lock.rustc.binary, "cargo": lock.rustc.cargo}
     for name, found in probe.path_shadows(pinned).items():
         differ(f"path.{name}", pinned[name], found, severity="warning")
     return diffs
+
+
+def _load_cache(path: Path | None) -> dict[str, tuple[probe.Signature, str]] | None:
+    if path is None:
+        return None
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return {k: (tuple(v[0]), str(v[1])) for k, v in raw.items()}
+    except (OSError, ValueError, TypeError, IndexError, AttributeError):
+        return {}  # no cache or a broken one: hash everything, write a fresh one
 
 
 def render_table(diffs: list[Difference]) -> str:
@@ -77,7 +96,8 @@ def drifted(diffs: list[Difference]) -> list[Difference]:
 def check_installed(repo_root: Path) -> None:
     """Raise CheckFailed naming every drifted field; what build and release call first."""
     lock_path = repo_root / "toolchain.lock"
-    bad = drifted(compare(load_lock(lock_path)))
+    cache = repo_root / "build" / ".scratch" / "sysroot-digests.json"
+    bad = drifted(compare(load_lock(lock_path), digest_cache=cache))
     if bad:
         raise CheckFailed(
             f"the installed toolchain differs from {lock_path.name} in {len(bad)} field(s): "

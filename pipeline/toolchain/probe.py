@@ -86,14 +86,31 @@ class SysrootFacts:
     sha256: str
 
 
-def sysroot_digest(sysroot: SysrootSeed) -> SysrootFacts:
-    """SHA-256 over sorted `relative-path  sha256` lines of every file in the folder."""
+# A file's stat signature: size, mtime, ctime (no user can set it back) and inode.
+Signature = tuple[int, int, int, int]
+
+
+def sysroot_digest(sysroot: SysrootSeed,
+                   known: dict[str, tuple[Signature, str]] | None = None) -> SysrootFacts:
+    """SHA-256 over sorted `relative-path  sha256` lines of every file in the folder.
+
+    `known` (path -> (stat signature, sha256)) lets an unchanged file skip re-hashing; it is
+    updated in place. Without it every byte is read.
+    """
     root = Path(sysroot.path)
     if not root.is_dir():
         return SysrootFacts(0, MISSING)
     lines = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        st = path.stat()
+        signature = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        cached = known.get(str(path)) if known is not None else None
+        if cached is not None and tuple(cached[0]) == signature:
+            digest = cached[1]
+        else:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if known is not None:
+                known[str(path)] = (signature, digest)
         lines.append(f"{path.relative_to(root).as_posix()}  {digest}\n")
     return SysrootFacts(len(lines), hashlib.sha256("".join(lines).encode()).hexdigest())
 
