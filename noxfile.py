@@ -86,5 +86,5 @@ def golden(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
     install(session)
-    session.run("python", "-m", "pipeline.bench", *session.posargs)
-    session.run("python", "-m", "verify.bench_parser", *session.posargs)
+    session.run("tinyrustlm-release", "bench", *session.posargs)
+    session.run("python", "-m", "verify.bench_parser")

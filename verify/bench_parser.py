@@ -109,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", type=Path, default=None)
     parser.add_argument("--size-mb", type=float, default=12.0)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--out", type=Path, default=Path("build/bench/parser-latest.json"),
+                        help="where the JSON result is written (default: build/bench/)")
     args = parser.parse_args(argv)
     source = args.input or _default_input()
     big = pack(source.read_bytes(), int(args.size_mb * 1_000_000))
@@ -126,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         theirs_1t = _best(lambda: subprocess.run(cmd, check=True, env=one_thread), args.runs)
         printed = print_instruction_count(path)
     result = {
+        "schema": "tinyrustlm.bench-parser.v1",
         "input": source.name,
         "module_bytes": len(big),
         "functions": module.code.function_count,
@@ -140,8 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         "count_matches_print": module.code.instruction_count - module.code.function_count
         == printed,
     }
+    text = json.dumps(result, indent=2) + "\n"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_name(f".{args.out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(args.out)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(text, end="")
     else:
         for key, value in result.items():
             print(f"{key:>28}: {value}")
