@@ -57,7 +57,9 @@ def first_difference(a: bytes, b: bytes) -> str | None:
     offset = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
                   min(len(a), len(b)))
     sizes = f"sizes {len(a)} vs {len(b)}"
-    spans = section_spans(a)
+    # Section layout up to the first difference is shared; take it from whichever side parses
+    # (a tampered file may no longer be a well-formed module).
+    spans = section_spans(a) or section_spans(b)
     for name, start, size in spans:
         if start <= offset < start + size:
             return f"first difference at byte {offset} in section {name} ({sizes})"

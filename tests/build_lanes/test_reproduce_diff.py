@@ -31,3 +31,10 @@ def test_first_difference(case: tuple[bytes, bytes, str | None]) -> None:
         assert found is None
     else:
         assert found is not None and expected in found
+
+
+def test_a_malformed_side_still_gets_a_section_from_the_other() -> None:
+    good = _module(b"\x00\x01\x0b")
+    broken = good[:-9] + b"\xff" + good[-8:]  # the code body no longer decodes
+    found = first_difference(broken, good)
+    assert found is not None and "section code" in found
