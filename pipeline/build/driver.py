@@ -108,7 +108,9 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
     scratch = build_dir / ".scratch"
     sources = tree_digest(workspace, source_files(workspace))
     index_path = build_dir / "index.json"
-    entries = _previous_entries(index_path)
+    current = {lane.id: lane_inputs(lane, workspace, lock_path, sources).input_digest
+               for lane in lanes_file.lane}
+    entries = _previous_entries(index_path, build_dir, current)
     failures: list[str] = []
     order = [lane.id for lane in lanes_file.lane]
 
@@ -119,7 +121,7 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
         lane_dir = build_dir / lane.id
         lane_dir.mkdir(parents=True, exist_ok=True)
         inputs = lane_inputs(lane, workspace, lock_path, sources)
-        record = None if force else _cached(lane_dir, inputs.input_digest)
+        record = None if force else _cached(lane_dir, current[lane.id])
         started = time.monotonic()
         if record is not None:
             say(f"[{number}/{len(selected)}] {lane.id}: cached (inputs unchanged)")
@@ -161,12 +163,16 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
     return index
 
 
-def _previous_entries(index_path: Path) -> dict[str, IndexEntry]:
+def _previous_entries(index_path: Path, build_dir: Path,
+                      current: dict[str, str]) -> dict[str, IndexEntry]:
+    """Entries of the last index that are still true: lanes not built in this run keep their
+    entry only if it was built from exactly today's inputs (same sources, lock, lane entry)."""
     try:
         index = BuildIndex.model_validate_json(index_path.read_bytes())
     except (OSError, ValueError):
         return {}
-    return {entry.lane: entry for entry in index.lanes}
+    return {entry.lane: entry for entry in index.lanes
+            if _cached(build_dir / entry.lane, current.get(entry.lane, "")) is not None}
 
 
 def _write_index(path: Path, revision: str, epoch: int, lock_path: Path,
