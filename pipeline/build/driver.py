@@ -108,8 +108,9 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
     scratch = build_dir / ".scratch"
     sources = tree_digest(workspace, source_files(workspace))
     index_path = build_dir / "index.json"
-    current = {lane.id: lane_inputs(lane, workspace, lock_path, sources).input_digest
-               for lane in lanes_file.lane}
+    inputs_of = {lane.id: lane_inputs(lane, workspace, lock_path, sources)
+                 for lane in lanes_file.lane}
+    current = {lane_id: inputs.input_digest for lane_id, inputs in inputs_of.items()}
     entries = _previous_entries(index_path, build_dir, current)
     failures: list[str] = []
     order = [lane.id for lane in lanes_file.lane]
@@ -120,8 +121,8 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
     for number, lane in enumerate(selected, 1):
         lane_dir = build_dir / lane.id
         lane_dir.mkdir(parents=True, exist_ok=True)
-        inputs = lane_inputs(lane, workspace, lock_path, sources)
-        record = None if force else _cached(lane_dir, current[lane.id])
+        inputs = inputs_of[lane.id]
+        record = None if force else _cached(lane_dir, inputs.input_digest)
         started = time.monotonic()
         if record is not None:
             say(f"[{number}/{len(selected)}] {lane.id}: cached (inputs unchanged)")
