@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.atomicio import write_atomic
-from pipeline.build.driver import build_lanes
-from pipeline.build.lanes import Lane, load_lanes
 from pipeline.errors import PipelineError
+from pipeline.lanebuild.driver import build_lanes
+from pipeline.lanebuild.lanes import Lane, load_lanes
 from pipeline.modelpack import PRESETS, pack, tensor_plan
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

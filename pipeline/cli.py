@@ -11,7 +11,7 @@ from verify.cmdline import dispatch
 COMMANDS: dict[str, tuple[str, str]] = {
     "toolchain": ("pipeline.toolchain.cli", "install, check or re-lock the pinned Rust toolchain"),
     "pack-model": ("pipeline.modelpack", "write a deterministic v1 model (tiny, small, bench)"),
-    "build": ("pipeline.build.cli", "build lanes with the pinned toolchain into build/"),
+    "build": ("pipeline.lanebuild.cli", "build lanes with the pinned toolchain into build/"),
     "golden": ("pipeline.golden", "regenerate tests/golden/ from the native scalar oracle"),
     "keygen": ("pipeline.keys", "create an Ed25519 release key pair"),
     "release": ("pipeline.release", "toolchain check, build, verify, smoke, sign, bundle to dist/"),

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline.atomicio import write_atomic
-from pipeline.build.driver import build_lanes
 from pipeline.errors import EXIT_OK, PipelineError
+from pipeline.lanebuild.driver import build_lanes
 from pipeline.modelpack import PRESETS, pack
 from pipeline.sources import git_facts
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pipeline.build.records import BuildIndex
 from pipeline.errors import CheckFailed, PipelineError
+from pipeline.lanebuild.records import BuildIndex
 from verify.canonical import canonical_json, canonical_model
 from verify.formats.manifest import (
     HostFile,

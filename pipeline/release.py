@@ -3,7 +3,7 @@
 Six numbered steps, taken from `STEPS` (a table, so tests can swap any of them for a fake):
 
     1 toolchain check   the tree is committed, the installed toolchain matches toolchain.lock
-    2 build             every lane, deterministically (pipeline.build)
+    2 build             every lane, deterministically (pipeline.lanebuild)
     3 verify            every artifact inspected against its lane policy; any failure stops
     4 smoke             each artifact's self-test result from the build index; any non-pass stops
     5 sign              manifest, SBOM, provenance; DSSE-signed into sigstore bundles
@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from pipeline.build.records import BuildIndex, BuildRecord
 from pipeline.errors import EXIT_OK, CheckFailed, PipelineError
 from pipeline.keys import SigningKey, resolve_signing_key
+from pipeline.lanebuild.records import BuildIndex, BuildRecord
 from pipeline.manifest import (
     BundleFile,
     LaneContract,
@@ -147,7 +147,7 @@ def step_toolchain_check(ctx: ReleaseContext) -> str:
 
 # -- 2 build ------------------------------------------------------------------------------
 def step_build(ctx: ReleaseContext) -> str:
-    from pipeline.build.driver import build_lanes
+    from pipeline.lanebuild.driver import build_lanes
 
     index = build_lanes(
         ctx.repo_root, ctx.lanes, ctx.rebuild, say=lambda line: ctx.say(f"    {line}")

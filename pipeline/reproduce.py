@@ -13,10 +13,10 @@ from pathlib import Path
 
 import lief
 
-from pipeline.build.driver import build_lanes
-from pipeline.build.inputs import sha256_file
-from pipeline.build.records import BuildIndex
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, PipelineError
+from pipeline.lanebuild.driver import build_lanes
+from pipeline.lanebuild.inputs import sha256_file
+from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.check import check_installed
 from verify.formats.manifest import ModuleManifest
 from verify.wasm.errors import MalformedWasm

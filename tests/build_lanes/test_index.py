@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.build.driver import RECORD, _previous_entries
-from pipeline.build.records import (
+from pipeline.lanebuild.driver import RECORD, _previous_entries
+from pipeline.lanebuild.records import (
     BuildIndex,
     BuildInputs,
     BuildOutput,

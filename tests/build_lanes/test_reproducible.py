@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.build.records import BuildIndex
+from pipeline.lanebuild.records import BuildIndex
 from pipeline.reproduce import compare_bundle
 from tests.clones import run_build
 from verify.formats.manifest import ModuleManifest

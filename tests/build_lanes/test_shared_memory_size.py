@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.build.lanes import load_lanes
+from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, pack
 
 pytestmark = pytest.mark.integration

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from pipeline.bench import build_kernel_harness
-from pipeline.build.driver import build_lanes
-from pipeline.build.lanes import load_lanes
+from pipeline.lanebuild.driver import build_lanes
+from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, pack
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def _require_tools() -> None:
 
 @pytest.fixture(scope="session")
 def wasm_lanes() -> dict[str, Path]:
-    """lane id -> artifact, built (or taken from the cache) by pipeline.build."""
+    """lane id -> artifact, built (or taken from the cache) by pipeline.lanebuild."""
     _require_tools()
     index = build_lanes(REPO_ROOT, lanes=list(WASM_LANES), say=lambda _line: None)
     return {e.lane: REPO_ROOT / e.artifact for e in index.lanes if e.lane in WASM_LANES}

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.build.records import BuildIndex
 from pipeline.keys import KeyFiles, generate_key_files
+from pipeline.lanebuild.records import BuildIndex
 from pipeline.release import (
     STEPS,
     ReleaseContext,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from pipeline.build.lanes import Lane
-from pipeline.build.records import BuildInputs
 from pipeline.errors import PipelineError
+from pipeline.lanebuild.lanes import Lane
+from pipeline.lanebuild.records import BuildInputs
 
 # Bump when the driver changes how it invokes cargo (argv/env): old cache entries then miss.
 DRIVER_VERSION = "2"

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.atomicio import write_atomic
-from pipeline.build import smoke
-from pipeline.build.cargo import CompileError, plan_run, run_cargo
-from pipeline.build.inputs import lane_inputs, sha256_file, source_files
-from pipeline.build.lanes import Lane, load_lanes
-from pipeline.build.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.filelock import hold_lock
+from pipeline.lanebuild import smoke
+from pipeline.lanebuild.cargo import CompileError, plan_run, run_cargo
+from pipeline.lanebuild.inputs import lane_inputs, sha256_file, source_files
+from pipeline.lanebuild.lanes import Lane, load_lanes
+from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.sources import git_facts, tree_digest
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
 from verify.wasm.sections import parse_module

@@ -1,6 +1,6 @@
 """Run a Wasm lane's `tr_self_test` in wasmtime, in its own process.
 
-Usage: python -m pipeline.build.smoke_wasmtime FILE --simd {0,1}
+Usage: python -m pipeline.lanebuild.smoke_wasmtime FILE --simd {0,1}
 Prints one JSON line {"code": int, "engine": str}; exit 0 only if the self-test returned 0.
 A separate process because wasmtime-py can abort the whole interpreter on some configs.
 """

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.build.lanes import Lane, LanesFile
 from pipeline.errors import PipelineError
+from pipeline.lanebuild.lanes import Lane, LanesFile
 from pipeline.toolchain.lockfile import ToolchainLock
 from verify.wasm import tools as wasm_tools
 

@@ -7,10 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.build.driver import build_lanes
-from pipeline.build.lanes import load_lanes
-from pipeline.build.records import BuildIndex
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK
+from pipeline.lanebuild.driver import build_lanes
+from pipeline.lanebuild.lanes import load_lanes
+from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.check import check_installed
 
 
@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lane", action="append", dest="lanes", metavar="ID",
                         help="build only this lane (repeatable; default: every lane)")
     parser.add_argument("--force", action="store_true", help="rebuild even if inputs are unchanged")
-    parser.add_argument("--repo", type=Path, default=Path("."), help="repository root")
+    parser.add_argument("--repo", type=Path, default=Path(), help="repository root")
 
 
 def say(text: str) -> None:

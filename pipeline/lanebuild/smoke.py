@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.build.records import SmokeResult
+from pipeline.lanebuild.records import SmokeResult
 
 TIMEOUT_SECONDS = 120
 QEMU = "/usr/bin/qemu-aarch64-static"
@@ -41,7 +41,7 @@ def _run(argv: list[str], engine: str, env: dict[str, str] | None = None,
 
 def _wasmtime(simd: bool) -> Callable[[Path, Path, Path], SmokeResult]:
     def runner(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
-        result = _run([sys.executable, "-m", "pipeline.build.smoke_wasmtime", str(artifact),
+        result = _run([sys.executable, "-m", "pipeline.lanebuild.smoke_wasmtime", str(artifact),
                        "--simd", str(int(simd))], "wasmtime-py", cwd=repo_root)
         if result.status == "pass":
             engine = json.loads(result.detail)["engine"]
