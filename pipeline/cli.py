@@ -1,33 +1,62 @@
-"""`tinyrustlm-release`: the maintainers' command line."""
+"""`tinyrustlm-release`: the maintainers' command line.
+
+Each command is a module with `add_arguments(parser)` and `run(args) -> int`; the one error
+root (`PipelineError`) is caught here, once, and printed as its `diagnostics()`.
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from pipeline.errors import PipelineError
-from verify.cmdline import dispatch
+from pipeline import bench, formats, golden, keys, modelpack, release, reproduce
+from pipeline.errors import EXIT_ERROR, PipelineError
+from pipeline.lanebuild import cli as build_cli
+from pipeline.toolchain import cli as toolchain_cli
 
 # name -> (module with add_arguments/run, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "toolchain": ("pipeline.toolchain.cli", "install, check or re-lock the pinned Rust toolchain"),
-    "pack-model": ("pipeline.modelpack", "write a deterministic v1 model (tiny, small, bench)"),
-    "build": ("pipeline.lanebuild.cli", "build lanes with the pinned toolchain into build/"),
-    "golden": ("pipeline.golden", "regenerate tests/golden/ from the native scalar oracle"),
-    "keygen": ("pipeline.keys", "create an Ed25519 release key pair"),
-    "release": ("pipeline.release", "toolchain check, build, verify, smoke, sign, bundle to dist/"),
-    "bench": ("pipeline.bench", "lane benchmarks side by side; JSON under build/bench/"),
-    "reproduce": ("pipeline.reproduce", "rebuild a bundle's revision and compare byte for byte"),
+COMMANDS: dict[str, tuple[ModuleType, str]] = {
+    "toolchain": (toolchain_cli, "install, check or re-lock the pinned Rust toolchain"),
+    "pack-model": (modelpack, "write a deterministic v1 model (tiny, small, bench)"),
+    "build": (build_cli, "build lanes with the pinned toolchain into build/"),
+    "golden": (golden, "regenerate tests/golden/ from the native scalar oracle"),
+    "keygen": (keys, "create an Ed25519 release key pair"),
+    "release": (release, "toolchain check, build, verify, smoke, sign, bundle to dist/"),
+    "bench": (bench, "lane benchmarks side by side; JSON under build/bench/"),
+    "reproduce": (reproduce, "rebuild a bundle's revision and compare byte for byte"),
+    "schemas": (formats, "write the JSON Schema of every versioned format"),
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return dispatch(
-        "tinyrustlm-release",
-        "Build, verify, sign and release tinyrustlm.",
-        COMMANDS,
-        argv,
-        PipelineError,
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="tinyrustlm-release", description="Build, verify, sign and release tinyrustlm."
     )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except PipelineError as exc:
+        print(exc.diagnostics(), file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:  # a file vanished or is unreadable: still one clear line, exit 3
+        where = f"\n  where: {exc.filename}" if exc.filename else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("tinyrustlm-release: interrupted", file=sys.stderr)
+        return 130
+    return code
 
 
 if __name__ == "__main__":

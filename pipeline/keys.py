@@ -24,9 +24,9 @@ from cryptography.hazmat.primitives.serialization import (
 
 from pipeline.atomicio import write_atomic
 from pipeline.errors import EXIT_OK, PipelineError
-from verify.dsse import keyid_of
+from verify.bundle.dsse import keyid_of
+from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.formats.manifest import KeyClass
-from verify.trusted_keys import trusted_key_entry, trusted_keys_json
 
 KEY_ENV = "TINYRUSTLM_RELEASE_KEY"
 DEV_KEY_DIR = ".dev-keys"

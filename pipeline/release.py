@@ -17,7 +17,6 @@ expiry a fixed period after it, so releasing twice from one commit gives identic
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +49,7 @@ from pipeline.sources import (
     python_requirements,
     require_clean,
 )
+from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.layout import (
     MANIFEST,
     MANIFEST_SIGNATURE,
@@ -60,13 +60,13 @@ from verify.bundle.layout import (
 )
 from verify.bundle.report_check import Deriver, default_deriver, failed_findings
 from verify.canonical import canonical_json
-from verify.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.errors import VerifyError
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, KeyClass, MemoryRules, ModuleManifest
+from verify.policy import DEFAULT_POLICY_DIR, load_wasm_policies
+from verify.wasm.features import PROPOSAL_NAMES
 
 # A manifest is valid for this long after SOURCE_DATE_EPOCH (fixed, so bundles reproduce).
 MANIFEST_VALIDITY_SECONDS = 365 * 24 * 3600
-POLICY_DIR = Path("manifests/policy")
 T = TypeVar("T")
 
 
@@ -219,38 +219,26 @@ def step_smoke(ctx: ReleaseContext) -> str:
 
 
 # -- 5 sign -------------------------------------------------------------------------------
-def lane_contracts(repo_root: Path, lanes: Sequence[str]) -> dict[str, LaneContract]:
-    """Each wasm lane's manifest promises, derived from its policy (manifests/policy/wasm.json).
+def lane_contracts(lanes: Sequence[str]) -> dict[str, LaneContract]:
+    """Each wasm lane's manifest promises, derived from the verifier's lane policy.
 
     A host must support every proposal the policy allows (the module may use any of them),
     and every proposal the policy does not allow is forbidden. Names are the reference's
     (LLVM target-feature names: simd128, atomics, bulk-memory, mutable-globals, ...).
     Shared memory needs SharedArrayBuffer, hence cross-origin isolation.
     """
-    from verify.wasm.features import BY_NAME, PROPOSAL_NAMES
-
-    path = repo_root / POLICY_DIR / "wasm.json"
-    try:
-        policy = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PipelineError(f"cannot read lane policy: {exc.strerror}", where=str(path)) from exc
-    except json.JSONDecodeError as exc:
-        raise PipelineError(f"lane policy is not JSON: {exc}", where=str(path)) from exc
+    policies = load_wasm_policies()
+    feature = {p: row[2] for p, row in PROPOSAL_NAMES.items() if row[2]}
     contracts: dict[str, LaneContract] = {}
     for lane in lanes:
-        where = f"{path}: lanes.{lane}"
-        try:
-            entry = policy["lanes"][lane]
-            allowed = {BY_NAME[name] for name in entry["allowed_proposals"]}
-            memory = MemoryRules(
-                shared=bool(entry["memory"]["shared"]), growth=bool(entry["memory"]["growth"])
-            )
-        except (KeyError, TypeError) as exc:
-            raise PipelineError(f"lane policy lacks or misnames {exc}", where=where) from exc
-        feature = {p: row[2] for p, row in PROPOSAL_NAMES.items() if row[2]}
+        if lane not in policies:
+            raise PipelineError(f"the lane policy has no wasm lane {lane!r}",
+                                where=str(DEFAULT_POLICY_DIR / "wasm.json"))  # fmt: skip
+        policy = policies[lane]
+        memory = MemoryRules(shared=policy.memory.shared, growth=policy.memory.growth)
         contracts[lane] = LaneContract(
-            required_features=tuple(feature[p] for p in feature if p in allowed),
-            forbidden_features=tuple(feature[p] for p in feature if p not in allowed),
+            required_features=tuple(f for p, f in feature.items() if p & policy.allowed),
+            forbidden_features=tuple(f for p, f in feature.items() if not p & policy.allowed),
             requires_cross_origin_isolation=memory.shared,
             memory=memory,
         )
@@ -293,7 +281,7 @@ def step_sign(ctx: ReleaseContext) -> str:
         index=index,
         artifacts=artifacts,
         js_files=js_files,
-        contracts=lane_contracts(ctx.repo_root, wasm_lanes),
+        contracts=lane_contracts(wasm_lanes),
         version=ctx.version,
         key_class=key.key_class,
         expires_epoch=index.source_date_epoch + MANIFEST_VALIDITY_SECONDS,

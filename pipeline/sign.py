@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from verify.dsse import DsseSignature, Envelope, keyid_of, pae, sigstore_bundle_json
+from verify.bundle.dsse import DsseSignature, Envelope, keyid_of, pae, sigstore_bundle_json
 
 
 def sign_envelope(key: Ed25519PrivateKey, payload_type: str, payload: bytes) -> Envelope:

@@ -1,8 +1,7 @@
 """Wasm lane checks: pure functions (facts, policy) -> Finding, registered in ONE table.
 
-Like bitcoin's security-check.py, but each check returns Finding(id, ok, evidence) and
-never prints. The cross-check rows need wasm-tools verdicts in the facts; inspect.py
-runs the tool and the rows run only when those verdicts are present.
+The cross-check rows need wasm-tools verdicts in the facts; inspect.py runs the tool and
+the rows run only when those verdicts are present (verify.checktable runs the table).
 """
 
 from __future__ import annotations
@@ -10,35 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from verify.checktable import Finding, always, run_checks
 from verify.paths import outside
 from verify.policy import WasmPolicy
 from verify.wasm import features
 from verify.wasm.features import BY_TARGET_FEATURE, NONE, Proposal
 from verify.wasm.inventory import WasmInventory
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    id: str
-    ok: bool
-    evidence: str
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One `wasm-tools validate --features=<features>` run."""
-
-    features: str
-    valid: bool
-    message: str  # the tool's first error line ("" when valid)
-
-
-@dataclass(frozen=True, slots=True)
-class CrossCheck:
-    own: Verdict  # the lane's allowed set
-    lower: Verdict | None  # the next lower lane's set (None for the lowest lane)
-    exact: Verdict  # exactly the proposals we inferred
-    without: tuple[tuple[str, Verdict], ...]  # inferred set minus one proposal, per proposal
+from verify.wasm.tools import CrossCheck
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,34 +200,33 @@ def tools_agree(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     return Finding("", True, f"wasm-tools agrees: needs exactly {cc.exact.features}")
 
 
-Check = Callable[[WasmFacts, WasmPolicy], Finding]
+def with_tool(facts: WasmFacts, policy: WasmPolicy) -> bool:
+    return facts.cross_check is not None
 
-# id -> (check, needs wasm-tools verdicts). One row per check; ids are stable API.
-WASM_CHECKS: dict[str, tuple[Check, bool]] = {
-    "wasm.proposals.allowed": (proposals_allowed, False),
-    "wasm.proposals.required": (proposals_required, False),
-    "wasm.target_features.agree": (target_features_agree, False),
-    "wasm.memory.source": (memory_source, False),
-    "wasm.memory.shared": (memory_shared, False),
-    "wasm.memory.fixed": (memory_fixed, False),
-    "wasm.memory.growth": (memory_growth, False),
-    "wasm.exports.required": (exports_required, False),
-    "wasm.exports.allowed": (exports_allowed, False),
-    "wasm.imports.allowed": (imports_allowed, False),
-    "wasm.custom.forbidden": (custom_forbidden, False),
-    "wasm.debug.absent": (debug_absent, False),
-    "wasm.paths.build": (paths_build, False),
-    "wasm.tools.valid": (tools_valid, True),
-    "wasm.tools.needs_lane": (tools_needs_lane, True),
-    "wasm.tools.agree": (tools_agree, True),
+
+Check = Callable[[WasmFacts, WasmPolicy], Finding]
+Applies = Callable[[WasmFacts, WasmPolicy], bool]
+
+# id -> (check, when it applies). One row per check; ids are stable API.
+WASM_CHECKS: dict[str, tuple[Check, Applies]] = {
+    "wasm.proposals.allowed": (proposals_allowed, always),
+    "wasm.proposals.required": (proposals_required, always),
+    "wasm.target_features.agree": (target_features_agree, always),
+    "wasm.memory.source": (memory_source, always),
+    "wasm.memory.shared": (memory_shared, always),
+    "wasm.memory.fixed": (memory_fixed, always),
+    "wasm.memory.growth": (memory_growth, always),
+    "wasm.exports.required": (exports_required, always),
+    "wasm.exports.allowed": (exports_allowed, always),
+    "wasm.imports.allowed": (imports_allowed, always),
+    "wasm.custom.forbidden": (custom_forbidden, always),
+    "wasm.debug.absent": (debug_absent, always),
+    "wasm.paths.build": (paths_build, always),
+    "wasm.tools.valid": (tools_valid, with_tool),
+    "wasm.tools.needs_lane": (tools_needs_lane, with_tool),
+    "wasm.tools.agree": (tools_agree, with_tool),
 }
 
 
 def run_wasm_checks(facts: WasmFacts, policy: WasmPolicy) -> list[Finding]:
-    findings = []
-    for check_id, (check, needs_tool) in WASM_CHECKS.items():
-        if needs_tool and facts.cross_check is None:
-            continue
-        result = check(facts, policy)
-        findings.append(Finding(check_id, result.ok, result.evidence))
-    return findings
+    return run_checks(WASM_CHECKS, facts, policy)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from verify.checks import Finding
+from verify.checktable import Finding, run_checks
 from verify.native.facts import NativeFacts
 from verify.paths import outside
 from verify.policy import NativePolicy
@@ -102,12 +102,18 @@ def paths_build(f: NativeFacts, p: NativePolicy) -> Finding:
     return Finding("", True, f"{len(f.paths)} absolute paths, all allowed")
 
 
-NativeCheck = Callable[[NativeFacts, NativePolicy], Finding]
-ELF, PE = frozenset({"ELF"}), frozenset({"PE"})
-BOTH = ELF | PE
+def _formats(*names: str) -> Callable[[NativeFacts, NativePolicy], bool]:
+    def applies(facts: NativeFacts, policy: NativePolicy) -> bool:
+        return policy.format in names
 
-# id -> (check, formats it applies to). One row per check; ids are stable API.
-NATIVE_CHECKS: dict[str, tuple[NativeCheck, frozenset[str]]] = {
+    return applies
+
+
+NativeCheck = Callable[[NativeFacts, NativePolicy], Finding]
+ELF, PE, BOTH = _formats("ELF"), _formats("PE"), _formats("ELF", "PE")
+
+# id -> (check, the formats it applies to). One row per check; ids are stable API.
+NATIVE_CHECKS: dict[str, tuple[NativeCheck, Callable[[NativeFacts, NativePolicy], bool]]] = {
     "native.format": (fmt_machine, BOTH),
     "native.libraries": (libraries, BOTH),
     "native.glibc": (glibc, ELF),
@@ -126,10 +132,4 @@ NATIVE_CHECKS: dict[str, tuple[NativeCheck, frozenset[str]]] = {
 
 
 def run_native_checks(facts: NativeFacts, policy: NativePolicy) -> list[Finding]:
-    findings = []
-    for check_id, (check, formats) in NATIVE_CHECKS.items():
-        if policy.format not in formats:
-            continue
-        result = check(facts, policy)
-        findings.append(Finding(check_id, result.ok, result.evidence))
-    return findings
+    return run_checks(NATIVE_CHECKS, facts, policy)

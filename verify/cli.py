@@ -1,27 +1,55 @@
-"""`tinyrustlm-verify`: inspect artifacts and bundles without trusting the builder."""
+"""`tinyrustlm-verify`: inspect artifacts and bundles without trusting the builder.
+
+Each command is a module with `add_arguments(parser)` and `run(args) -> int`; the one error
+root (`VerifyError`) is caught here, once, and printed as its `diagnostics()`.
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from verify.cmdline import dispatch
-from verify.errors import VerifyError
+from verify import artifact_cli
+from verify.bundle import cli as bundle_cli
+from verify.errors import EXIT_ERROR, VerifyError
 
 # name -> (module with add_arguments/run, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "artifact": ("verify.artifact_cli", "inspect one final binary against its lane's policy"),
-    "bundle": ("verify.bundle.cli", "verify a signed release bundle (directory or tarball)"),
+COMMANDS: dict[str, tuple[ModuleType, str]] = {
+    "artifact": (artifact_cli, "inspect one final binary against its lane's policy"),
+    "bundle": (bundle_cli, "verify a signed release bundle (directory or tarball)"),
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return dispatch(
-        "tinyrustlm-verify",
-        "Independent verification of tinyrustlm release bytes.",
-        COMMANDS,
-        argv,
-        VerifyError,
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="tinyrustlm-verify",
+        description="Independent verification of tinyrustlm release bytes.",
     )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except VerifyError as exc:
+        print(exc.diagnostics(), file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:  # a file vanished or is unreadable: still one clear line, exit 3
+        where = f"\n  where: {exc.filename}" if exc.filename else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("tinyrustlm-verify: interrupted", file=sys.stderr)
+        return 130
+    return code
 
 
 if __name__ == "__main__":

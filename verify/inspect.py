@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
-from verify.checks import Finding, WasmFacts, run_wasm_checks
+from verify.checks import WasmFacts, run_wasm_checks
 from verify.checks_native import run_native_checks
+from verify.checktable import Finding
 from verify.errors import VerifyError
 from verify.formats.report import (
     ArtifactReport,
@@ -31,17 +32,14 @@ from verify.native.facts import NativeFacts
 from verify.native.read import native_facts
 from verify.policy import (
     DEFAULT_POLICY_DIR,
-    NATIVE_LANES,
-    WASM_LANES,
+    POLICY_FILES,
     PolicyError,
+    lane_kinds,
     load_native_policies,
     load_wasm_policies,
 )
 from verify.wasm import tools
 from verify.wasm.inventory import WasmInventory, inventory_bytes
-
-LANES = WASM_LANES + NATIVE_LANES
-POLICY_FILES = ("wasm.json", "native.json")
 
 
 def _read(path: Path) -> bytes:
@@ -118,12 +116,13 @@ def inspect_artifact(
     path: Path, lane: str, policy_dir: Path | None = None, *, cross_check: bool = True
 ) -> ArtifactReport:
     """Inspect one final binary against its lane's policy (steps 1-4 above)."""
-    if lane not in LANES:
-        raise PolicyError(f"unknown lane {lane!r}; lanes: {', '.join(LANES)}")
+    kinds = lane_kinds(policy_dir)
+    if lane not in kinds:
+        raise PolicyError(f"unknown lane {lane!r}; lanes: {', '.join(kinds)}")
     data = _read(path)  # step 1
     digest = hashlib.sha256(data).hexdigest()
     common = {"file": path.name, "sha256": digest, "size": len(data), "lane": lane}
-    if lane in WASM_LANES:
+    if kinds[lane] == "wasm":
         facts = wasm_facts(path, data, lane, policy_dir, cross_check)  # steps 2-3
         found = run_wasm_checks(facts, load_wasm_policies(policy_dir)[lane])  # step 4
         return ArtifactReport(
@@ -133,11 +132,8 @@ def inspect_artifact(
             wasm=wasm_summary(facts.inventory, facts.cross_check is not None),
             findings=_findings(found),
         )
-    policies = load_native_policies(policy_dir)
-    if lane not in policies:
-        raise PolicyError(f"native policy has no lane {lane!r}")
     nfacts = native_facts(data, str(path))  # step 2
-    found = run_native_checks(nfacts, policies[lane])  # step 4
+    found = run_native_checks(nfacts, load_native_policies(policy_dir)[lane])  # step 4
     return ArtifactReport(
         **common,
         kind="native",

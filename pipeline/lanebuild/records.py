@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from verify.formats.base import Frozen
 
 SmokeStatus = Literal["pass", "fail", "not-run"]
 
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class SmokeResult(Frozen):

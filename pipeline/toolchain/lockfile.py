@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from pipeline.errors import PipelineError
+from verify.formats.base import Sha256Hex
+from verify.formats.base import StrictFrozen as Frozen
 
 LOCK_SCHEMA = "tinyrustlm.toolchain-lock.v1"
 SEED_SCHEMA = "tinyrustlm.toolchain-seed.v1"
@@ -21,11 +23,6 @@ HEADER = (
     "# machine with it field by field.\n"
 )
 Role = Literal["compiler", "std", "linker", "runner"]
-Sha256 = Field(pattern=r"^[0-9a-f]{64}$")
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
 class PackageSeed(Frozen):
@@ -72,12 +69,12 @@ class LockedPackage(PackageSeed):
     version: str
     filename: str = Field(description="path of the .deb in the archive pool")
     size: int
-    sha256: str = Sha256
+    sha256: Sha256Hex
 
 
 class LockedSysroot(SysrootSeed):
     files: int
-    sha256: str = Sha256
+    sha256: Sha256Hex
 
 
 class LockedTool(ToolSeed):

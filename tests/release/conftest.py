@@ -32,8 +32,8 @@ from pipeline.release import (
     run_release,
     with_step,
 )
+from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import Verdict, verify_bundle
-from verify.trusted_keys import load_trusted_keys
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSION = "9.9.9"
@@ -92,7 +92,6 @@ def make_repo(root: Path, commit_time: int) -> Path:
     repo = root / "repo"
     (repo / "crates/core/src").mkdir(parents=True)
     (repo / "crates/wasm/js").mkdir(parents=True)
-    (repo / "manifests/policy").mkdir(parents=True)
     (repo / ".gitignore").write_text("/build/\n/dist/\n/.dev-keys/\n")
     (repo / "pyproject.toml").write_text(f'[project]\nname = "fake"\nversion = "{VERSION}"\n')
     (repo / "requirements.lock").write_text(
@@ -100,7 +99,6 @@ def make_repo(root: Path, commit_time: int) -> Path:
         "rfc8785==0.1.4 \\\n    --hash=sha256:" + "b" * 64 + "\n"
     )
     shutil.copy(REPO_ROOT / "toolchain.lock", repo / "toolchain.lock")
-    shutil.copy(REPO_ROOT / "manifests/policy/wasm.json", repo / "manifests/policy/wasm.json")
     (repo / "crates/Cargo.toml").write_text(
         '[workspace]\nmembers = ["core"]\n[workspace.package]\nversion = "0.1.0"\n'
     )

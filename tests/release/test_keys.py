@@ -21,7 +21,7 @@ from pipeline.keys import (
     load_private_key,
     resolve_signing_key,
 )
-from verify.trusted_keys import load_trusted_keys
+from verify.bundle.trusted_keys import load_trusted_keys
 
 
 def test_keygen_command_writes_private_0600_public_and_trust_entry(tmp_path: Path) -> None:

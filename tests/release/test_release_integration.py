@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.release import ReleaseContext, run_release
+from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import verify_bundle
-from verify.trusted_keys import load_trusted_keys
 
 
 def _tree(folder: Path) -> dict[str, str]:

@@ -20,9 +20,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pipeline.keys import generate_key_files
 from pipeline.sign import sign_to_sigstore_bundle
 from verify.bundle import verifier
+from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.cli import main as verify_main
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
-from verify.trusted_keys import trusted_key_entry, trusted_keys_json
 
 from .conftest import VERSION, Harness, fake_report
 

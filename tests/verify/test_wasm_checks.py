@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.verify import wasmbuild as wb
-from verify.checks import WASM_CHECKS, CrossCheck, Verdict, WasmFacts, run_wasm_checks
+from verify.checks import WASM_CHECKS, WasmFacts, run_wasm_checks
 from verify.inspect import inspect_artifact
 from verify.policy import load_wasm_policies
 from verify.wasm.inventory import inventory_bytes
+from verify.wasm.tools import CrossCheck, Verdict
 
 ALL_IDS = set(WASM_CHECKS)
 

@@ -11,14 +11,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from verify.bundle.errors import TrustedKeysInvalid
+from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
 from verify.errors import EXIT_OK, VerifyError
-from verify.trusted_keys import load_trusted_keys
-
-REPORT_SCHEMA = "tinyrustlm.bundle-verification.v1"
+from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,18 +70,17 @@ def run(args: argparse.Namespace) -> int:
                 title = STEP_TITLES[failed - 1]
                 print(f"[{failed:>2}/{len(STEP_TITLES)}] {title}: FAILED", flush=True)
             raise
-        print(json.dumps(_result(steps, error=exc), indent=2, sort_keys=True))
+        print(_json(_result(steps, error=exc)))
         print(exc.diagnostics(), file=sys.stderr)
         return exc.exit_code
     if args.json:
-        doc = _result(steps, error=None)
-        doc.update(
-            version=verdict.version,
-            build_id=verdict.build_id,
-            keyid=verdict.keyid,
-            key_class=verdict.key_class,
-        )
-        print(json.dumps(doc, indent=2, sort_keys=True))
+        doc = _result(steps, error=None).model_copy(update={
+            "version": verdict.version,
+            "build_id": verdict.build_id,
+            "keyid": verdict.keyid,
+            "key_class": verdict.key_class,
+        })  # fmt: skip
+        print(_json(doc))
     else:
         print(
             f"verified: tinyrustlm {verdict.version}, build id {verdict.build_id}, "
@@ -92,18 +89,19 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _result(steps: list[StepResult], error: VerifyError | None) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "schema": REPORT_SCHEMA,
-        "ok": error is None,
-        "steps": [{"number": s.number, "title": s.title, "detail": s.detail} for s in steps],
-    }
-    if error is not None:
-        doc["error"] = {
-            "id": getattr(error, "error_id", "verify.error"),
-            "message": error.message,
-            "where": error.where,
-            "step": None if isinstance(error, TrustedKeysInvalid) else len(steps) + 1,
-            "exit_code": error.exit_code,
-        }
-    return doc
+def _result(steps: list[StepResult], error: VerifyError | None) -> BundleVerification:
+    return BundleVerification(
+        ok=error is None,
+        steps=[StepOutcome(number=s.number, title=s.title, detail=s.detail) for s in steps],
+        error=None if error is None else VerificationError(
+            id=getattr(error, "error_id", "verify.error"),
+            message=error.message,
+            where=error.where,
+            step=None if isinstance(error, TrustedKeysInvalid) else len(steps) + 1,
+            exit_code=error.exit_code,
+        ),
+    )  # fmt: skip
+
+
+def _json(doc: BundleVerification) -> str:
+    return json.dumps(doc.model_dump(mode="json", by_alias=True), indent=2, sort_keys=True)

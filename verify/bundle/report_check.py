@@ -8,26 +8,20 @@ policy shipped with this verifier and compares the findings (id, ok, evidence) p
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from verify.canonical import canonical_json
+from verify.inspect import verification_report
 
 # (artifact file, lane id) in manifest order -> the report as a JSON object
 Deriver = Callable[[Sequence[tuple[Path, str]]], dict[str, Any]]
-# Where the verification helper's whole-report function lives ("module:function").
-DERIVER_ENTRY = "verify.inspect:verification_report"
 
 
 def default_deriver() -> Deriver:
-    module_name, _, func_name = DERIVER_ENTRY.partition(":")
-    module = importlib.import_module(module_name)
-    make = getattr(module, func_name)
-
     def derive(artifacts: Sequence[tuple[Path, str]]) -> dict[str, Any]:
-        report = make(list(artifacts))
+        report = verification_report(list(artifacts))
         dumped: dict[str, Any] = report.model_dump(mode="json", by_alias=True)
         return dumped
 

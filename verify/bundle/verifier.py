@@ -42,6 +42,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from verify.bundle import errors as e
+from verify.bundle.dsse import (
+    IN_TOTO_PAYLOAD_TYPE,
+    SigstoreBundle,
+    parse_sigstore_bundle,
+    verify_signature,
+)
 from verify.bundle.layout import (
     ATTESTED_FIXED_FILES,
     CHECKSUMS,
@@ -56,15 +62,9 @@ from verify.bundle.layout import (
     tarball_name,
 )
 from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane
+from verify.bundle.trusted_keys import TrustedKey
 from verify.canonical import MalformedJson, canonical_json, parse_json
-from verify.dsse import (
-    IN_TOTO_PAYLOAD_TYPE,
-    SigstoreBundle,
-    parse_sigstore_bundle,
-    verify_signature,
-)
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id_of
-from verify.trusted_keys import TrustedKey
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SLSA_PREDICATE_TYPE = "https://slsa.dev/provenance/v1"

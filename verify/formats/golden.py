@@ -14,16 +14,14 @@ import hashlib
 import struct
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from verify.formats.base import Frozen, Sha256Hex
 
 GOLDEN_SCHEMA = "tinyrustlm.golden-vector.v1"
 
-Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 F32Bits = Annotated[str, Field(pattern=r"^0x[0-9a-f]{8}$", description="f32 bit pattern")]
 
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class F32Input(Frozen):

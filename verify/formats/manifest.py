@@ -13,13 +13,14 @@ import hashlib
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from verify.formats.base import Frozen, LaneId, Sha256Hex
 
 MANIFEST_SCHEMA = "tinyrustlm.module-manifest.v1"
 # DSSE payloadType of the signed manifest (the provenance uses in-toto's own type).
 MANIFEST_PAYLOAD_TYPE = "application/vnd.tinyrustlm.module-manifest.v1+json"
 
-Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 GitRevision = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
 # Bundle-relative POSIX path: relative, no empty segments, no segment starting with "."
 # (so no `.`, `..` or hidden files).
@@ -28,9 +29,6 @@ BundlePath = Annotated[
 ]
 KeyClass = Literal["release", "development"]
 
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class MemoryRules(Frozen):
@@ -41,7 +39,7 @@ class MemoryRules(Frozen):
 
 
 class WasmArtifact(Frozen):
-    id: str = Field(description="lane id, e.g. 'simd128-wasm32'")
+    id: LaneId
     url: BundlePath = Field(description="content-addressed file, relative to the bundle root")
     sha256: Sha256Hex
     size: int = Field(ge=0)
@@ -55,7 +53,7 @@ class WasmArtifact(Frozen):
 
 
 class NativeArtifact(Frozen):
-    id: str = Field(description="lane id, e.g. 'x86_64-unknown-linux-gnu'")
+    id: LaneId
     target: str
     url: BundlePath
     sha256: Sha256Hex
@@ -87,8 +85,8 @@ class ModuleManifest(Frozen):
         "file's bytes in manifest order (artifacts, native_artifacts, js_files)"
     )
     artifacts: list[WasmArtifact]
-    native_artifacts: list[NativeArtifact] = []
-    js_files: list[HostFile] = []
+    native_artifacts: list[NativeArtifact] = Field(default_factory=list)
+    js_files: list[HostFile] = Field(default_factory=list)
 
     def listed_files(self) -> list[tuple[str, str]]:
         """(url, sha256) of every file the manifest names, in manifest order."""

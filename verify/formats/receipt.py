@@ -7,16 +7,14 @@ field for CPU model, clock, GPU, memory capacity or an installation id.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+from verify.formats.base import Frozen, Sha256Hex
+
 TestOutcome = Literal["pass", "fail", "not-run"]
 
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class HostReported(Frozen):
@@ -69,7 +67,7 @@ class SelfTest(Frozen):
 class ExecutedPathEvidence(Frozen):
     scalar_kernel_calls: int = Field(ge=0)
     simd_kernel_calls: int = Field(ge=0)
-    worker_ids_participating: list[int] = []
+    worker_ids_participating: list[int] = Field(default_factory=list)
 
 
 class CapabilityReceipt(Frozen):

@@ -6,23 +6,11 @@ is exported to manifests/schemas/ and a test keeps it equal to this model.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-LaneId = Literal[
-    "scalar-wasm32",
-    "simd128-wasm32",
-    "simd128-threads-wasm32",
-    "x86_64-unknown-linux-gnu",
-    "aarch64-unknown-linux-gnu",
-    "x86_64-pc-windows-gnu",
-]
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+from verify.formats.base import Frozen, LaneId, Sha256Hex
 
 
 class FindingModel(Frozen):

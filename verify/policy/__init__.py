@@ -1,8 +1,10 @@
-"""Lane policies: JSON data in manifests/policy/, validated on load, held as frozen values.
+"""Lane policies: JSON data shipped beside this module, validated on load, held as frozen values.
 
-The default folder is found from this file (verify/ sits next to manifests/ in the repo
-and in an installed bundle verifier's source tree); callers may pass another folder.
-An empty policy, an unknown lane field or a lane without checks fails closed.
+The files (`wasm.json`, `native.json`) are package data, so an installed `tinyrustlm-verify`
+finds them (auditwheel ships its manylinux policy the same way); callers may pass another
+folder. Their format is `verify.policy.models` (`tinyrustlm.lane-policy.v1`). An empty
+policy, an unknown field or a lane without checks fails closed. Which lanes exist is read
+from these files, never written in code.
 """
 
 from __future__ import annotations
@@ -10,16 +12,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypeVar
+
+from pydantic import ValidationError
 
 from verify.errors import VerifyError
+from verify.policy.models import LanePolicy, NativePolicyFile, WasmPolicyFile
 from verify.wasm import features
 from verify.wasm.features import Proposal
 
-SCHEMA = "tinyrustlm.lane-policy.v1"
-DEFAULT_POLICY_DIR = Path(__file__).resolve().parents[2] / "manifests" / "policy"
-WASM_LANES = ("scalar-wasm32", "simd128-wasm32", "simd128-threads-wasm32")
-NATIVE_LANES = ("x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu", "x86_64-pc-windows-gnu")
+DEFAULT_POLICY_DIR = Path(__file__).resolve().parent
+POLICY_FILES = ("wasm.json", "native.json")
 
 
 class PolicyError(VerifyError):
@@ -78,185 +81,97 @@ class NativePolicy:
     allowed_path_prefixes: tuple[str, ...]
 
 
-def _fields(obj: Any, expected: dict[str, type | tuple[type, ...]], where: str) -> dict[str, Any]:
-    """Exactly the expected keys, each of the expected JSON type."""
-    if not isinstance(obj, dict):
-        raise PolicyError(f"{where}: expected an object")
-    unknown = sorted(set(obj) - set(expected))
-    missing = sorted(set(expected) - set(obj))
-    if unknown:
-        raise PolicyError(f"{where}: unknown field(s) {unknown}")
-    if missing:
-        raise PolicyError(f"{where}: missing field(s) {missing}")
-    for key, kind in expected.items():
-        value = obj[key]
-        if isinstance(value, bool) and kind is int:
-            raise PolicyError(f"{where}.{key}: expected a number")
-        if not isinstance(value, kind):
-            raise PolicyError(f"{where}.{key}: expected {kind}, got {type(value).__name__}")
-        if isinstance(value, list) and not all(
-            isinstance(v, str | dict) for v in value
-        ):  # lists hold names (or import objects)
-            raise PolicyError(f"{where}.{key}: expected a list of strings")
-    return dict(obj)
+_File = TypeVar("_File", WasmPolicyFile, NativePolicyFile)
 
 
-def _strings(value: list[Any], where: str) -> tuple[str, ...]:
-    if not all(isinstance(v, str) and v for v in value):
-        raise PolicyError(f"{where}: expected non-empty strings")
-    if len(set(value)) != len(value):
-        raise PolicyError(f"{where}: repeated entries")
-    return tuple(value)
+def _error_text(exc: ValidationError) -> str:
+    """The first problem, named by its field path, in words a policy author can act on."""
+    first = exc.errors()[0]
+    loc = ".".join(str(part) for part in first["loc"])
+    kind, msg = first["type"], first["msg"].removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        return f"unknown field {loc!r}"
+    if kind == "missing":
+        return f"missing field {loc!r}"
+    return f"field {loc!r}: {msg.replace('Input should be', 'expected')}" if loc else msg
 
 
-def _proposals(value: list[Any], where: str) -> Proposal:
+def read_policy_file(path: Path, expected: type[_File]) -> _File:
+    """The one reader of a policy file: JSON, then the `tinyrustlm.lane-policy.v1` model."""
     try:
-        return features.from_names(list(_strings(value, where)), where)
-    except ValueError as exc:
-        raise PolicyError(str(exc)) from None
-
-
-def _read(path: Path, fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_bytes())
     except OSError as exc:
         raise PolicyError(f"cannot read policy: {exc.strerror}", where=str(path)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise PolicyError(f"policy is not valid JSON: {exc}", where=str(path)) from None
-    top = _fields(doc, {"schema": str, "format": str, "common": dict, "lanes": dict}, str(path))
-    if top["schema"] != SCHEMA:
-        raise PolicyError(f"{path}: schema is {top['schema']!r}, expected {SCHEMA!r}")
-    if top["format"] != fmt:
-        raise PolicyError(f"{path}: format is {top['format']!r}, expected {fmt!r}")
-    if not top["lanes"]:
-        raise PolicyError(f"{path}: no lanes: an empty policy allows nothing")
-    for lane, body in top["lanes"].items():
-        if not isinstance(body, dict) or not body:
-            raise PolicyError(f"{path}: lane {lane!r} has no checks")
-    return top["common"], top["lanes"]
-
-
-_WASM_COMMON: dict[str, type | tuple[type, ...]] = {
-    "required_exports": list,
-    "optional_export_prefixes": list,
-    "forbidden_custom_sections": list,
-    "forbid_debug_sections": bool,
-    "missing_target_features_is_empty_claim": bool,
-    "allowed_path_prefixes": list,
-}
-_WASM_LANE: dict[str, type | tuple[type, ...]] = {
-    "allowed_proposals": list,
-    "required_proposals": list,
-    "lower_proposals": (list, type(None)),
-    "extra_required_exports": list,
-    "memory": dict,
-    "allowed_imports": list,
-}
-_MEMORY: dict[str, type | tuple[type, ...]] = {
-    "source": str,
-    "shared": bool,
-    "fixed_size": bool,
-    "growth": bool,
-}
-_IMPORT: dict[str, type | tuple[type, ...]] = {"module": str, "name": str, "kind": str}
+    try:
+        policy = LanePolicy.model_validate(doc).root
+    except ValidationError as exc:
+        raise PolicyError(_error_text(exc), where=str(path)) from None
+    if not isinstance(policy, expected):
+        raise PolicyError(f"format is {policy.format!r}: this is not {path.name}", where=str(path))
+    return policy
 
 
 def load_wasm_policies(policy_dir: Path | None = None) -> dict[str, WasmPolicy]:
-    path = (policy_dir or DEFAULT_POLICY_DIR) / "wasm.json"
-    common_raw, lanes_raw = _read(path, "wasm")
-    common = _fields(common_raw, _WASM_COMMON, f"{path}: common")
-    out: dict[str, WasmPolicy] = {}
-    for lane, raw in lanes_raw.items():
-        where = f"{path}: lanes.{lane}"
-        body = _fields(raw, _WASM_LANE, where)
-        mem = _fields(body["memory"], _MEMORY, f"{where}.memory")
-        if mem["source"] not in ("export", "import"):
-            raise PolicyError(f"{where}.memory.source: must be 'export' or 'import'")
-        allowed = _proposals(body["allowed_proposals"], f"{where}.allowed_proposals")
-        required = _proposals(body["required_proposals"], f"{where}.required_proposals")
-        if required & ~allowed:
-            raise PolicyError(f"{where}: required proposals are not all allowed")
-        lower = body["lower_proposals"]
-        imports = tuple(
-            AllowedImport(**_fields(i, _IMPORT, f"{where}.allowed_imports"))
-            for i in body["allowed_imports"]
-        )
-        exports = _strings(
-            common["required_exports"] + body["extra_required_exports"], f"{where} exports"
-        )
-        out[lane] = WasmPolicy(
+    """Every Wasm lane's resolved policy (the file's `common` merged into each lane)."""
+    doc = read_policy_file((policy_dir or DEFAULT_POLICY_DIR) / "wasm.json", WasmPolicyFile)
+    c = doc.common
+    return {
+        lane: WasmPolicy(
             lane=lane,
-            allowed=allowed,
-            required=required,
-            lower=None if lower is None else _proposals(lower, f"{where}.lower_proposals"),
-            required_exports=exports,
-            optional_export_prefixes=_strings(common["optional_export_prefixes"], where),
-            memory=MemoryRule(**mem),
-            allowed_imports=imports,
-            forbidden_custom_sections=_strings(common["forbidden_custom_sections"], where),
-            forbid_debug_sections=common["forbid_debug_sections"],
-            missing_target_features_is_empty_claim=common["missing_target_features_is_empty_claim"],
-            allowed_path_prefixes=_strings(common["allowed_path_prefixes"], where),
+            allowed=features.from_names(body.allowed_proposals, lane),
+            required=features.from_names(body.required_proposals, lane),
+            lower=None if body.lower_proposals is None
+            else features.from_names(body.lower_proposals, lane),
+            required_exports=(*c.required_exports, *body.extra_required_exports),
+            optional_export_prefixes=tuple(c.optional_export_prefixes),
+            memory=MemoryRule(body.memory.source, body.memory.shared, body.memory.fixed_size,
+                              body.memory.growth),
+            allowed_imports=tuple(AllowedImport(i.module, i.name, i.kind)
+                                  for i in body.allowed_imports),
+            forbidden_custom_sections=tuple(c.forbidden_custom_sections),
+            forbid_debug_sections=c.forbid_debug_sections,
+            missing_target_features_is_empty_claim=c.missing_target_features_is_empty_claim,
+            allowed_path_prefixes=tuple(c.allowed_path_prefixes),
         )
-    return out
-
-
-_NATIVE_COMMON: dict[str, type | tuple[type, ...]] = {
-    "forbid_debug_sections": bool,
-    "allowed_path_prefixes": list,
-}
-_NATIVE_LANE: dict[str, type | tuple[type, ...]] = {
-    "format": str,
-    "machine": str,
-    "allowed_libraries": list,
-    "max_glibc": (str, type(None)),
-    "pie": bool,
-    "nx": bool,
-    "full_relro": bool,
-    "build_id": bool,
-    "pe_timestamp": (int, type(None)),
-    "pe_debug_directory": bool,
-    "pe_dynamic_base": bool,
-    "pe_high_entropy_va": bool,
-    "forbidden_isa_groups": list,
-    "fma_mnemonics": list,
-    "extra_allowed_path_prefixes": list,
-}
+        for lane, body in doc.lanes.items()
+    }  # fmt: skip
 
 
 def load_native_policies(policy_dir: Path | None = None) -> dict[str, NativePolicy]:
-    path = (policy_dir or DEFAULT_POLICY_DIR) / "native.json"
-    common_raw, lanes_raw = _read(path, "native")
-    common = _fields(common_raw, _NATIVE_COMMON, f"{path}: common")
-    out: dict[str, NativePolicy] = {}
-    for lane, raw in lanes_raw.items():
-        where = f"{path}: lanes.{lane}"
-        body = _fields(raw, _NATIVE_LANE, where)
-        if body["format"] not in ("ELF", "PE") or body["machine"] not in ("x86_64", "aarch64"):
-            raise PolicyError(f"{where}: format must be ELF/PE and machine x86_64/aarch64")
-        glibc = body["max_glibc"]
-        try:
-            max_glibc = None if glibc is None else tuple(int(p) for p in glibc.split("."))
-        except ValueError:
-            raise PolicyError(f"{where}.max_glibc: not a version: {glibc!r}") from None
-        prefixes = common["allowed_path_prefixes"] + body["extra_allowed_path_prefixes"]
-        out[lane] = NativePolicy(
+    """Every native lane's resolved policy."""
+    doc = read_policy_file((policy_dir or DEFAULT_POLICY_DIR) / "native.json", NativePolicyFile)
+    c = doc.common
+    return {
+        lane: NativePolicy(
             lane=lane,
-            format=body["format"],
-            machine=body["machine"],
-            allowed_libraries=_strings(body["allowed_libraries"], f"{where}.allowed_libraries"),
-            max_glibc=max_glibc,
-            pie=body["pie"],
-            nx=body["nx"],
-            full_relro=body["full_relro"],
-            build_id=body["build_id"],
-            pe_timestamp=body["pe_timestamp"],
-            pe_debug_directory=body["pe_debug_directory"],
-            pe_dynamic_base=body["pe_dynamic_base"],
-            pe_high_entropy_va=body["pe_high_entropy_va"],
-            forbid_debug_sections=common["forbid_debug_sections"],
-            forbidden_isa_groups=_strings(body["forbidden_isa_groups"], where),
-            fma_mnemonics=_strings(body["fma_mnemonics"], where),
-            allowed_path_prefixes=_strings(prefixes, where),
+            format=body.format,
+            machine=body.machine,
+            allowed_libraries=tuple(body.allowed_libraries),
+            max_glibc=None if body.max_glibc is None
+            else tuple(int(p) for p in body.max_glibc.split(".")),
+            pie=body.pie,
+            nx=body.nx,
+            full_relro=body.full_relro,
+            build_id=body.build_id,
+            pe_timestamp=body.pe_timestamp,
+            pe_debug_directory=body.pe_debug_directory,
+            pe_dynamic_base=body.pe_dynamic_base,
+            pe_high_entropy_va=body.pe_high_entropy_va,
+            forbid_debug_sections=c.forbid_debug_sections,
+            forbidden_isa_groups=tuple(body.forbidden_isa_groups),
+            fma_mnemonics=tuple(body.fma_mnemonics),
+            allowed_path_prefixes=(*c.allowed_path_prefixes, *body.extra_allowed_path_prefixes),
         )
-    return out
+        for lane, body in doc.lanes.items()
+    }  # fmt: skip
+
+
+LaneKind = Literal["wasm", "native"]
+
+
+def lane_kinds(policy_dir: Path | None = None) -> dict[str, LaneKind]:
+    """Lane id -> "wasm" or "native", for every lane the policy files name."""
+    return {**dict.fromkeys(load_wasm_policies(policy_dir), "wasm"),
+            **dict.fromkeys(load_native_policies(policy_dir), "native")}  # fmt: skip

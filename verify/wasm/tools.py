@@ -10,9 +10,9 @@ import importlib.util
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
-from verify.checks import CrossCheck, Verdict
 from verify.errors import VerifyError
 from verify.wasm import features
 from verify.wasm.features import Proposal
@@ -22,6 +22,23 @@ TIMEOUT_SECONDS = 60
 
 class WasmToolsMissing(VerifyError):
     """The wasm-tools executable could not be found or run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One `wasm-tools validate --features=<features>` run."""
+
+    features: str
+    valid: bool
+    message: str  # the tool's first error line ("" when valid)
+
+
+@dataclass(frozen=True, slots=True)
+class CrossCheck:
+    own: Verdict  # the lane's allowed set
+    lower: Verdict | None  # the next lower lane's set (None for the lowest lane)
+    exact: Verdict  # exactly the proposals we inferred
+    without: tuple[tuple[str, Verdict], ...]  # inferred set minus one proposal, per proposal
 
 
 def executable() -> Path:

@@ -1,7 +1,7 @@
 """DSSE envelopes with Ed25519, shipped as sigstore bundles v0.3 (no transparency log).
 
 Formats, not policy: PAE, keyid, strict parsing of envelopes and bundles, and checking one
-signature against one public key. Which keys are trusted is `verify.trusted_keys`; what a
+signature against one public key. Which keys are trusted is `verify.bundle.trusted_keys`; what a
 verifier must check, in which order, is `verify.bundle.verifier`.
 
     DSSE: https://github.com/secure-systems-lab/dsse/blob/v1.0.0/protocol.md

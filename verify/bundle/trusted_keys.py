@@ -23,9 +23,9 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
+from verify.bundle.dsse import keyid_of
 from verify.bundle.errors import TrustedKeysInvalid
 from verify.canonical import MalformedJson, parse_json
-from verify.dsse import keyid_of
 
 TRUSTED_KEYS_SCHEMA = "tinyrustlm.trusted-keys.v1"
 KeyRole = Literal["release", "development"]

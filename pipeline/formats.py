@@ -1,0 +1,50 @@
+"""`tinyrustlm-release schemas [--out DIR]`: every versioned format's JSON Schema.
+
+One table: verify's formats plus the pipeline's own (lanes, toolchain seed and lock, build
+records and index). A test keeps manifests/schemas/ equal to what this writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from pipeline.atomicio import write_atomic
+from pipeline.errors import EXIT_OK
+from pipeline.lanebuild.lanes import LanesFile
+from pipeline.lanebuild.records import BuildIndex, BuildRecord
+from pipeline.toolchain.lockfile import LOCK_SCHEMA, SEED_SCHEMA, ToolchainLock, ToolchainSeed
+from verify.formats.registry import VERIFY_FORMATS, schema_json
+
+FORMATS: dict[str, type[BaseModel]] = {
+    **VERIFY_FORMATS,
+    "tinyrustlm.lanes.v1": LanesFile,
+    SEED_SCHEMA: ToolchainSeed,
+    LOCK_SCHEMA: ToolchainLock,
+    "tinyrustlm.build-record.v1": BuildRecord,
+    "tinyrustlm.build-index.v1": BuildIndex,
+}
+SCHEMAS_DIR = Path("manifests/schemas")
+
+
+def write_schemas(folder: Path) -> list[Path]:
+    written = []
+    for name, model in FORMATS.items():
+        path = folder / f"{name}.json"
+        write_atomic(path, schema_json(model).encode())
+        written.append(path)
+    return written
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", type=Path, default=SCHEMAS_DIR, help=f"schema folder (default: {SCHEMAS_DIR})"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    for path in write_schemas(args.out):
+        print(path)
+    return EXIT_OK

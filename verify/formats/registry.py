@@ -1,0 +1,34 @@
+"""Every versioned format `verify` defines, by schema name, and its JSON Schema text.
+
+pipeline/formats.py adds the pipeline's own formats; `tinyrustlm-release schemas` writes them
+all to manifests/schemas/ and a test keeps the committed files equal to the models.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel
+
+from verify.bundle.trusted_keys import TRUSTED_KEYS_SCHEMA, TrustedKeysFile
+from verify.formats.bundle_verification import BUNDLE_VERIFICATION_SCHEMA, BundleVerification
+from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
+from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
+from verify.formats.receipt import CapabilityReceipt
+from verify.formats.report import VerificationReport
+from verify.policy.models import POLICY_SCHEMA, LanePolicy
+
+VERIFY_FORMATS: dict[str, type[BaseModel]] = {
+    MANIFEST_SCHEMA: ModuleManifest,
+    "tinyrustlm.verification-report.v1": VerificationReport,
+    GOLDEN_SCHEMA: GoldenVector,
+    "tinyrustlm.capability-receipt.v1": CapabilityReceipt,
+    TRUSTED_KEYS_SCHEMA: TrustedKeysFile,
+    POLICY_SCHEMA: LanePolicy,
+    BUNDLE_VERIFICATION_SCHEMA: BundleVerification,
+}
+
+
+def schema_json(model: type[BaseModel]) -> str:
+    """The JSON Schema text exactly as committed under manifests/schemas/<name>.json."""
+    return json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"

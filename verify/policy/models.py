@@ -1,0 +1,148 @@
+"""`tinyrustlm.lane-policy.v1`: the lane policy files as people write them (pydantic, strict).
+
+Two files share the schema, told apart by `format`: `wasm.json` and `native.json`, shipped as
+package data beside this module. Every field is required and no unknown field is accepted,
+so a typo fails closed instead of silently allowing something.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    Field,
+    RootModel,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from verify.formats.base import StrictFrozen
+from verify.wasm import features
+
+POLICY_SCHEMA = "tinyrustlm.lane-policy.v1"
+
+Name = Annotated[str, StringConstraints(min_length=1)]
+
+
+def _unique(values: list[str]) -> list[str]:
+    if len(set(values)) != len(values):
+        raise ValueError("repeated entries")
+    return values
+
+
+def _known_proposals(values: list[str]) -> list[str]:
+    features.from_names(values, "proposal list")  # raises ValueError: unknown proposal ...
+    return _unique(values)
+
+
+Names = Annotated[list[Name], AfterValidator(_unique)]
+Proposals = Annotated[list[Name], AfterValidator(_known_proposals)]
+
+
+class MemoryRuleModel(StrictFrozen):
+    source: Literal["export", "import"] = Field(
+        description="export: defined and exported; import: imported as env.memory"
+    )
+    shared: bool
+    fixed_size: bool = Field(description="initial == maximum")
+    growth: bool = Field(description="memory.grow allowed")
+
+
+class ImportModel(StrictFrozen):
+    module: Name
+    name: Name
+    kind: Name
+
+
+class WasmCommon(StrictFrozen):
+    required_exports: Names
+    optional_export_prefixes: Names
+    forbidden_custom_sections: Names
+    forbid_debug_sections: bool
+    missing_target_features_is_empty_claim: bool = Field(
+        description="false: an absent target_features section is not judged"
+    )
+    allowed_path_prefixes: Names
+
+
+class WasmLane(StrictFrozen):
+    allowed_proposals: Proposals
+    required_proposals: Proposals
+    lower_proposals: Proposals | None = Field(
+        description="wasm-tools must reject the module under this set (null: the lowest lane)"
+    )
+    extra_required_exports: Names
+    memory: MemoryRuleModel
+    allowed_imports: list[ImportModel]
+
+    @model_validator(mode="after")
+    def _required_allowed(self) -> WasmLane:
+        if set(self.required_proposals) - set(self.allowed_proposals):
+            raise ValueError("required proposals are not all allowed")
+        return self
+
+
+class NativeCommon(StrictFrozen):
+    forbid_debug_sections: bool
+    allowed_path_prefixes: Names
+
+
+class NativeLane(StrictFrozen):
+    format: Literal["ELF", "PE"]
+    machine: Literal["x86_64", "aarch64"]
+    allowed_libraries: Names = Field(description="exact names; PE compares case-insensitively")
+    max_glibc: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)*$")] | None
+    pie: bool
+    nx: bool
+    full_relro: bool
+    build_id: bool
+    pe_timestamp: int | None
+    pe_debug_directory: bool = Field(description="false: no debug directory entries allowed")
+    pe_dynamic_base: bool
+    pe_high_entropy_va: bool
+    forbidden_isa_groups: Names = Field(description="capstone groups beyond the baseline ISA")
+    fma_mnemonics: Names = Field(description="mnemonic prefixes of fused multiply-add")
+    extra_allowed_path_prefixes: Names
+
+
+LanePattern = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$")]
+
+
+class _PolicyFile(StrictFrozen):
+    schema_: Literal["tinyrustlm.lane-policy.v1"] = Field(alias="schema")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _every_lane_has_checks(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("lanes"), dict):
+            empty = [lane for lane, body in data["lanes"].items() if body in ({}, None)]
+            if empty:
+                raise ValueError(f"lane {empty[0]!r} has no checks")
+        return data
+
+    @field_validator("lanes", check_fields=False)
+    @classmethod
+    def _lanes_not_empty(cls, lanes: dict[str, object]) -> dict[str, object]:
+        if not lanes:
+            raise ValueError("no lanes: an empty policy allows nothing")
+        return lanes
+
+
+class WasmPolicyFile(_PolicyFile):
+    format: Literal["wasm"]
+    common: WasmCommon
+    lanes: dict[LanePattern, WasmLane]
+
+
+class NativePolicyFile(_PolicyFile):
+    format: Literal["native"]
+    common: NativeCommon
+    lanes: dict[LanePattern, NativeLane]
+
+
+class LanePolicy(RootModel[WasmPolicyFile | NativePolicyFile]):
+    """Either policy file (the JSON Schema of `tinyrustlm.lane-policy.v1`)."""
+
+    root: WasmPolicyFile | NativePolicyFile = Field(discriminator="format")
