@@ -87,4 +87,4 @@ def bench(session: nox.Session) -> None:
     """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
     install(session)
     session.run("tinyrustlm-release", "bench", *session.posargs)
-    session.run("python", "-m", "verify.bench_parser")
+    session.run("python", "-m", "pipeline.bench_parser")

@@ -34,8 +34,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = "tinyrustlm.bench.v1"
 HARNESS_DIR = Path("tests/lanes/harness")
 RUNNER = Path(__file__).resolve().parent / "bench_lanes.mjs"
-WASM_LANES = ("scalar-wasm32", "simd128-wasm32", "simd128-threads-wasm32")
-NATIVE_LANE = "x86_64-unknown-linux-gnu"
 MODEL_PRESET, MODEL_SEED = "bench", 7
 
 
@@ -79,13 +77,14 @@ TARGETS = (
     Target("threads(2) decode / roofline", "run:threads-2", "roofline", 0.6),
 )
 
-# What the runner measures, in order (one process, one machine).
-RUNS = (
-    ("scalar", "scalar-wasm32", 0),
-    ("simd128", "simd128-wasm32", 0),
-    ("threads-1", "simd128-threads-wasm32", 1),
-    ("threads-2", "simd128-threads-wasm32", 2),
-)
+def measured_lanes(lanes: list[Lane]) -> tuple[list[Lane], Lane]:
+    """The wasm lanes with a `bench` entry (lanes.toml order) and the one native lane."""
+    wasm = [lane for lane in lanes if lane.bench is not None and lane.kind == "wasm"]
+    native = [lane for lane in lanes if lane.bench is not None and lane.kind == "native"]
+    if not wasm or len(native) != 1:
+        raise BenchError("lanes.toml must give `bench` to wasm lanes and to one native lane",
+                         where="manifests/lanes.toml")  # fmt: skip
+    return wasm, native[0]
 
 
 def build_kernel_harness(repo_root: Path, lane: Lane) -> Path:
@@ -147,7 +146,8 @@ def weight_bytes_per_token() -> int:
     return total
 
 
-def native_decode(binary: Path, model: Path, tokens: int, rounds: int) -> dict[str, Any]:
+def native_decode(binary: Path, model: Path, tokens: int, rounds: int, name: str
+                  ) -> dict[str, Any]:  # fmt: skip
     """Median decode step time of the native scalar binary (best of `rounds`)."""
     medians = []
     for _ in range(rounds):
@@ -178,7 +178,7 @@ def native_decode(binary: Path, model: Path, tokens: int, rounds: int) -> dict[s
         medians.append(steps[len(steps) // 2])
     ms = min(medians)
     return {
-        "name": "native-scalar",
+        "name": name,
         "workers": 0,
         "decode_ms_median": ms,
         "tokens_per_s": 1000.0 / ms,
@@ -258,14 +258,16 @@ def table(doc: dict[str, Any]) -> str:
 def run_bench(repo_root: Path, tokens: int, rounds: int, say: Any = print) -> dict[str, Any]:
     if shutil.which("node") is None:
         raise BenchError("node is not installed", where="PATH")
-    lanes = {lane.id: lane for lane in load_lanes(repo_root / "manifests" / "lanes.toml").lane}
+    wasm_lanes, native_lane = measured_lanes(load_lanes(repo_root / "manifests/lanes.toml").lane)
     say("building lanes (cached when unchanged) ...")
-    index = build_lanes(repo_root, lanes=[*WASM_LANES, NATIVE_LANE], say=lambda _line: None)
+    ids = [lane.id for lane in (*wasm_lanes, native_lane)]
+    index = build_lanes(repo_root, lanes=ids, say=lambda _line: None)
     artifacts = {e.lane: repo_root / e.artifact for e in index.lanes}
-    say("building the kernel harness for the scalar and simd128 lanes ...")
+    say("building the kernel harness for the lanes that name `kernels` ...")
     harness = {
-        "scalar": build_kernel_harness(repo_root, lanes["scalar-wasm32"]),
-        "simd128": build_kernel_harness(repo_root, lanes["simd128-wasm32"]),
+        lane.bench.kernels: build_kernel_harness(repo_root, lane)
+        for lane in wasm_lanes
+        if lane.bench is not None and lane.bench.kernels is not None
     }
     model, digest = bench_model(repo_root)
     config = {
@@ -275,7 +277,12 @@ def run_bench(repo_root: Path, tokens: int, rounds: int, say: Any = print) -> di
         "rounds": rounds,
         "prompt": "Hello, world",
         "harness": {k: str(v) for k, v in harness.items()},
-        "runs": [{"name": n, "lane": str(artifacts[lane]), "workers": w} for n, lane, w in RUNS],
+        "runs": [
+            {"name": run.name, "lane": str(artifacts[lane.id]), "workers": run.workers}
+            for lane in wasm_lanes
+            if lane.bench is not None
+            for run in lane.bench.runs
+        ],
         "matvec": list(MATVEC_SHAPES),
         "probe_bytes": 256 << 20,
     }
@@ -295,7 +302,9 @@ def run_bench(repo_root: Path, tokens: int, rounds: int, say: Any = print) -> di
         raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
     raw = json.loads(done.stdout)
     say("running the native scalar binary ...")
-    native = native_decode(artifacts[NATIVE_LANE], model, tokens, rounds)
+    assert native_lane.bench is not None  # measured_lanes picked it for its `bench`
+    native = native_decode(artifacts[native_lane.id], model, tokens, rounds,
+                           native_lane.bench.runs[0].name)  # fmt: skip
     weights = weight_bytes_per_token()
     doc = {
         "schema": SCHEMA,

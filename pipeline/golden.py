@@ -1,7 +1,8 @@
 """`tinyrustlm-release golden`: regenerate tests/golden/ from the native scalar oracle.
 
-The oracle is the x86_64 release binary the build driver makes (the same bytes a release
-ships), run on the `small` model packed with seed 7 (crates/core/CONTRACT.md, section 7).
+The oracle is the native scalar release binary of the lane marked `golden_oracle` in
+manifests/lanes.toml (the same bytes a release ships), run on the `small` model packed with
+seed 7 (crates/core/CONTRACT.md, section 7).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from pathlib import Path
 from pipeline.atomicio import write_atomic
 from pipeline.errors import EXIT_OK, PipelineError
 from pipeline.lanebuild.driver import build_lanes
+from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, pack
 from pipeline.sources import git_facts
 
-ORACLE_LANE = "x86_64-unknown-linux-gnu"
 SMALL_SEED = 7
 
 
@@ -31,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     repo: Path = args.repo.resolve()
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    index = build_lanes(repo, [ORACLE_LANE], False, say)
-    oracle = repo / next(e.artifact for e in index.lanes if e.lane == ORACLE_LANE)
+    oracle_lane = load_lanes(repo / "manifests" / "lanes.toml").golden_oracle.id
+    index = build_lanes(repo, [oracle_lane], False, say)
+    oracle = repo / next(e.artifact for e in index.lanes if e.lane == oracle_lane)
     model = repo / "build" / "models" / "small.trlm"
     model.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(model, pack(PRESETS["small"], SMALL_SEED))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.lanebuild.lanes import Lane, LanesFile
+from pipeline.toolchain import wasmtools
 from pipeline.toolchain.lockfile import ToolchainLock
-from verify.wasm import tools as wasm_tools
 
 Say = Callable[[str], None]
 HEARTBEAT_SECONDS = 15.0
@@ -71,7 +71,7 @@ def plan_run(lane: Lane, lanes: LanesFile, lock: ToolchainLock, workspace: Path,
     if lane.strip_custom_sections:
         final = output.with_name(f"stripped-{output.name}")
         deletes = [arg for name in lane.strip_custom_sections for arg in ("-d", f"^{name}$")]
-        post_link.append([str(wasm_tools.executable()), "strip", *deletes, str(output),
+        post_link.append([str(wasmtools.executable()), "strip", *deletes, str(output),
                           "-o", str(final)])
     return CargoRun(argv, env, workspace, output, post_link, final)
 

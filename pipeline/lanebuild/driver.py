@@ -135,7 +135,7 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
             _check_claimed_features(lane, run.final)
             artifact, sha, size = _publish(lane, run.final, lane_dir)
             say(f"    compiled in {time.monotonic() - started:.1f}s; smoke-testing")
-            result = smoke.smoke(lane.id, artifact, repo_root, scratch)
+            result = smoke.smoke(lane.smoke, artifact, repo_root, scratch)
             record = BuildRecord(
                 lane=lane.id, target=lane.target, kind=lane.kind, argv=run.argv,
                 post_link_argv=run.post_link, env=run.env,

@@ -8,18 +8,37 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from pipeline.errors import PipelineError
+from pipeline.lanebuild.smoke import RUNNERS
+from verify.formats.base import StrictFrozen
 
 
 class LanesError(PipelineError):
     """lanes.toml is malformed, or a lane id is unknown."""
 
 
-class Lane(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+class BenchRun(StrictFrozen):
+    name: str = Field(description="the name the bench reports this run under")
+    workers: int = Field(ge=0, description="threads lane: pool workers; 0: no pool")
 
+
+class BenchRole(StrictFrozen):
+    """How `nox -s bench` measures a lane (pipeline/bench.py)."""
+
+    runs: list[BenchRun] = Field(min_length=1, description="decode runs of the bench model")
+    kernels: str | None = Field(
+        None, description="build the kernel harness with this lane's flags, reported as this name"
+    )
+    parser_input: bool = Field(False, description="seed module of the Wasm parser benchmark")
+
+
+# Fields that say how a lane is used after its build: not part of the build's cache key.
+_NOT_BUILD_INPUTS = frozenset({"bench", "golden_oracle"})
+
+
+class Lane(StrictFrozen):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     kind: Literal["wasm", "native"]
     target: str
@@ -36,6 +55,9 @@ class Lane(BaseModel):
     shared_memory_bytes: int | None = Field(
         None, description="threads lane: imported shared memory, initial == maximum"
     )
+    smoke: str = Field(description="the runner of pipeline/lanebuild/smoke.py that self-tests it")
+    golden_oracle: bool = Field(False, description="the native scalar oracle of tests/golden/")
+    bench: BenchRole | None = None
 
     @model_validator(mode="after")
     def _no_native_cpu(self) -> Lane:
@@ -51,13 +73,12 @@ class Lane(BaseModel):
 
     def digest(self) -> str:
         """SHA-256 of this lane's canonical entry: part of the build's cache key."""
-        text = json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"))
+        entry = self.model_dump(exclude=set(_NOT_BUILD_INPUTS))
+        text = json.dumps(entry, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-class LanesFile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
-
+class LanesFile(StrictFrozen):
     schema_: Literal["tinyrustlm.lanes.v1"] = Field(alias="schema")
     workspace: str
     remap_workspace: str = Field(pattern=r"^/")
@@ -70,7 +91,20 @@ class LanesFile(BaseModel):
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"duplicate lane id(s): {', '.join(duplicates)}")
+        oracles = [lane.id for lane in self.lane if lane.golden_oracle]
+        if len(oracles) != 1:
+            raise ValueError(f"exactly one lane must be the golden_oracle, not {oracles}")
+        unknown = [f"{lane.id}: {lane.smoke}" for lane in self.lane if lane.smoke not in RUNNERS]
+        if unknown:
+            raise ValueError(f"unknown smoke runner(s) {unknown}; known: {sorted(RUNNERS)}")
         return self
+
+    @property
+    def golden_oracle(self) -> Lane:
+        return next(lane for lane in self.lane if lane.golden_oracle)
+
+    def of_kind(self, kind: str) -> list[Lane]:
+        return [lane for lane in self.lane if lane.kind == kind]
 
     def select(self, ids: list[str] | None) -> list[Lane]:
         if not ids:

@@ -1,7 +1,7 @@
 """Smoke-run each artifact right after it is built: its startup self-test in a real engine.
 
-One runner per lane, in a table. A runner that cannot run here says so (`not-run`) and never
-claims the artifact ran.
+Runners by name, in a table; each lane names its runner in manifests/lanes.toml (`smoke`).
+A runner that cannot run here says so (`not-run`) and never claims the artifact ran.
 """
 
 from __future__ import annotations
@@ -77,17 +77,15 @@ def _wine(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
 
 Runner = Callable[[Path, Path, Path], SmokeResult]
 RUNNERS: dict[str, Runner] = {
-    "scalar-wasm32": _wasmtime(simd=False),
-    "simd128-wasm32": _wasmtime(simd=True),
-    "simd128-threads-wasm32": _node_threads,
-    "x86_64-unknown-linux-gnu": _native,
-    "aarch64-unknown-linux-gnu": _qemu,
-    "x86_64-pc-windows-gnu": _wine,
+    "wasmtime-mvp": _wasmtime(simd=False),
+    "wasmtime-simd128": _wasmtime(simd=True),
+    "node-workers": _node_threads,
+    "native": _native,
+    "qemu-aarch64": _qemu,
+    "wine64": _wine,
 }
 
 
-def smoke(lane_id: str, artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
-    runner = RUNNERS.get(lane_id)
-    if runner is None:
-        return SmokeResult(status="not-run", engine="none", detail=f"no runner for {lane_id}")
-    return runner(artifact, repo_root, scratch)
+def smoke(runner: str, artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
+    """Run `artifact`'s self-test with the named runner (lanes.toml validated the name)."""
+    return RUNNERS[runner](artifact, repo_root, scratch)

