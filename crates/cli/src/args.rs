@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use crate::commands::CliError;
+use crate::error::CliError;
 
 pub struct Args {
     values: BTreeMap<String, String>,

@@ -10,30 +10,8 @@ use tinyrustlm_core::session::{Session, SessionConfig};
 use tinyrustlm_core::{selftest, tokenizer, TrResult, ABI_VERSION, RUNTIME_SEMANTICS};
 
 use crate::args::{self, Args};
+use crate::error::{CliError, EXIT_CHECK_FAILED, EXIT_OK};
 use crate::{golden, json, sha256};
-
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_CHECK_FAILED: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
-pub const EXIT_ERROR: u8 = 3;
-
-pub struct CliError {
-    pub message: String,
-    pub exit_code: u8,
-}
-
-impl CliError {
-    pub fn usage(message: String) -> CliError {
-        CliError { message, exit_code: EXIT_USAGE }
-    }
-    pub fn input(message: String) -> CliError {
-        CliError { message, exit_code: EXIT_ERROR }
-    }
-    /// A TrResult from the runtime: named, with its code.
-    pub fn runtime(what: &str, code: TrResult) -> CliError {
-        CliError::input(format!("{what}: {} (TrResult {})", code.name(), code.code()))
-    }
-}
 
 const USAGE: &str = "usage: tinyrustlm COMMAND
   self-test                       run the embedded startup self-test (one line per test)

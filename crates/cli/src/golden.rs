@@ -13,11 +13,16 @@ use tinyrustlm_core::pcg32::Pcg32;
 use tinyrustlm_core::quant::BLOCK;
 use tinyrustlm_core::sampler::{sample, SamplerConfig, SamplerWork};
 use tinyrustlm_core::session::SessionConfig;
+use tinyrustlm_core::testdata::Lcg;
 use tinyrustlm_core::{TrResult, RUNTIME_SEMANTICS};
 
 use crate::args::Args;
-use crate::commands::{generate, read_model, CliError, EXIT_OK};
+use crate::commands::{generate, read_model};
+use crate::error::{CliError, EXIT_OK};
 use crate::{json, sha256};
+
+/// Case data are k/256 - 1: exact in f32.
+const STEPS: u32 = 256;
 
 pub const VALUED: &[&str] = &["out", "small-model", "source-revision", "generated-utc"];
 pub const ORACLE: &str = "scalar-rust-v1";
@@ -141,24 +146,6 @@ fn tolerance_json(operator: &str) -> String {
     }
 }
 
-/// Case data: an LCG seeded by the case, values k/256 - 1 (exact in f32).
-struct Lcg(u32);
-
-impl Lcg {
-    fn new(seed: u32) -> Lcg {
-        Lcg(seed.wrapping_mul(2_654_435_761).wrapping_add(12_345))
-    }
-    fn next(&mut self) -> u32 {
-        self.0 = self.0.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-        self.0 >> 8
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() % 512) as f32 / 256.0 - 1.0
-    }
-    fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.unit()).collect()
-    }
-}
 
 fn bits_param(v: f32) -> String {
     format!("\"0x{:08x}\"", v.to_bits())
@@ -199,9 +186,9 @@ fn matvec_cases() -> Vec<(&'static str, Vec<Record>)> {
         // every tail length from 1 to 2x the block size
         for cols in 1..=2 * BLOCK {
             let rows = 3;
-            let mut g = Lcg::new(cols as u32 + if q4 { 500 } else { 0 });
+            let mut g = Lcg::seeded(cols as u32 + if q4 { 500 } else { 0 });
             let w = packed(rows, cols, q4, &mut g);
-            let x = g.vec(cols);
+            let x = g.vec(cols, STEPS);
             let mut out = vec![0.0f32; rows];
             let m = if q4 { Matrix::Q4(&w) } else { Matrix::Q8(&w) };
             let r = kernels::matvec(m, &x, &mut out);
@@ -215,9 +202,9 @@ fn matvec_cases() -> Vec<(&'static str, Vec<Record>)> {
     }
     let mut records = Vec::new();
     for (rows, cols) in [(1, 1), (3, 7), (2, 32), (4, 33), (5, 64)] {
-        let mut g = Lcg::new((rows * 100 + cols) as u32);
-        let w = g.vec(rows * cols);
-        let x = g.vec(cols);
+        let mut g = Lcg::seeded((rows * 100 + cols) as u32);
+        let w = g.vec(rows * cols, STEPS);
+        let x = g.vec(cols, STEPS);
         let mut out = vec![0.0f32; rows];
         let r = kernels::matvec(Matrix::F32(&w), &x, &mut out);
         let mut rec = Record::new(format!("f32_matvec.{rows}x{cols}"), "f32_matvec", oracle(r, out));
@@ -233,8 +220,8 @@ fn matvec_cases() -> Vec<(&'static str, Vec<Record>)> {
 fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
     let mut rms = Vec::new();
     for n in [1usize, 5, 32, 120] {
-        let mut g = Lcg::new(n as u32 + 7000);
-        let (x, w, eps) = (g.vec(n), g.vec(n), 1e-5f32);
+        let mut g = Lcg::seeded(n as u32 + 7000);
+        let (x, w, eps) = (g.vec(n, STEPS), g.vec(n, STEPS), 1e-5f32);
         let mut out = vec![0.0f32; n];
         let r = kernels::rmsnorm(&x, &w, eps, &mut out);
         let mut rec = Record::new(format!("rmsnorm.n-{n:03}"), "rmsnorm", oracle(r, out));
@@ -245,13 +232,13 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
     }
     let mut rope = Vec::new();
     for head_dim in [2usize, 8, 20] {
-        let mut g = Lcg::new(head_dim as u32 + 8000);
-        let mut v = g.vec(head_dim);
+        let mut g = Lcg::seeded(head_dim as u32 + 8000);
+        let mut v = g.vec(head_dim, STEPS);
         let input = v.clone();
         // table row for position 3 of theta_i = 10000^(-2i/d): taken from the LCG instead,
         // since the kernel only multiplies by whatever the model's table holds.
-        let cos = g.vec(head_dim / 2);
-        let sin = g.vec(head_dim / 2);
+        let cos = g.vec(head_dim / 2, STEPS);
+        let sin = g.vec(head_dim / 2, STEPS);
         let r = kernels::rope(&mut v, &cos, &sin);
         let mut rec = Record::new(format!("rope.head_dim-{head_dim:02}"), "rope", oracle(r, v));
         rec.shape = vec![("head_dim", head_dim as u64)];
@@ -278,9 +265,9 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
         rec.inputs = vec![("scores", Input::F32(scores.clone()))];
         soft.push(rec);
     }
-    let mut g = Lcg::new(17);
+    let mut g = Lcg::seeded(17);
     for n in [7usize, 33] {
-        let mut s: Vec<f32> = (0..n).map(|_| g.unit() * 20.0).collect();
+        let mut s: Vec<f32> = (0..n).map(|_| g.unit(STEPS) * 20.0).collect();
         let input = s.clone();
         let r = kernels::softmax(&mut s);
         let mut rec = Record::new(format!("softmax.random-{n}"), "softmax", oracle(r, s));
@@ -290,10 +277,10 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
     }
     let mut attn = Vec::new();
     for (n_heads, n_kv_heads, head_dim, n_pos) in [(1usize, 1usize, 4usize, 1usize), (4, 2, 8, 5), (6, 2, 20, 9), (4, 4, 2, 3)] {
-        let mut g = Lcg::new((n_heads * 1000 + n_kv_heads * 100 + head_dim * 10 + n_pos) as u32);
-        let q = g.vec(n_heads * head_dim);
-        let keys = g.vec(n_pos * n_kv_heads * head_dim);
-        let values = g.vec(n_pos * n_kv_heads * head_dim);
+        let mut g = Lcg::seeded((n_heads * 1000 + n_kv_heads * 100 + head_dim * 10 + n_pos) as u32);
+        let q = g.vec(n_heads * head_dim, STEPS);
+        let keys = g.vec(n_pos * n_kv_heads * head_dim, STEPS);
+        let values = g.vec(n_pos * n_kv_heads * head_dim, STEPS);
         let mut scores = vec![0.0f32; n_pos];
         let mut out = vec![0.0f32; n_heads * head_dim];
         let shape = AttentionShape { n_heads, n_kv_heads, head_dim };
@@ -311,9 +298,9 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
     }
     let mut silu = Vec::new();
     for n in [1usize, 17] {
-        let mut g = Lcg::new(n as u32 + 9000);
-        let gate: Vec<f32> = (0..n).map(|_| g.unit() * 8.0).collect();
-        let up = g.vec(n);
+        let mut g = Lcg::seeded(n as u32 + 9000);
+        let gate: Vec<f32> = (0..n).map(|_| g.unit(STEPS) * 8.0).collect();
+        let up = g.vec(n, STEPS);
         let mut out = gate.clone();
         let r = kernels::silu_mul(&mut out, &up);
         let mut rec = Record::new(format!("silu_mul.n-{n:02}"), "silu_mul", oracle(r, out));
@@ -350,8 +337,8 @@ fn sampler_cases() -> Vec<(&'static str, Vec<Record>)> {
         pcg.push(rec);
     }
     let mut samp = Vec::new();
-    let mut g = Lcg::new(31);
-    let logits: Vec<f32> = (0..40).map(|_| g.unit() * 4.0).collect();
+    let mut g = Lcg::seeded(31);
+    let logits: Vec<f32> = (0..40).map(|_| g.unit(STEPS) * 4.0).collect();
     let configs: [(&str, SamplerConfig); 6] = [
         ("greedy", SamplerConfig::GREEDY),
         ("t1", SamplerConfig { temperature: 1.0, ..SamplerConfig::GREEDY }),

@@ -11,6 +11,7 @@
 
 mod args;
 mod commands;
+mod error;
 mod golden;
 mod json;
 mod sha256;

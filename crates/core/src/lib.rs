@@ -15,6 +15,7 @@ pub mod result;
 pub mod sampler;
 pub mod selftest;
 pub mod session;
+pub mod testdata;
 pub mod tokenizer;
 
 pub use result::{TrResult, TrReturn};

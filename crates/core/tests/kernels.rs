@@ -4,18 +4,11 @@
 use tinyrustlm_core::kernels::{self, AttentionShape, Matrix};
 use tinyrustlm_core::math::sqrt_det;
 use tinyrustlm_core::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
+use tinyrustlm_core::testdata::Lcg;
 use tinyrustlm_core::TrResult;
 
-struct Lcg(u32);
-impl Lcg {
-    fn next(&mut self) -> u32 {
-        self.0 = self.0.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-        self.0 >> 8
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() % 1024) as f32 / 512.0 - 1.0
-    }
-}
+/// Inputs are k/512 - 1: exact in f32.
+const STEPS: u32 = 512;
 
 /// (packed bytes, dequantized weights) for a [rows, cols] matrix.
 fn quantized(rows: usize, cols: usize, q4: bool, g: &mut Lcg) -> (Vec<u8>, Vec<f32>) {
@@ -68,7 +61,7 @@ fn every_quant_tail_length_matches_the_contract_bit_for_bit() {
             let (packed, weights) = quantized(rows, cols, q4, &mut g);
             let block_bytes = if q4 { Q4_BLOCK_BYTES } else { Q8_BLOCK_BYTES };
             assert_eq!(packed.len(), rows * ((cols + 31) / 32) * block_bytes);
-            let x: Vec<f32> = (0..cols).map(|_| g.unit()).collect();
+            let x: Vec<f32> = (0..cols).map(|_| g.unit(STEPS)).collect();
             let m = if q4 { Matrix::Q4(&packed) } else { Matrix::Q8(&packed) };
             let mut out = vec![0.0f32; rows];
             kernels::matvec(m, &x, &mut out).unwrap();
@@ -145,9 +138,9 @@ fn softmax_exceptional_cases() {
 fn gqa_equals_mha_with_repeated_kv_heads() {
     let mut g = Lcg(7);
     let (n_pos, head_dim) = (5, 4);
-    let q: Vec<f32> = (0..6 * head_dim).map(|_| g.unit()).collect();
-    let keys: Vec<f32> = (0..n_pos * 2 * head_dim).map(|_| g.unit()).collect();
-    let values: Vec<f32> = (0..n_pos * 2 * head_dim).map(|_| g.unit()).collect();
+    let q: Vec<f32> = (0..6 * head_dim).map(|_| g.unit(STEPS)).collect();
+    let keys: Vec<f32> = (0..n_pos * 2 * head_dim).map(|_| g.unit(STEPS)).collect();
+    let values: Vec<f32> = (0..n_pos * 2 * head_dim).map(|_| g.unit(STEPS)).collect();
     let expand = |kv: &[f32]| -> Vec<f32> {
         let mut out = Vec::new();
         for t in 0..n_pos {

@@ -11,7 +11,11 @@ use crate::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
 use crate::result::{TrResult, TrReturn};
 use crate::sampler::{sample, SamplerConfig, SamplerWork};
 use crate::session::{Session, SessionConfig};
+use crate::testdata::Lcg;
 use crate::tokenizer;
+
+/// Self-test inputs are k/128 - 1: exact in f32.
+const STEPS: u32 = 128;
 
 /// `pack-model --preset tiny --seed 7` (a test keeps it equal to the packer's output).
 pub const TINY_MODEL: &[u8] = include_bytes!("tiny.trlm");
@@ -78,21 +82,6 @@ fn abs(v: f64) -> f64 {
     }
 }
 
-/// Small deterministic test data: an LCG, values in [-1, 1).
-struct Lcg(u32);
-
-impl Lcg {
-    fn next(&mut self) -> u32 {
-        self.0 = self.0.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-        self.0 >> 8
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() % 256) as f32 / 128.0 - 1.0
-    }
-    fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.unit()).collect()
-    }
-}
 
 fn math_known_values() -> TrReturn<()> {
     check(crate::math::sqrt_det(2.0).to_bits() == 0x3fb5_04f3)?;
@@ -104,8 +93,8 @@ fn math_known_values() -> TrReturn<()> {
 fn matvec_f32() -> TrReturn<()> {
     let (rows, cols) = (3, 19);
     let mut g = Lcg(1);
-    let w = g.vec(rows * cols);
-    let x = g.vec(cols);
+    let w = g.vec(rows * cols, STEPS);
+    let x = g.vec(cols, STEPS);
     let mut out = [0.0f32; 3];
     kernels::matvec(Matrix::F32(&w), &x, &mut out)?;
     let want: Vec<f64> = (0..rows)
@@ -147,7 +136,7 @@ fn quant_case(q4: bool) -> TrReturn<()> {
     let packed = pack_blocks(&codes, cols, &scales, q4);
     let want_len = rows * blocks * if q4 { Q4_BLOCK_BYTES } else { Q8_BLOCK_BYTES };
     check(packed.len() == want_len)?;
-    let x = g.vec(cols);
+    let x = g.vec(cols, STEPS);
     let mut out = [0.0f32; 3];
     let m = if q4 { Matrix::Q4(&packed) } else { Matrix::Q8(&packed) };
     kernels::matvec(m, &x, &mut out)?;
@@ -176,8 +165,8 @@ fn matvec_q4() -> TrReturn<()> {
 
 fn rmsnorm() -> TrReturn<()> {
     let mut g = Lcg(4);
-    let x = g.vec(32);
-    let w = g.vec(32);
+    let x = g.vec(32, STEPS);
+    let w = g.vec(32, STEPS);
     let mut out = [0.0f32; 32];
     kernels::rmsnorm(&x, &w, 1e-5, &mut out)?;
     let ms: f64 = x.iter().map(|v| (*v as f64) * (*v as f64)).sum::<f64>() / 32.0;
@@ -236,9 +225,9 @@ fn attention() -> TrReturn<()> {
     let shape = AttentionShape { n_heads: 4, n_kv_heads: 2, head_dim: 4 };
     let (n_pos, kv_dim) = (3, 8);
     let mut g = Lcg(5);
-    let q = g.vec(16);
-    let keys = g.vec(n_pos * kv_dim);
-    let values = g.vec(n_pos * kv_dim);
+    let q = g.vec(16, STEPS);
+    let keys = g.vec(n_pos * kv_dim, STEPS);
+    let values = g.vec(n_pos * kv_dim, STEPS);
     let mut scores = [0.0f32; 3];
     let mut out = [0.0f32; 16];
     kernels::attention(shape, &q, &keys, &values, &mut scores, &mut out)?;
