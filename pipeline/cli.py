@@ -14,6 +14,7 @@ from types import ModuleType
 from pipeline import bench, formats, golden, keys, modelpack, release, reproduce
 from pipeline.errors import EXIT_ERROR, PipelineError
 from pipeline.lanebuild import cli as build_cli
+from pipeline.publish import cli_fetch, cli_publish, cli_repo
 from pipeline.toolchain import cli as toolchain_cli
 
 # name -> (module with add_arguments/run, one-line help)
@@ -27,6 +28,9 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "bench": (bench, "lane benchmarks side by side; JSON under build/bench/"),
     "reproduce": (reproduce, "rebuild a bundle's revision and compare byte for byte"),
     "schemas": (formats, "write the JSON Schema of every versioned format"),
+    "repo": (cli_repo, "TUF repository: init, refresh-timestamp, rotate-root"),
+    "publish": (cli_publish, "add a verified bundle to the TUF repository"),
+    "fetch": (cli_fetch, "fetch a release through TUF, then verify it"),
 }
 
 

@@ -15,6 +15,7 @@ from pipeline.atomicio import write_atomic
 from pipeline.errors import EXIT_OK
 from pipeline.lanebuild.lanes import LanesFile
 from pipeline.lanebuild.records import BuildIndex, BuildRecord
+from pipeline.publish.state import FETCH_STATE_SCHEMA, FetchState
 from pipeline.toolchain.lockfile import LOCK_SCHEMA, SEED_SCHEMA, ToolchainLock, ToolchainSeed
 from verify.formats.registry import VERIFY_FORMATS, schema_json
 
@@ -25,6 +26,7 @@ FORMATS: dict[str, type[BaseModel]] = {
     LOCK_SCHEMA: ToolchainLock,
     "tinyrustlm.build-record.v1": BuildRecord,
     "tinyrustlm.build-index.v1": BuildIndex,
+    FETCH_STATE_SCHEMA: FetchState,
 }
 SCHEMAS_DIR = Path("manifests/schemas")
 

@@ -1,0 +1,45 @@
+"""Arguments shared by `repo`, `publish` and `fetch`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pipeline.publish.keys import KeyFolders
+from pipeline.publish.repo import RepoSummary
+
+
+def add_repo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", type=Path, required=True, metavar="DIR", help="TUF repository")
+    parser.add_argument(
+        "--keys",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="the repository's key folder (one sub-folder per role)",
+    )
+    parser.add_argument(
+        "--root-keys",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the offline root key lives (default: KEYS/root)",
+    )
+    parser.add_argument(
+        "--expiry",
+        action="append",
+        default=[],
+        metavar="ROLE=DAYS",
+        help="override pipeline/publish/repository.toml's expiry for a role (repeatable)",
+    )
+
+
+def key_folders(args: argparse.Namespace) -> KeyFolders:
+    return KeyFolders(args.keys, args.root_keys)
+
+
+def print_summary(summary: RepoSummary) -> None:
+    for role, version in summary.versions.items():
+        expires = summary.expires[role].strftime("%Y-%m-%dT%H:%M:%SZ")
+        print(f"{role:<10} v{version:<4} expires {expires}")
+    print(f"keys       {summary.key_class}")
