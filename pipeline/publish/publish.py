@@ -25,6 +25,7 @@ from pipeline.publish.repo import (
     RepoSummary,
     now_utc,
     repository_lock,
+    require_repository,
     summary,
     write_targets,
 )
@@ -93,6 +94,7 @@ def publish_bundle(
     derive: Deriver | None = None,
 ) -> Published:
     when = now or now_utc()
+    require_repository(repo_path)
     files = read_bundle_folder(bundle)
     verdict = verify_copy(files, bundle.name, trusted, allow_dev_key, int(when.timestamp()), derive)
     version_key(verdict.version, where=f"{bundle}/manifest.json: version")

@@ -103,13 +103,8 @@ class DiskRepository(Repository):
         cls, root_path: Path, folders: k.KeyFolders, policy: RepositoryPolicy, now: datetime
     ) -> DiskRepository:
         """Read root 1..N, then timestamp -> snapshot -> targets; each must verify."""
+        require_repository(root_path)
         repo = cls(root_path, folders, policy, now)
-        if not (repo.metadata_dir / metadata_name(Root.type, 1)).is_file():
-            raise RepositoryMissing(
-                "not a TUF repository (no metadata/1.root.json)",
-                where=str(repo.metadata_dir),
-                hint="create one with `tinyrustlm-release repo init --repo DIR --keys DIR`",
-            )
         previous: Root | None = None
         version = 1
         while (repo.metadata_dir / metadata_name(Root.type, version)).is_file():
@@ -230,6 +225,16 @@ class DiskRepository(Repository):
         return {role: md.signed.expires for role, md in sorted(self.current.items())}
 
 
+def require_repository(repo_path: Path) -> None:
+    """Fail before any other work (or any file is created) when REPO is not a repository."""
+    if not (repo_path / METADATA_DIR / metadata_name(Root.type, 1)).is_file():
+        raise RepositoryMissing(
+            "not a TUF repository (no metadata/1.root.json)",
+            where=str(repo_path),
+            hint="create one with `tinyrustlm-release repo init --repo DIR --keys DIR`",
+        )
+
+
 @contextmanager
 def repository_lock(repo_path: Path) -> Iterator[None]:
     with hold_lock(repo_path / LOCK_FILE, RepositoryLocked, "repository writer"):
@@ -301,6 +306,7 @@ def refresh_timestamp(
     now: datetime | None = None,
 ) -> RepoSummary:
     """Re-sign snapshot and timestamp with fresh expiry; the published content is unchanged."""
+    require_repository(repo_path)
     with repository_lock(repo_path):
         repo = DiskRepository.load(repo_path, folders, policy, now or now_utc())
         repo.do_snapshot(force=True)
@@ -320,6 +326,7 @@ def rotate_root(
     The new private key is written before the root that names it; the old one is retired
     (moved to `retired/`) only after the new root is on disk.
     """
+    require_repository(repo_path)
     with repository_lock(repo_path):
         repo = DiskRepository.load(repo_path, folders, policy, now or now_utc())
         root_md: Metadata[Root] = repo.current[Root.type]

@@ -158,11 +158,14 @@ class World:
     def root_v1(self) -> Path:
         return self.repo / "metadata" / "1.root.json"
 
-    def publish(self, version: str, now: datetime | None = None) -> Published:
+    def publish(
+        self, bundle: str | Path, now: datetime | None = None, keys: KeyFolders | None = None
+    ) -> Published:
+        """Publish a version of `bundles` (or any bundle folder) with the fake report."""
         return publish_bundle(
-            self.bundles.paths[version],
+            self.bundles.paths[bundle] if isinstance(bundle, str) else bundle,
             self.repo,
-            self.keys,
+            keys or self.keys,
             self.bundles.trusted(),
             self.policy,
             now=now,

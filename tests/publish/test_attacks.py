@@ -96,9 +96,7 @@ def mix_and_match(w: World) -> dict[str, Any]:
     """9.9.9's manifest replaced by 9.9.8's (each one validly signed on its own)."""
     new = _bundle_file(w, NEW, "manifest.json")
     _both_published(w)
-    w.mirror.attacks[_target_url(NEW, "manifest.json", new)] = _bundle_file(
-        w, OLD, "manifest.json"
-    )
+    w.mirror.attacks[_target_url(NEW, "manifest.json", new)] = _bundle_file(w, OLD, "manifest.json")
     return {}
 
 
