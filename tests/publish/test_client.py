@@ -10,7 +10,8 @@ import pytest
 
 from pipeline.publish import errors as e
 from pipeline.publish.fetch import default_state_folder
-from pipeline.publish.repo import refresh_timestamp, rotate_root
+from pipeline.publish.releases import release_target
+from pipeline.publish.repo import DiskRepository, now_utc, refresh_timestamp, rotate_root
 from tests.publish.conftest import NEW, OLD, World, entries
 
 
@@ -106,3 +107,22 @@ def test_a_bad_trusted_root_is_a_typed_error(world: World) -> None:
         world.fetch(root=bad)
     with pytest.raises(e.RootUnreadable):
         world.fetch(root=world.tmp / "missing.json")
+
+
+def test_an_unsafe_target_path_is_refused_even_when_signed(world: World) -> None:
+    """Defence in depth: a repository owner (not just a mirror) cannot write outside --out."""
+    world.publish(NEW)
+    repo = DiskRepository.load(world.repo, world.keys, world.policy, now_utc())
+    build_id = repo.releases()[NEW].build_id
+    with repo.edit_targets() as targets:
+        bad = release_target("tinyrustlm", NEW, build_id, "../../escaped", b"x")
+        targets.targets[bad.path] = bad
+    repo.do_snapshot()
+    repo.do_timestamp()
+    sha = bad.hashes["sha256"]
+    for served in (world.repo / f"{sha}.escaped", world.repo / "targets" / f"{sha}.escaped"):
+        served.write_bytes(b"x")  # wherever `..` lands, the mirror has the bytes
+    with pytest.raises(e.TargetPathInvalid):
+        world.fetch()
+    assert entries(world.tmp / "out") == []
+    assert not (world.tmp / "escaped").exists()

@@ -17,8 +17,10 @@ import pytest
 from pipeline.publish import errors as e
 from pipeline.publish.keys import KEY_CLASS_FIELD, KeyFolders
 from pipeline.publish.policy import load_policy
-from pipeline.publish.repo import init_repository
+from pipeline.publish.publish import publish_bundle
+from pipeline.publish.repo import init_repository, refresh_timestamp, rotate_root
 from tests.publish.conftest import NEW, OLD, World
+from tests.release.conftest import fake_report
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,3 +156,26 @@ def test_killed_publish_leaves_the_previous_repository_servable(world: World) ->
     assert world.fetch().verdict.version == OLD  # clients still see the previous state
     world.publish(NEW)  # and the next publish completes over the leftovers
     assert world.fetch(out="after").verdict.version == NEW
+
+
+def test_publish_never_needs_the_root_key(world: World) -> None:
+    """With the root key kept elsewhere (--root-keys), publish and refresh still work."""
+    online = world.tmp / "online-keys"
+    offline = world.tmp / "offline-root"
+    repo = world.tmp / "r3"
+    init_repository(repo, KeyFolders(online, offline), world.policy, "release")
+    assert not (online / "root").exists() and len(list(offline.glob("*.key.pem"))) == 1
+    publish_keys = KeyFolders(online)
+    refresh_timestamp(repo, publish_keys, world.policy)
+    done = publish_bundle(
+        world.bundles.paths[NEW],
+        repo,
+        publish_keys,
+        world.bundles.trusted(),
+        world.policy,
+        derive=fake_report,
+    )
+    assert done.repo.key_class == "release"
+    with pytest.raises(e.KeyMissing, match="root"):
+        rotate_root(repo, publish_keys, world.policy)
+    assert rotate_root(repo, KeyFolders(online, offline), world.policy).versions["root"] == 2
