@@ -172,18 +172,20 @@ class DiskRepository(Repository):
         for signer in self._signers(role, md):
             md.sign(signer, append=True)
         previous = previous_root.signed if previous_root and role == Root.type else None
-        self.current[role] = md  # a new root verifies the other roles from now on
-        try:
+        try:  # only metadata that verifies is ever written
             self._check(role, md, previous)
         except RepositoryCorrupt as exc:
             raise KeyMissing(
                 f"the keys found cannot sign {role} v{md.signed.version}: {exc.message}",
                 where=str(self.folders.folder(role)),
             ) from exc
+        self.current[role] = md  # a new root verifies the other roles from now on
         path = self.metadata_dir / metadata_name(role, md.signed.version)
         write_atomic(path, md.to_bytes(_SERIALIZER))
         self.written.append(path)
 
+    # Snapshot and timestamp name versions only (as python-tuf's own example repository does):
+    # with consistent snapshots a version names exactly one file, and clients check it.
     @property
     def targets_infos(self) -> dict[str, MetaFile]:
         return {f"{Targets.type}.json": MetaFile(self.current[Targets.type].signed.version)}
