@@ -26,9 +26,12 @@ from typing import Any
 
 from pipeline.atomicio import write_atomic
 from pipeline.errors import PipelineError
+from pipeline.inputs import parse_output
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.lanes import Lane, load_lanes
 from pipeline.modelpack import PRESETS, pack, tensor_plan
+from verify.errors import VerifyError
+from verify.inputs import read_regular_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = "tinyrustlm.bench.v1"
@@ -125,12 +128,19 @@ def build_kernel_harness(repo_root: Path, lane: Lane) -> Path:
     return scratch / lane.id / lane.target / "release" / "tinyrustlm_kernel_harness.wasm"
 
 
+def _model_bytes(path: Path) -> bytes:
+    try:
+        return read_regular_file(path, "model")  # never a FIFO or device, never unbounded
+    except VerifyError as exc:
+        raise PipelineError(f"{exc.message} [{exc.error_id}]", where=str(path)) from None
+
+
 def bench_model(repo_root: Path) -> tuple[Path, str]:
     """build/models/bench.trlm (re-packed when missing or not the preset's bytes)."""
     data = pack(PRESETS[MODEL_PRESET], MODEL_SEED)
     digest = hashlib.sha256(data).hexdigest()
     path = repo_root / "build" / "models" / f"{MODEL_PRESET}.trlm"
-    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+    if not path.is_file() or hashlib.sha256(_model_bytes(path)).hexdigest() != digest:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data)
     return path, digest
@@ -174,7 +184,8 @@ def native_decode(binary: Path, model: Path, tokens: int, rounds: int, name: str
         )
         if done.returncode != 0:
             raise BenchError(f"native run failed: {done.stderr[-2000:]}", where=str(binary))
-        steps = sorted(json.loads(done.stdout)["decode_ms"][1:])  # step 0 has no forward pass
+        decode_ms = parse_output(done.stdout, f"{binary} output")["decode_ms"]
+        steps = sorted(decode_ms[1:])  # step 0 has no forward pass
         medians.append(steps[len(steps) // 2])
     ms = min(medians)
     return {
@@ -300,7 +311,7 @@ def run_bench(repo_root: Path, tokens: int, rounds: int, say: Any = print) -> di
         )
     if done.returncode != 0:
         raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
-    raw = json.loads(done.stdout)
+    raw = parse_output(done.stdout, "node bench output")
     say("running the native scalar binary ...")
     assert native_lane.bench is not None  # measured_lanes picked it for its `bench`
     native = native_decode(artifacts[native_lane.id], model, tokens, rounds,

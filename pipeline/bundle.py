@@ -2,26 +2,26 @@
 
 dist/ never holds a partial bundle, even after kill -9: files are written into
 dist/.staging/ (hidden, cleared by the next release), fsynced with their folders, and the
-finished folder is renamed into place in one step. A lock (flock on dist/.release.lock,
-released by the kernel when the process dies) stops two releases at once. An existing
-bundle of the same version is refused unless `force`.
+finished folder is renamed into place in one step; with `force`, it is exchanged with the
+old bundle in one step (renameat2 RENAME_EXCHANGE), so a bundle is in place at every instant.
+A lock (flock on dist/.release.lock, released by the kernel when the process dies) stops two
+releases at once. An existing bundle of the same version is refused unless `force`.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
 import shutil
-import tarfile
 from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from pipeline.atomicio import fsync_dir, write_durable
+from pipeline.atomicswap import exchange, fault_point
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.filelock import hold_lock
 from verify.bundle.layout import CHECKSUMS, bundle_name, checksums_text, tarball_name
+from verify.bundle.tarball import deterministic_tarball
 
 LOCK_FILE = ".release.lock"
 STAGING_DIR = ".staging"
@@ -40,46 +40,6 @@ def release_lock(folder: Path) -> Iterator[None]:
     """Hold folder/.release.lock (flock) or raise ReleaseLocked naming the holder's pid."""
     with hold_lock(folder / LOCK_FILE, ReleaseLocked, "release"):
         yield
-
-
-def deterministic_tarball(
-    root_name: str,
-    files: Mapping[str, bytes],
-    mtime: int,
-    executable: AbstractSet[str] = frozenset(),
-) -> bytes:
-    """tar.gz of `files` under `root_name/`: sorted entries, fixed mtime, owner 0, gzip -n.
-
-    Modes are fixed too: folders and `executable` files 0755, other files 0644.
-    """
-    entries: dict[str, bytes | None] = {root_name: None}
-    modes = {f"{root_name}/{rel}": 0o755 for rel in executable}
-    for rel in files:
-        parts = PurePosixPath(rel).parts
-        for depth in range(1, len(parts)):
-            entries[f"{root_name}/{'/'.join(parts[:depth])}"] = None
-        entries[f"{root_name}/{rel}"] = files[rel]
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(entries):
-            data = entries[name]
-            info = tarfile.TarInfo(name)
-            info.mtime = mtime
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            if data is None:
-                info.type = tarfile.DIRTYPE
-                info.mode = 0o755
-                tar.addfile(info)
-            else:
-                info.mode = modes.get(name, 0o644)
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    packed = io.BytesIO()
-    # filename="" and mtime=0: no name, no time in the gzip header (like gzip -n).
-    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, compresslevel=9, mtime=0) as gz:
-        gz.write(raw.getvalue())
-    return packed.getvalue()
 
 
 def bundle_contents(
@@ -138,11 +98,15 @@ def write_bundle(
         staging = staging_root / bundle_name(version)
         _write_tree(staging, contents, executable)
         fsync_dir(staging_root)
+        fault_point("bundle.staged")
         if final.exists():
-            retired = staging_root / f"{bundle_name(version)}.replaced"
-            final.rename(retired)
-        staging.rename(final)
+            # one step: final becomes the new bundle, staging the old one (never a gap)
+            exchange(staging, final)
+            fault_point("bundle.exchanged")
+        else:
+            staging.rename(final)
         fsync_dir(dist)
+        fsync_dir(staging_root)
         shutil.rmtree(staging_root)
         fsync_dir(dist)
     return final

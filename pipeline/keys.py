@@ -9,6 +9,7 @@ A development key's bundle says `key_class: development`; verifiers refuse it un
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,12 +28,15 @@ from pipeline.errors import EXIT_OK, PipelineError
 from verify.bundle.dsse import keyid_of
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.formats.manifest import KeyClass
+from verify.inputs import InputError, read_regular_file
 
 KEY_ENV = "TINYRUSTLM_RELEASE_KEY"
 DEV_KEY_DIR = ".dev-keys"
 DEV_KEY_NAME = "development"
 # How long a new key is trusted for (the trusted-keys file's not_after).
 KEY_VALIDITY = {"release": timedelta(days=2 * 365), "development": timedelta(days=10 * 365)}
+# A key name is a file-name stem: no path separators, no leading dot (so never `..`).
+KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 class SigningKeyError(PipelineError):
@@ -59,6 +63,13 @@ def generate_key_files(
     folder: Path, name: str, role: KeyClass, now: datetime | None = None
 ) -> KeyFiles:
     """Write NAME.key.pem (0600), NAME.pub.pem and NAME.trusted-keys.json into `folder`."""
+    if KEY_NAME.match(name) is None:
+        raise SigningKeyError(
+            f"key name {name!r} is not a plain file-name stem (letters, digits, . _ -; no "
+            "path separators, not starting with a dot)",
+            where="--name",
+            hint="the files always go into --out; pick a name like `release-2026`",
+        )
     folder.mkdir(parents=True, exist_ok=True)
     private = folder / f"{name}.key.pem"
     if private.exists():
@@ -78,9 +89,11 @@ def generate_key_files(
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SigningKeyError(f"cannot read signing key: {exc.strerror}", where=str(path)) from exc
+        data = read_regular_file(path, "signing-key")  # never a FIFO, never unbounded
+    except InputError as exc:
+        raise SigningKeyError(
+            f"signing key: {exc.message} ({exc.error_id})", where=str(path)
+        ) from exc
     try:
         key = load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
@@ -121,6 +134,14 @@ def resolve_signing_key(
     files = dev_key_files(repo_root)
     key = load_private_key(files.private_pem)
     return SigningKey(key, files.keyid, "development", str(files.private_pem))
+
+
+def check_signing_key(
+    repo_root: Path, key_path: Path | None, env: dict[str, str], key_class: KeyClass = "release"
+) -> str:
+    """Load the key a release will sign with, so a bad `--key` stops step 1, not step 5."""
+    key = resolve_signing_key(repo_root, key_path, env, key_class)
+    return f"key {key.keyid[:16]}… ({key.key_class})"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -25,10 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
-
 from pipeline.errors import EXIT_OK, CheckFailed, PipelineError
-from pipeline.keys import SigningKey, resolve_signing_key
+from pipeline.inputs import load_model
+from pipeline.keys import SigningKey, check_signing_key, resolve_signing_key
 from pipeline.lanebuild.records import BuildIndex, BuildRecord
 from pipeline.manifest import (
     BundleFile,
@@ -117,6 +116,7 @@ def preflight(ctx: ReleaseContext) -> str:
     """Source-tree checks that must pass before anything slow runs."""
     facts = git_facts(ctx.repo_root)
     require_clean(facts, ctx.allow_dirty)
+    check_signing_key(ctx.repo_root, ctx.key_path, dict(ctx.env), ctx.key_class)
     ctx.git = facts
     ctx.version = project_version(ctx.repo_root)
     final = ctx.dist / bundle_name(ctx.version)
@@ -249,10 +249,7 @@ def _records(ctx: ReleaseContext, index: BuildIndex) -> list[BuildStep]:
     steps: list[BuildStep] = []
     for entry in index.lanes:
         path = ctx.repo_root / entry.record
-        try:
-            record = BuildRecord.model_validate_json(path.read_bytes())
-        except (OSError, ValidationError) as exc:
-            raise PipelineError(f"unreadable build record: {exc}", where=str(path)) from exc
+        record = load_model(BuildRecord, path, "build-record")
         steps.append(BuildStep(entry.lane, tuple(record.argv), tuple(sorted(record.env.items()))))
     return steps
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import lief
 
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, PipelineError
+from pipeline.inputs import load_model
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.inputs import sha256_file
 from pipeline.lanebuild.records import BuildIndex
@@ -129,10 +130,10 @@ def compare_bundle(bundle: Path, manifest: ModuleManifest, index: BuildIndex,
 def reproduce(bundle: Path, source: str, workdir: Path, say: Callable[[str], None]
               ) -> list[LaneVerdict]:
     try:
-        manifest = ModuleManifest.model_validate_json((bundle / "manifest.json").read_bytes())
-    except (OSError, ValueError) as exc:
-        raise ReproduceError(f"cannot read the bundle's manifest: {exc}",
-                             where=str(bundle / "manifest.json")) from exc
+        manifest = load_model(ModuleManifest, bundle / "manifest.json", "json")
+    except PipelineError as exc:
+        raise ReproduceError(f"cannot read the bundle's manifest: {exc.message}",
+                             where=exc.where) from exc
     say(f"[1/4] checking out {manifest.source_revision[:12]} from {source}")
     checkout = prepare_checkout(source, manifest.source_revision, workdir)
     lock_sha = sha256_file(checkout / "toolchain.lock")

@@ -7,10 +7,10 @@ Exit codes: 0 every check passed, 1 at least one finding, 3 unreadable or malfor
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from verify.errors import EXIT_FINDINGS, EXIT_OK, VerifyError
+from verify.inputs import read_json_file
 from verify.inspect import render_table, verification_report
 
 
@@ -29,12 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def artifacts_of_index(index: Path) -> list[tuple[Path, str]]:
     """(artifact, lane) for each lane of a build index; relative paths are from the repo
     root, the folder that holds build/."""
+    doc = read_json_file(index, "build-index")
     try:
-        doc = json.loads(index.read_text(encoding="utf-8"))
         rows = [(str(row["artifact"]), str(row["lane"])) for row in doc["lanes"]]
-    except OSError as exc:
-        raise VerifyError(f"cannot read build index: {exc.strerror}", where=str(index)) from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise VerifyError(f"malformed build index: {exc}", where=str(index)) from None
     root = index.resolve().parent.parent
     return [(p if (p := Path(a)).is_absolute() else root / p, lane) for a, lane in rows]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 # Exit codes of `tinyrustlm-verify` (documented in README.md).
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # the input was read and at least one check failed
@@ -13,6 +15,7 @@ class VerifyError(Exception):
     """An input that cannot be inspected. `offset` is the byte offset where parsing stopped."""
 
     exit_code = EXIT_ERROR
+    error_id: ClassVar[str] = "verify.error"  # stable: scripts match on it
 
     def __init__(self, message: str, *, where: str = "", offset: int | None = None) -> None:
         super().__init__(message)
@@ -24,7 +27,8 @@ class VerifyError(Exception):
         place = self.where
         if self.offset is not None:
             place = f"{place} at byte offset {self.offset} (0x{self.offset:x})".strip()
-        return f"error: {self.message}" + (f"\n  where: {place}" if place else "")
+        tag = "" if self.error_id == VerifyError.error_id else f"[{self.error_id}]"
+        return f"error{tag}: {self.message}" + (f"\n  where: {place}" if place else "")
 
 
 class VerificationFailed(VerifyError):

@@ -28,6 +28,7 @@ from verify.formats.report import (
     VerificationReport,
     WasmSummary,
 )
+from verify.inputs import read_regular_file
 from verify.native.facts import NativeFacts
 from verify.native.read import native_facts
 from verify.policy import (
@@ -43,10 +44,7 @@ from verify.wasm.inventory import WasmInventory, inventory_bytes
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise VerifyError(f"cannot read artifact: {exc.strerror}", where=str(path)) from None
+    return read_regular_file(path, "artifact")  # never a FIFO or device, never unbounded
 
 
 def _findings(found: list[Finding]) -> list[FindingModel]:

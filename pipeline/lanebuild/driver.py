@@ -17,6 +17,7 @@ from pathlib import Path
 from pipeline.atomicio import write_atomic
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.filelock import hold_lock
+from pipeline.inputs import load_model
 from pipeline.lanebuild import smoke
 from pipeline.lanebuild.cargo import CompileError, plan_run, run_cargo
 from pipeline.lanebuild.inputs import lane_inputs, sha256_file, source_files
@@ -38,8 +39,8 @@ def artifact_name(lane: Lane, sha256: str) -> str:
 def _cached(lane_dir: Path, input_digest: str) -> BuildRecord | None:
     """The lane's record if its inputs are unchanged and its artifact is intact."""
     try:
-        record = BuildRecord.model_validate_json((lane_dir / RECORD).read_bytes())
-    except (OSError, ValueError):
+        record = load_model(BuildRecord, lane_dir / RECORD, "build-record")
+    except PipelineError:
         return None
     artifact = lane_dir.parent.parent / record.output.path
     if (record.inputs.input_digest != input_digest or record.smoke.status == "fail"
@@ -169,8 +170,8 @@ def _previous_entries(index_path: Path, build_dir: Path,
     """Entries of the last index that are still true: lanes not built in this run keep their
     entry only if it was built from exactly today's inputs (same sources, lock, lane entry)."""
     try:
-        index = BuildIndex.model_validate_json(index_path.read_bytes())
-    except (OSError, ValueError):
+        index = load_model(BuildIndex, index_path, "build-index")
+    except PipelineError:
         return {}
     return {entry.lane: entry for entry in index.lanes
             if _cached(build_dir / entry.lane, current.get(entry.lane, "")) is not None}

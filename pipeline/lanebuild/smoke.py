@@ -6,12 +6,12 @@ A runner that cannot run here says so (`not-run`) and never claims the artifact 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pipeline.inputs import parse_output
 from pipeline.lanebuild.records import SmokeResult
 
 TIMEOUT_SECONDS = 120
@@ -44,7 +44,7 @@ def _wasmtime(simd: bool) -> Callable[[Path, Path, Path], SmokeResult]:
         result = _run([sys.executable, "-m", "pipeline.lanebuild.smoke_wasmtime", str(artifact),
                        "--simd", str(int(simd))], "wasmtime-py", cwd=repo_root)
         if result.status == "pass":
-            engine = json.loads(result.detail)["engine"]
+            engine = str(dict(parse_output(result.detail, "wasmtime-py output")).get("engine"))
             return SmokeResult(status="pass", engine=engine, detail="tr_self_test() == 0")
         return result
 

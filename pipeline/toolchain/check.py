@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pipeline.atomicio import write_atomic
-from pipeline.errors import CheckFailed
+from pipeline.errors import CheckFailed, PipelineError
+from pipeline.inputs import load_json
 from pipeline.toolchain import probe
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
 
@@ -63,9 +64,9 @@ def _load_cache(path: Path | None) -> dict[str, tuple[probe.Signature, str]] | N
     if path is None:
         return None
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = load_json(path, "json")
         return {k: (tuple(v[0]), str(v[1])) for k, v in raw.items()}
-    except (OSError, ValueError, TypeError, IndexError, AttributeError):
+    except (PipelineError, ValueError, TypeError, IndexError, AttributeError):
         return {}  # no cache or a broken one: hash everything, write a fresh one
 
 

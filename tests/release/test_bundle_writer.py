@@ -18,9 +18,9 @@ from pipeline.bundle import (
     BundleExists,
     ReleaseLocked,
     bundle_contents,
-    deterministic_tarball,
     write_bundle,
 )
+from verify.bundle.tarball import deterministic_tarball
 
 FILES = {"manifest.json": b"{}", "artifacts/a.wasm": b"\0asm\1\0\0\0", "js/host.js": b"x"}
 
@@ -125,3 +125,42 @@ def test_checksums_cover_every_file_but_themselves_and_the_tarball() -> None:
     contents = bundle_contents("1.0.0", FILES, 1)
     lines = contents["SHA256SUMS"].decode().splitlines()
     assert [line.split("  ", 1)[1] for line in lines] == sorted(FILES)
+
+
+OLD = {"a.txt": b"old", "b.txt": b"old b"}
+NEW = {"a.txt": b"new", "b.txt": b"new b"}
+
+
+@pytest.mark.parametrize(
+    ("point", "expected"),
+    [("bundle.staged", OLD), ("bundle.exchanged", NEW)],
+    ids=["killed-before-exchange", "killed-after-exchange"],
+)
+def test_force_kill_9_always_leaves_a_complete_bundle(
+    tmp_path: Path, point: str, expected: dict[str, bytes]
+) -> None:
+    """kill -9 injected at the exact point of `--force` replacement (no race): dist/ holds
+    one complete bundle, old or new, and the next release cleans up and succeeds."""
+    dist = tmp_path / "dist"
+    write_bundle(dist, "1.0.0", OLD, 1)
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        import pipeline.bundle as b
+        b.write_bundle(Path({str(dist)!r}), "1.0.0", {NEW!r}, 1, force=True)
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).parents[2],
+        env={**os.environ, "TINYRUSTLM_TEST_KILL_AT": point},
+        timeout=60,
+    )
+    assert done.returncode == -signal.SIGKILL, "the fault point was never reached"
+    assert _bundles(dist) == ["tinyrustlm-1.0.0"]
+    final = dist / "tinyrustlm-1.0.0"
+    assert {n: (final / n).read_bytes() for n in expected} == expected
+    assert bundle_contents("1.0.0", expected, 1) == {
+        p.relative_to(final).as_posix(): p.read_bytes() for p in final.rglob("*") if p.is_file()
+    }
+    write_bundle(dist, "1.0.0", NEW, 1, force=True)
+    assert not (dist / ".staging").exists()
+    assert (final / "a.txt").read_bytes() == b"new"

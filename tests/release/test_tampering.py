@@ -85,7 +85,7 @@ FLIP_CASES = [
     ("sbom.cdx.json", "provenance.subjects"),
     ("verification-report.json", "provenance.subjects"),
     ("SHA256SUMS", "checksums.mismatch"),
-    (TARBALL, "tarball.mismatch"),
+    (TARBALL, "tarball.gzip"),
 ]
 
 

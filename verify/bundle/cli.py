@@ -1,7 +1,9 @@
-"""`tinyrustlm-verify bundle DIR|TARBALL --trusted-keys FILE [--allow-dev-key] [--json]`.
+"""`tinyrustlm-verify bundle DIR|TARBALL --trusted-keys FILE [--allow-dev-key]
+[--not-before-version V] [--json]`.
 
 Exit codes: 0 verified; 1 rejected (a step failed: the error id names which check);
 2 bad arguments; 3 the bundle or the trusted-keys file could not be read at all.
+With --json, every outcome (including unreadable input) prints one JSON result.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from verify.bundle.errors import TrustedKeysInvalid
-from verify.bundle.trusted_keys import load_trusted_keys
+from verify.bundle.errors import ResourceLimit
+from verify.bundle.trusted_keys import TrustRoot, load_trust_root
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
+from verify.bundle.versions import version_key
 from verify.errors import EXIT_OK, VerifyError
 from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
 
@@ -41,6 +46,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="check expiry as of this Unix time instead of now",
     )
+    parser.add_argument(
+        "--not-before-version",
+        type=_version,
+        default=None,
+        metavar="V",
+        help="refuse a bundle whose version is below V (the last version you accepted)",
+    )
+
+
+def _version(text: str) -> str:
+    if version_key(text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a version like 1.2.0")
+    return text
 
 
 def _progress(result: StepResult) -> None:
@@ -58,23 +76,25 @@ def run(args: argparse.Namespace) -> int:
             _progress(result)
 
     try:
-        trusted = load_trusted_keys(args.trusted_keys)
-        verdict = verify_bundle(
-            args.bundle, trusted, allow_dev_key=args.allow_dev_key, now=now, progress=record
+        root: TrustRoot = _guarded(lambda: load_trust_root(args.trusted_keys))
+    except VerifyError as exc:  # no step ran at all
+        return _failed(args, steps, exc, step=None)
+    try:
+        verdict = _guarded(
+            lambda: verify_bundle(
+                args.bundle,
+                root.keys,
+                allow_dev_key=args.allow_dev_key,
+                now=now,
+                progress=record,
+                one_signer=root.one_signer,
+                version_floor=args.not_before_version,
+            )
         )
     except VerifyError as exc:
-        failed = len(steps) + 1
-        started = not isinstance(exc, TrustedKeysInvalid)  # else no step ran at all
-        if not args.json:
-            if started:
-                title = STEP_TITLES[failed - 1]
-                print(f"[{failed:>2}/{len(STEP_TITLES)}] {title}: FAILED", flush=True)
-            raise
-        print(_json(_result(steps, error=exc)))
-        print(exc.diagnostics(), file=sys.stderr)
-        return exc.exit_code
+        return _failed(args, steps, exc, step=len(steps) + 1)
     if args.json:
-        doc = _result(steps, error=None).model_copy(update={
+        doc = _result(steps, error=None, step=None).model_copy(update={
             "version": verdict.version,
             "build_id": verdict.build_id,
             "keyid": verdict.keyid,
@@ -89,15 +109,38 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _result(steps: list[StepResult], error: VerifyError | None) -> BundleVerification:
+T = TypeVar("T")
+
+
+def _guarded(work: Callable[[], T]) -> T:
+    """Run `work`; running out of memory or stack becomes a typed error, not a traceback."""
+    try:
+        return work()
+    except (MemoryError, RecursionError) as exc:
+        raise ResourceLimit(f"the verifier ran out of resources: {type(exc).__name__}") from exc
+
+
+def _failed(args: argparse.Namespace, steps: list[StepResult], exc: VerifyError, step: int | None
+            ) -> int:  # fmt: skip
+    if not args.json:
+        if step is not None:
+            print(f"[{step:>2}/{len(STEP_TITLES)}] {STEP_TITLES[step - 1]}: FAILED", flush=True)
+        raise exc
+    print(_json(_result(steps, error=exc, step=step)))
+    print(exc.diagnostics(), file=sys.stderr)
+    return exc.exit_code
+
+
+def _result(steps: list[StepResult], error: VerifyError | None, step: int | None
+            ) -> BundleVerification:  # fmt: skip
     return BundleVerification(
         ok=error is None,
         steps=[StepOutcome(number=s.number, title=s.title, detail=s.detail) for s in steps],
         error=None if error is None else VerificationError(
-            id=getattr(error, "error_id", "verify.error"),
+            id=error.error_id,
             message=error.message,
             where=error.where,
-            step=None if isinstance(error, TrustedKeysInvalid) else len(steps) + 1,
+            step=step,
             exit_code=error.exit_code,
         ),
     )  # fmt: skip

@@ -2,8 +2,9 @@
 
 The id is what scripts match on (it is printed in diagnostics and in `--json` output);
 the class lets tests and callers tell the failures apart without parsing messages.
-Everything here is a `VerificationFailed` (exit 1), except `BundleUnreadable` and
-`TrustedKeysInvalid` (exit 3: the verifier could not even start).
+Everything here is a `VerificationFailed` (exit 1), except `BundleUnreadable`,
+`TrustedKeysInvalid` and `ResourceLimit` (exit 3: the verifier could not even start, or not
+finish).
 """
 
 from __future__ import annotations
@@ -18,17 +19,13 @@ class BundleRejected(VerificationFailed):
 
     error_id: ClassVar[str] = "bundle.rejected"
 
-    def diagnostics(self) -> str:
-        text = super().diagnostics()
-        return text.replace("error:", f"error[{self.error_id}]:", 1)
-
 
 class BundleUnreadable(VerifyError):
-    error_id: ClassVar[str] = "bundle.unreadable"
+    error_id = "bundle.unreadable"
 
 
 class TrustedKeysInvalid(VerifyError):
-    error_id: ClassVar[str] = "trusted-keys.invalid"
+    error_id = "trusted-keys.invalid"
 
 
 # -- signatures ---------------------------------------------------------------------------
@@ -125,3 +122,37 @@ class TarballMismatch(BundleRejected):
 
 class ReportMismatch(BundleRejected):
     error_id = "report.mismatch"
+
+
+# -- reading the bundle -------------------------------------------------------------------
+class LimitExceeded(BundleRejected):
+    """A bundle bigger than anything a release makes: refused at the first byte over."""
+
+    error_id = "bundle.limit"
+
+
+class GzipInvalid(BundleRejected):
+    """The tarball's gzip framing: header, deflate data, CRC-32, ISIZE, nothing after it."""
+
+    error_id = "tarball.gzip"
+
+
+class TarballNotRebuilt(BundleRejected):
+    """The tarball is not byte for byte the deterministic tarball of the verified files."""
+
+    error_id = "tarball.not-reproducible"
+
+
+class SignersDiffer(BundleRejected):
+    error_id = "signature.signers-differ"
+
+
+class VersionBelowFloor(BundleRejected):
+    error_id = "manifest.version-floor"
+
+
+class ResourceLimit(VerifyError):
+    """Last line of defence: the verifier ran out of memory or stack on some input. Every
+    bound above should refuse first; this turns a traceback into an id and exit 3."""
+
+    error_id = "verify.resource-limit"

@@ -2,10 +2,14 @@
 
     {"schema": "tinyrustlm.trusted-keys.v1",
      "keys": [{"keyid": "<hex sha256 of SPKI DER>", "public_key_pem": "-----BEGIN PUBLIC KEY...",
-               "role": "release" | "development", "not_after": "2031-01-01T00:00:00Z"}]}
+               "role": "release" | "development", "not_after": "2031-01-01T00:00:00Z"}],
+     "signers": "one-key"}
 
 A keyid that is not the digest of its own key is refused when the file is loaded, so a
-keyid can never name a different key than the one it is written beside.
+keyid can never name a different key than the one it is written beside. `signers` is the
+trust policy for a bundle's two signatures: "one-key" (the default) requires the manifest and
+the provenance to be signed by the same key; "any-trusted-key" lets each be signed by any
+key in the file.
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 from verify.bundle.dsse import keyid_of
 from verify.bundle.errors import TrustedKeysInvalid
 from verify.canonical import MalformedJson, parse_json
+from verify.inputs import read_regular_file
 
 TRUSTED_KEYS_SCHEMA = "tinyrustlm.trusted-keys.v1"
 KeyRole = Literal["release", "development"]
+SignerPolicy = Literal["one-key", "any-trusted-key"]
 
 
 class TrustedKeyEntry(BaseModel):
@@ -47,6 +53,11 @@ class TrustedKeysFile(BaseModel):
         "tinyrustlm.trusted-keys.v1", alias="schema"
     )
     keys: list[TrustedKeyEntry]
+    signers: SignerPolicy = Field(
+        "one-key",
+        description="one-key: manifest and provenance must be signed by the same key; "
+        "any-trusted-key: each by any key listed here",
+    )
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,14 @@ class TrustedKey:
     public_key: Ed25519PublicKey
     role: KeyRole
     not_after_epoch: int
+
+
+@dataclass(frozen=True)
+class TrustRoot:
+    """The verifier's trust: keyid -> key, and whether one key must sign everything."""
+
+    keys: dict[str, TrustedKey]
+    one_signer: bool
 
 
 def trusted_key_entry(
@@ -72,14 +91,15 @@ def trusted_keys_json(entries: list[TrustedKeyEntry]) -> bytes:
 
 
 def load_trusted_keys(path: Path) -> dict[str, TrustedKey]:
-    """keyid -> trusted key; any problem with the file is a `TrustedKeysInvalid` naming it."""
+    """keyid -> trusted key (see `load_trust_root`)."""
+    return load_trust_root(path).keys
+
+
+def load_trust_root(path: Path) -> TrustRoot:
+    """The trusted-keys file; a FIFO, device or oversized file is an `InputError`, any
+    other problem with it a `TrustedKeysInvalid` naming it."""
     where = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TrustedKeysInvalid(
-            f"cannot read trusted-keys file: {exc.strerror}", where=where
-        ) from exc
+    data = read_regular_file(path, "trusted-keys")
     try:
         doc = TrustedKeysFile.model_validate(parse_json(data, where))
     except ValidationError as exc:
@@ -87,7 +107,7 @@ def load_trusted_keys(path: Path) -> dict[str, TrustedKey]:
         field = ".".join(str(p) for p in first["loc"])
         raise TrustedKeysInvalid(f"{first['msg']}", where=f"{where}: {field}") from exc
     except MalformedJson as exc:
-        raise TrustedKeysInvalid(str(exc), where=where) from exc
+        raise TrustedKeysInvalid(f"{exc.message} ({exc.error_id})", where=where) from exc
     if not doc.keys:
         raise TrustedKeysInvalid("no keys: an empty trust root trusts nothing", where=where)
     keys: dict[str, TrustedKey] = {}
@@ -110,4 +130,4 @@ def load_trusted_keys(path: Path) -> dict[str, TrustedKey]:
         keys[entry.keyid] = TrustedKey(
             entry.keyid, public_key, entry.role, int(entry.not_after.timestamp())
         )
-    return keys
+    return TrustRoot(keys, one_signer=doc.signers == "one-key")

@@ -3,17 +3,22 @@
 The steps below are numbered as in README.md ("Verifying a release"); each either passes
 or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do not run.
 
- 1. Read the bundle: a directory, or a tarball unpacked into a temporary folder.
+ 1. Read the bundle: a directory, or a tarball unpacked into a temporary folder. Only
+    regular files; every read is bounded (entries, bytes per file, per JSON file, in total,
+    compressed; `tarball.HARD_LIMITS`) and refused at the first byte over. A tarball's gzip
+    header must be the release writer's, its CRC-32 and ISIZE must match, nothing may follow.
  2. Signatures: manifest.sigstore.json and provenance.sigstore.json each hold one DSSE
     signature by a key in the trusted-keys file, that key is within its not_after, the
     signature verifies over PAE(payloadType, payload) as received, and a key whose role is
-    `development` is refused unless --allow-dev-key.
+    `development` is refused unless --allow-dev-key. Both are by the same key unless the
+    trusted-keys file says `"signers": "any-trusted-key"`.
  3. Key hints: each bundle's verificationMaterial.publicKey.hint == its signature's keyid.
  4. Payload types: the manifest's is application/vnd.tinyrustlm.module-manifest.v1+json,
     the provenance's is application/vnd.in-toto+json.
  5. Manifest: the signed payload (decoded, never re-serialised) is canonical JSON and a
     valid tinyrustlm.module-manifest.v1; manifest.json is byte-identical to it; its
-    key_class matches the signing key's role; it has not expired.
+    key_class matches the signing key's role; it has not expired; its version is not below
+    --not-before-version.
  6. Manifest digests: every file it lists exists with the listed SHA-256 and size; the
     build id recomputes.
  7. Files: nothing missing, nothing extra.
@@ -22,7 +27,8 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     verification-report.json with their SHA-256, for the manifest's source revision.
  9. SBOM: CycloneDX 1.6 whose `file` components are exactly the listed files and hashes.
 10. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
-    tarball (when verifying a directory) holds exactly the same files and bytes.
+    tarball (the input, or the one in the directory) is byte for byte the tarball the
+    release writer makes of the verified files (`tarball.deterministic_tarball`).
 11. Report: every artifact re-inspected with this verifier's own policy gives the findings
     recorded in verification-report.json, and all of them pass.
 """
@@ -30,13 +36,11 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
 from __future__ import annotations
 
 import hashlib
-import io
-import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -62,9 +66,19 @@ from verify.bundle.layout import (
     tarball_name,
 )
 from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane
+from verify.bundle.tarball import (
+    HARD_LIMITS,
+    ReadLimits,
+    deterministic_tarball,
+    explain_difference,
+    member_limit,
+    read_tarball,
+)
 from verify.bundle.trusted_keys import TrustedKey
+from verify.bundle.versions import version_key
 from verify.canonical import MalformedJson, canonical_json, parse_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id_of
+from verify.inputs import InputError, InputTooLarge, read_regular_file
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SLSA_PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -117,6 +131,7 @@ class _State:
     files: dict[str, bytes]
     is_directory: bool
     top_folder: str = ""  # the tarball's single top folder (tarball input only)
+    tarball: bytes = b""  # the input tarball's own bytes (tarball input only)
     signed: dict[str, SigstoreBundle] = field(default_factory=dict)
     signer: dict[str, TrustedKey] = field(default_factory=dict)
     manifest: ModuleManifest | None = None
@@ -127,74 +142,64 @@ def _sha(data: bytes) -> str:
 
 
 # -- step 1 -------------------------------------------------------------------------------
-def _read_tree(root: Path) -> dict[str, bytes]:
+def _read_bounded(path: Path, rel: str, limit: int) -> bytes:
+    try:
+        return read_regular_file(path, "bundle", limit)
+    except InputTooLarge as exc:
+        raise e.LimitExceeded(exc.message, where=rel) from None
+    except InputError as exc:
+        raise e.BundleUnreadable(exc.message, where=exc.where) from None
+
+
+def _read_tree(root: Path, limits: ReadLimits) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
+    total = entries = 0
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
+        entries += 1
+        if entries > limits.entries:
+            raise e.LimitExceeded(f"more than {limits.entries} entries", where=rel)
         if path.is_symlink():
             raise e.ExtraFile("symbolic links are not allowed in a bundle", where=rel)
         if path.is_dir():
             continue
         if not path.is_file():
             raise e.ExtraFile("not a regular file", where=rel)
-        files[rel] = path.read_bytes()
+        # the in-folder tarball is compressed: it gets the compressed-size cap
+        gz = rel.endswith(".tar.gz") and "/" not in rel
+        data = _read_bounded(
+            path, rel, limits.compressed_bytes if gz else member_limit(rel, limits)
+        )
+        total += 0 if gz else len(data)
+        if total > limits.total_bytes:
+            raise e.LimitExceeded(
+                f"files add up to more than {limits.total_bytes} bytes", where=rel
+            )
+        files[rel] = data
     return files
 
 
-def _tar_members(data: bytes, where: str) -> tuple[str, dict[str, bytes]]:
-    """(top folder name, relative path -> bytes) of a bundle tarball; strict on layout."""
-    members: dict[str, bytes] = {}
-    top: str | None = None
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            for info in tar:
-                parts = PurePosixPath(info.name).parts
-                if info.name.startswith("/") or ".." in parts or not parts:
-                    raise e.TarballMismatch(f"unsafe member name {info.name!r}", where=where)
-                if top is None:
-                    top = parts[0]
-                if parts[0] != top:
-                    raise e.TarballMismatch(f"member outside {top}/: {info.name!r}", where=where)
-                if info.isdir():
-                    continue
-                if not info.isfile():
-                    raise e.TarballMismatch(f"not a regular file: {info.name!r}", where=where)
-                if len(parts) < 2:
-                    raise e.TarballMismatch(f"file at the top level: {info.name!r}", where=where)
-                extracted = tar.extractfile(info)
-                assert extracted is not None  # isfile() members always have data
-                rel = "/".join(parts[1:])
-                if rel in members:
-                    raise e.TarballMismatch(f"duplicate member {info.name!r}", where=where)
-                members[rel] = extracted.read()
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise e.TarballMismatch(f"unreadable tar.gz: {exc}", where=where) from exc
-    return top or "", members
-
-
 @contextmanager
-def _opened(path: Path) -> Iterator[_State]:
+def _opened(path: Path, limits: ReadLimits) -> Iterator[_State]:
     if path.is_dir():
-        yield _State(path, _read_tree(path), is_directory=True)
+        yield _State(path, _read_tree(path, limits), is_directory=True)
         return
     if not path.is_file():
         raise e.BundleUnreadable("no such bundle directory or tarball", where=str(path))
-    try:
-        top, members = _tar_members(path.read_bytes(), str(path))
-    except e.TarballMismatch as exc:
-        raise e.BundleUnreadable(exc.message, where=str(path)) from exc
+    data = _read_bounded(path, str(path), limits.compressed_bytes)
+    top, members = read_tarball(data, str(path), limits)
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-verify-") as tmp:
         root = Path(tmp)
-        for rel, data in members.items():
+        for rel, content in members.items():
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        yield _State(root, members, is_directory=False, top_folder=top)
+            target.write_bytes(content)
+        yield _State(root, members, is_directory=False, top_folder=top, tarball=data)
 
 
 # -- steps 2-4 ----------------------------------------------------------------------------
 def _check_signatures(
-    state: _State, trusted: dict[str, TrustedKey], allow_dev_key: bool, now: int
+    state: _State, trusted: dict[str, TrustedKey], allow_dev_key: bool, now: int, one_signer: bool
 ) -> str:
     for name in SIGNED_FILES:
         if name not in state.files:
@@ -227,6 +232,14 @@ def _check_signatures(
         state.signed[name] = bundle
         state.signer[name] = key
     roles = {k.keyid: k.role for k in state.signer.values()}
+    if one_signer and len(roles) > 1:
+        manifest_key, provenance_key = (state.signer[n].keyid for n in SIGNED_FILES)
+        raise e.SignersDiffer(
+            f"manifest signed by {manifest_key[:16]}…, provenance by {provenance_key[:16]}…; "
+            'one release key signs both (unless the trusted-keys file says "signers": '
+            '"any-trusted-key")',
+            where=f"{PROVENANCE_SIGNATURE}: dsseEnvelope.signatures[0].keyid",
+        )
     return ", ".join(f"{keyid[:16]}… ({role})" for keyid, role in sorted(roles.items()))
 
 
@@ -253,7 +266,7 @@ def _check_payload_types(state: _State) -> str:
 
 
 # -- step 5 -------------------------------------------------------------------------------
-def _check_manifest(state: _State, now: int) -> str:
+def _check_manifest(state: _State, now: int, version_floor: str | None) -> str:
     payload = state.signed[MANIFEST_SIGNATURE].envelope.payload
     where = f"{MANIFEST_SIGNATURE}: payload"
     try:
@@ -285,8 +298,26 @@ def _check_manifest(state: _State, now: int) -> str:
             f"manifest expired at epoch {manifest.expires_epoch} (now {now})",
             where=f"{MANIFEST}: expires_epoch",
         )
+    if version_floor is not None:
+        _check_version_floor(manifest.version, version_floor)
     state.manifest = manifest
     return f"version {manifest.version}, revision {manifest.source_revision[:12]}"
+
+
+def _check_version_floor(version: str, floor: str) -> None:
+    have, least = version_key(version), version_key(floor)
+    if least is None:
+        raise ValueError(f"--not-before-version {floor!r} is not dotted numbers")
+    where = f"{MANIFEST}: version"
+    if have is None:
+        raise e.VersionBelowFloor(
+            f"version {version!r} is not dotted numbers: cannot compare it to {floor}", where=where
+        )
+    if have < least:
+        raise e.VersionBelowFloor(
+            f"version {version} is older than the accepted floor {floor} (a rollback?)",
+            where=where,
+        )
 
 
 # -- steps 6-7 ----------------------------------------------------------------------------
@@ -451,24 +482,24 @@ def _check_checksums(state: _State) -> str:
     problems = _diff(listed, actual)
     if problems:
         raise e.ChecksumsMismatch(problems, where=CHECKSUMS)
-    if not state.is_directory:
-        if state.top_folder != bundle_name(manifest.version):
-            raise e.TarballMismatch(
-                f"top folder {state.top_folder!r} is not {bundle_name(manifest.version)!r}",
-                where=str(state.root),
-            )
-        return f"{len(listed)} checksums"
-    top, members = _tar_members(state.files[tarball], tarball)
-    if top != bundle_name(manifest.version):
+    where = tarball if state.is_directory else str(state.root)
+    if not state.is_directory and state.top_folder != bundle_name(manifest.version):
         raise e.TarballMismatch(
-            f"top folder {top!r} is not {bundle_name(manifest.version)!r}", where=tarball
+            f"top folder {state.top_folder!r} is not {bundle_name(manifest.version)!r}",
+            where=where,
         )
-    inside = {n: _sha(d) for n, d in members.items()}
-    outside = {n: _sha(d) for n, d in state.files.items() if n != tarball}
-    problems = _diff(inside, outside)
-    if problems:
-        raise e.TarballMismatch(f"tarball differs from the folder: {problems}", where=tarball)
-    return f"{len(listed)} checksums, tarball holds the same {len(members)} files"
+    # The tarball is a pure function of the files: rebuild it and compare every byte (gzip
+    # header, CRC, ISIZE, tar headers, padding, no trailing member), never unpack it here.
+    rebuilt = deterministic_tarball(
+        bundle_name(manifest.version),
+        {n: d for n, d in state.files.items() if n != tarball},
+        manifest.source_date_epoch,
+        frozenset(a.url for a in manifest.native_artifacts),
+    )
+    data = state.files[tarball] if state.is_directory else state.tarball
+    if data != rebuilt:
+        raise explain_difference(data, rebuilt, where)
+    return f"{len(listed)} checksums, tarball rebuilt byte for byte ({len(rebuilt)} bytes)"
 
 
 # -- step 11 ------------------------------------------------------------------------------
@@ -519,8 +550,16 @@ def verify_bundle(
     now: int,
     derive: Deriver | None = None,
     progress: Progress | None = None,
+    one_signer: bool = True,
+    version_floor: str | None = None,
+    limits: ReadLimits = HARD_LIMITS,
 ) -> Verdict:
-    """Run steps 1-11; raises the first failing step's `BundleRejected` subclass."""
+    """Run steps 1-11; raises the first failing step's `BundleRejected` subclass.
+
+    `one_signer`: the trust policy's "one-key" (see `verify.bundle.trusted_keys`); `version_floor`:
+    refuse a manifest version below it (dotted numbers; a bad floor is a ValueError)."""
+    if version_floor is not None and version_key(version_floor) is None:
+        raise ValueError(f"version floor {version_floor!r} is not dotted numbers")
     results: list[StepResult] = []
 
     def done(number: int, detail: str) -> None:
@@ -529,12 +568,12 @@ def verify_bundle(
         if progress is not None:
             progress(result)
 
-    with _opened(path) as state:
+    with _opened(path, limits) as state:
         done(1, f"{len(state.files)} files ({'directory' if state.is_directory else 'tarball'})")
-        done(2, _check_signatures(state, trusted, allow_dev_key, now))
+        done(2, _check_signatures(state, trusted, allow_dev_key, now, one_signer))
         done(3, _check_hints(state))
         done(4, _check_payload_types(state))
-        done(5, _check_manifest(state, now))
+        done(5, _check_manifest(state, now, version_floor))
         done(6, _check_listed_digests(state))
         done(7, _check_file_set(state))
         done(8, _check_provenance(state))

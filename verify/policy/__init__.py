@@ -9,14 +9,15 @@ from these files, never written in code.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from pydantic import ValidationError
 
+from verify.canonical import MalformedJson
 from verify.errors import VerifyError
+from verify.inputs import read_json_file
 from verify.policy.models import LanePolicy, NativePolicyFile, WasmPolicyFile
 from verify.wasm import features
 from verify.wasm.features import Proposal
@@ -99,11 +100,15 @@ def _error_text(exc: ValidationError) -> str:
 def read_policy_file(path: Path, expected: type[_File]) -> _File:
     """The one reader of a policy file: JSON, then the `tinyrustlm.lane-policy.v1` model."""
     try:
-        doc = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise PolicyError(f"cannot read policy: {exc.strerror}", where=str(path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PolicyError(f"policy is not valid JSON: {exc}", where=str(path)) from None
+        doc = read_json_file(path, "policy")
+    except MalformedJson as exc:  # not JSON, too large or too deep
+        raise PolicyError(
+            f"policy is not valid JSON: {exc.message} ({exc.error_id})", where=str(path)
+        ) from None
+    except VerifyError as exc:  # unreadable, not a regular file, too large
+        raise PolicyError(
+            f"cannot read policy: {exc.message} ({exc.error_id})", where=str(path)
+        ) from None
     try:
         policy = LanePolicy.model_validate(doc).root
     except ValidationError as exc:

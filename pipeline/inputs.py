@@ -1,0 +1,58 @@
+"""JSON inputs of the pipeline, through the verifier's one bounded reader.
+
+Every JSON the pipeline reads (policies, build records and indexes, caches, a tool's output)
+goes through `verify.inputs`/`verify.canonical.parse_json`: regular files only, size and
+depth limits, strict parsing. Its typed errors become `InputRejected` (a `PipelineError`,
+exit 3) that keeps the reader's error id and names the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from pipeline.errors import PipelineError
+from verify.canonical import parse_json
+from verify.errors import VerifyError
+from verify.inputs import read_json_file
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class InputRejected(PipelineError):
+    """An input file or tool output that is unreadable, too large, too deep or not valid."""
+
+    def __init__(self, message: str, *, where: str, error_id: str) -> None:
+        super().__init__(f"{message} [{error_id}]", where=where)
+        self.error_id = error_id
+
+
+def load_json(path: Path, what: str) -> Any:
+    """One JSON document from regular file `path` (a `what` input of `verify.inputs.LIMITS`)."""
+    try:
+        return read_json_file(path, what)
+    except VerifyError as exc:
+        raise InputRejected(exc.message, where=exc.where or str(path), error_id=exc.error_id
+                            ) from None  # fmt: skip
+
+
+def load_model(model: type[M], path: Path, what: str) -> M:
+    """`load_json`, then validated as `model`."""
+    doc = load_json(path, what)
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise InputRejected(first["msg"], where=f"{path}: {field}", error_id="json.invalid"
+                            ) from None  # fmt: skip
+
+
+def parse_output(text: str, where: str) -> Any:
+    """One JSON document printed by a tool we ran."""
+    try:
+        return parse_json(text.encode("utf-8"), where)
+    except VerifyError as exc:
+        raise InputRejected(exc.message, where=where, error_id=exc.error_id) from None
