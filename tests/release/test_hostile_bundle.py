@@ -412,7 +412,7 @@ def test_manifest_and_provenance_need_one_key(
     bundle = _copy(pristine, tmp_path)
     trusted = _provenance_by_second_key(bundle, pristine[0], tmp_path, policy)
     code, result = _run(bundle, trusted)
-    assert (code, result.get("error", {}).get("id")) == (exit_code, error_id)
+    assert (code, (result["error"] or {}).get("id")) == (exit_code, error_id)
 
 
 @pytest.mark.parametrize(
@@ -425,7 +425,7 @@ def test_not_before_version(
     pristine: tuple[Harness, Path], floor: str, exit_code: int, error_id: str | None
 ) -> None:
     code, result = _run(pristine[1], pristine[0].trusted, "--not-before-version", floor)
-    assert (code, result.get("error", {}).get("id")) == (exit_code, error_id)
+    assert (code, (result["error"] or {}).get("id")) == (exit_code, error_id)
 
 
 def test_not_before_version_must_be_a_version(pristine: tuple[Harness, Path]) -> None:

@@ -321,9 +321,24 @@ def read_tarball(
             f"tarball is {len(data)} bytes (limit {limits.compressed_bytes})", where=where
         )
     stream = _Inflater(data, limits.tar_bytes, where)
+    try:
+        top, files = _layout(_members(stream, limits, where), where)
+    except (e.TarballMismatch, e.LimitExceeded):
+        # corrupt deflate data yields a garbage tar: report the root cause if it is that
+        # (draining is bounded by the same limit and keeps no data)
+        stream.drain()
+        raise
+    stream.drain()
+    return top, files
+
+
+def _layout(
+    members: Iterator[tuple[str, bytes | None]], where: str
+) -> tuple[str, dict[str, bytes]]:
+    """One top folder, safe relative names, files only once."""
     files: dict[str, bytes] = {}
     top: str | None = None
-    for name, content in _members(stream, limits, where):
+    for name, content in members:
         parts = PurePosixPath(name).parts
         if name.startswith("/") or ".." in parts or not parts:
             raise e.TarballMismatch(f"unsafe member name {name!r}", where=where)
@@ -339,7 +354,6 @@ def read_tarball(
         if rel in files:
             raise e.TarballMismatch(f"duplicate member {name!r}", where=where)
         files[rel] = content
-    stream.drain()
     return top or "", files
 
 
