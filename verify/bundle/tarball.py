@@ -323,9 +323,10 @@ def read_tarball(
     stream = _Inflater(data, limits.tar_bytes, where)
     try:
         top, files = _layout(_members(stream, limits, where), where)
-    except (e.TarballMismatch, e.LimitExceeded):
+    except e.TarballMismatch:
         # corrupt deflate data yields a garbage tar: report the root cause if it is that
-        # (draining is bounded by the same limit and keeps no data)
+        # (draining is bounded by the same limit and keeps no data). A limit is refused at
+        # once: a garbage header with a valid checksum is not worth inflating the rest for.
         stream.drain()
         raise
     stream.drain()
