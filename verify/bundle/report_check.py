@@ -13,13 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from verify.canonical import canonical_json
-from verify.inspect import verification_report
 
 # (artifact file, lane id) in manifest order -> the report as a JSON object
 Deriver = Callable[[Sequence[tuple[Path, str]]], dict[str, Any]]
 
 
 def default_deriver() -> Deriver:
+    # Imported here, not at the top: the inspectors load lief and capstone (seconds of start-up)
+    # and a bundle refused at an earlier step never needs them.
+    from verify.inspect import verification_report
+
     def derive(artifacts: Sequence[tuple[Path, str]]) -> dict[str, Any]:
         report = verification_report(list(artifacts))
         dumped: dict[str, Any] = report.model_dump(mode="json", by_alias=True)
