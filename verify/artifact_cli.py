@@ -11,7 +11,6 @@ from pathlib import Path
 
 from verify.errors import EXIT_FINDINGS, EXIT_OK, VerifyError
 from verify.inputs import read_json_file
-from verify.inspect import render_table, verification_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
         raise VerifyError("FILE and --lane are required (or use --build-index)")
     else:
         items = [(args.file, args.lane)]
+    # Imported here: lief and capstone cost a second of start-up that other commands skip.
+    from verify.inspect import render_table, verification_report
+
     report = verification_report(items, args.policy_dir, cross_check=not args.no_wasm_tools)
     if args.json:
         print(report.model_dump_json(by_alias=True, indent=2))
