@@ -17,7 +17,9 @@ from pydantic import ValidationError
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.lanebuild.records import BuildIndex
 from verify.canonical import canonical_json, canonical_model
+from pipeline.toolchain.lockfile import load_lock
 from verify.formats.manifest import (
+    CompilerVersions,
     HostFile,
     KeyClass,
     MemoryRules,
@@ -98,6 +100,12 @@ def js_host_files(repo_root: Path) -> list[BundleFile]:
     return files
 
 
+def compiler_versions(repo_root: Path) -> CompilerVersions:
+    """The pinned rustc and LLVM versions (toolchain.lock), which receipts quote."""
+    rustc = load_lock(repo_root / "toolchain.lock").rustc
+    return CompilerVersions(rustc=rustc.release, llvm=rustc.llvm_version)
+
+
 def build_manifest(
     *,
     index: BuildIndex,
@@ -107,6 +115,8 @@ def build_manifest(
     version: str,
     key_class: KeyClass,
     expires_epoch: int,
+    compiler: CompilerVersions | None = None,
+    disabled_lanes: Sequence[str] = (),
 ) -> ModuleManifest:
     """The manifest of one release, build id included."""
     by_lane = {entry.lane: entry for entry in index.lanes}
@@ -161,6 +171,10 @@ def build_manifest(
             for f in js_files
         ],
     }
+    if compiler is not None:
+        fields["compiler"] = compiler.model_dump(mode="json")
+    if disabled_lanes:
+        fields["disabled_lanes"] = list(disabled_lanes)
     listed = [
         *[f for f in artifacts if by_lane[f.lane].kind == "wasm"],
         *[f for f in artifacts if by_lane[f.lane].kind == "native"],

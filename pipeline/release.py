@@ -34,6 +34,7 @@ from pipeline.manifest import (
     LaneContract,
     artifact_files,
     build_manifest,
+    compiler_versions,
     js_host_files,
     manifest_bytes,
 )
@@ -282,6 +283,7 @@ def step_sign(ctx: ReleaseContext) -> str:
         version=ctx.version,
         key_class=key.key_class,
         expires_epoch=index.source_date_epoch + MANIFEST_VALIDITY_SECONDS,
+        compiler=compiler_versions(ctx.repo_root),
     )
     listed: list[BundleFile] = [*artifacts, *js_files]
     files: dict[str, bytes] = {f.url: f.source.read_bytes() for f in listed}

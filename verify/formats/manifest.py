@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from verify.formats.base import Frozen, LaneId, Sha256Hex
 
@@ -68,6 +68,13 @@ class HostFile(Frozen):
     size: int = Field(ge=0)
 
 
+class CompilerVersions(Frozen):
+    """The pinned compiler that built every artifact (from toolchain.lock), for receipts."""
+
+    rustc: str
+    llvm: str
+
+
 class ModuleManifest(Frozen):
     schema_: Literal["tinyrustlm.module-manifest.v1"] = Field(
         "tinyrustlm.module-manifest.v1", alias="schema"
@@ -87,6 +94,20 @@ class ModuleManifest(Frozen):
     artifacts: list[WasmArtifact]
     native_artifacts: list[NativeArtifact] = Field(default_factory=list)
     js_files: list[HostFile] = Field(default_factory=list)
+    compiler: CompilerVersions | None = None
+    disabled_lanes: list[LaneId] | None = Field(
+        None,
+        description="wasm lane ids a loader must not select (a signed rollback switch: a "
+        "lane can be turned off for a release by re-signing, without a rebuild)",
+    )
+
+    @model_validator(mode="after")
+    def _disabled_lanes_are_wasm_lanes(self) -> ModuleManifest:
+        known = {a.id for a in self.artifacts}
+        unknown = sorted(set(self.disabled_lanes or []) - known)
+        if unknown:
+            raise ValueError(f"disabled_lanes names no wasm artifact: {unknown}")
+        return self
 
     def listed_files(self) -> list[tuple[str, str]]:
         """(url, sha256) of every file the manifest names, in manifest order."""

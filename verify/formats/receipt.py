@@ -62,6 +62,17 @@ class SelfTest(Frozen):
     thread_participation: TestOutcome = "not-run"
     tokenizer: TestOutcome = "not-run"
     prng: TestOutcome = "not-run"
+    failed_test: str | None = Field(None, description="id of the first failing self-test")
+
+
+class LaneAttempt(Frozen):
+    """One lane the loader tried, in order: why it was skipped or failed, or that it runs."""
+
+    artifact_id: str
+    outcome: Literal["selected", "failed", "skipped"]
+    step: str = Field(description="the loader step that decided, e.g. 'self-test'")
+    error_code: str | None = Field(None, description="the LoaderError code when not selected")
+    detail: str = ""
 
 
 class ExecutedPathEvidence(Frozen):
@@ -83,3 +94,6 @@ class CapabilityReceipt(Frozen):
     selection: Selection
     self_test: SelfTest
     executed_path_evidence: ExecutedPathEvidence
+    attempts: list[LaneAttempt] = Field(
+        [], description="every lane considered, best first, ending with the selected one"
+    )

@@ -5,6 +5,7 @@
 
 extern crate alloc;
 
+pub mod admission;
 pub mod kernels;
 pub mod math;
 pub mod memory;

@@ -148,6 +148,12 @@ fn u64_at(bytes: &[u8], at: usize) -> TrReturn<u64> {
 
 /// Parses and validates the 64-byte header against the actual file length.
 pub fn parse_header(bytes: &[u8]) -> TrReturn<Config> {
+    parse_header_of_length(bytes, bytes.len() as u64)
+}
+
+/// `parse_header` of a file `actual` bytes long of which `bytes` is a prefix (at least the
+/// header): what a host can check before the whole model is in the runtime (admission.rs).
+pub fn parse_header_of_length(bytes: &[u8], actual: u64) -> TrReturn<Config> {
     if bytes.len() < HEADER_BYTES {
         return Err(TrResult::Bounds);
     }
@@ -172,7 +178,6 @@ pub fn parse_header(bytes: &[u8]) -> TrReturn<Config> {
         file_length: u64_at(bytes, 56)?,
     };
     // A truncated file is Bounds; trailing bytes beyond the declared length are a bad model.
-    let actual = bytes.len() as u64;
     if config.file_length > actual {
         return Err(TrResult::Bounds);
     }
@@ -255,9 +260,15 @@ pub struct Model {
 
 /// Reads and validates the directory (shapes, layouts, bounds, alignment, overlap, uniqueness).
 pub fn parse_directory(bytes: &[u8], config: &Config) -> TrReturn<Vec<Entry>> {
+    parse_directory_of_length(bytes, config, bytes.len() as u64)
+}
+
+/// `parse_directory` of a file `actual` bytes long of which `bytes` is a prefix holding at
+/// least the header and the directory.
+pub fn parse_directory_of_length(bytes: &[u8], config: &Config, actual: u64) -> TrReturn<Vec<Entry>> {
     let count = config.tensor_count as usize;
     let dir_end = add64(HEADER_BYTES as u64, mul64(count as u64, DIR_ENTRY_BYTES as u64)?)?;
-    if dir_end > bytes.len() as u64 {
+    if dir_end > bytes.len() as u64 || dir_end > actual {
         return Err(TrResult::Bounds);
     }
     let mut entries: Vec<Entry> = reserved(count)?;
@@ -292,7 +303,7 @@ pub fn parse_directory(bytes: &[u8], config: &Config) -> TrReturn<Vec<Entry>> {
             return Err(TrResult::InvalidModel);
         }
         let end = add64(entry.offset, entry.stored_bytes)?;
-        if end > bytes.len() as u64 {
+        if end > actual {
             return Err(TrResult::Bounds);
         }
         if entry.offset % TENSOR_ALIGN != 0 {

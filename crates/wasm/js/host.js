@@ -251,8 +251,10 @@ const WORKER_URL = new URL('./worker.js', import.meta.url);
  *                module's short budget; a large one only pays on a machine with a free core
  *                for the leader besides one per worker)
  *   startupMs    bound on each worker's start and hash acknowledgement
+ *   memory       threads lane only: the shared memory to import, already created by the caller
+ *                (must match the module's import: shared, initial == maximum)
  */
-export async function instantiate({ bytes, sha256: expected = null, workers = 1, livenessMs = 5000, leaderSpin = null, startupMs = 30000, workerUrl = WORKER_URL }) {
+export async function instantiate({ bytes, sha256: expected = null, workers = 1, livenessMs = 5000, leaderSpin = null, startupMs = 30000, workerUrl = WORKER_URL, memory: given = null }) {
   const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   const sha256 = await sha256Hex(u8);
   if (expected !== null && expected !== sha256) {
@@ -271,7 +273,8 @@ export async function instantiate({ bytes, sha256: expected = null, workers = 1,
     // SharedArrayBuffer and wasm threads are only available to cross-origin isolated pages
     throw new HostError('the threads lane needs a cross-origin isolated context (COOP + COEP)');
   }
-  const memory = new WebAssembly.Memory({ initial: mem.initial, maximum: mem.maximum, shared: true });
+  const memory = given ?? new WebAssembly.Memory({ initial: mem.initial, maximum: mem.maximum, shared: true });
+  if (memory.buffer.byteLength !== mem.initial * 65536) throw new HostError(`shared memory is ${memory.buffer.byteLength} bytes, the module imports ${mem.initial} pages`);
   const init = { bytes: u8, memory, sha256, memoryModule: mem.module, memoryName: mem.name };
 
   const started = [];

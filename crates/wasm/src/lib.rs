@@ -8,6 +8,7 @@
 #![cfg_attr(target_feature = "atomics", feature(stdsimd))] // memory.atomic.wait32/notify: threads.rs
 
 mod handles;
+pub mod loader_abi;
 #[cfg(target_feature = "atomics")]
 mod heap;
 #[cfg(target_feature = "atomics")]

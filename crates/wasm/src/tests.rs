@@ -132,3 +132,52 @@ fn session_config_is_validated() {
 fn lane_is_scalar_natively() {
     assert_eq!(lane(), LANE_SCALAR);
 }
+
+// ---- loader exports (loader_abi.rs) ----
+
+#[test]
+fn self_test_detail_lists_every_test_with_its_category() {
+    let mut rt = Runtime::default();
+    let need = loader_abi::detail_record_bytes();
+    let out = rt.alloc(need);
+    assert_eq!(rt.self_test_detail(out, need - 1), Err(TrResult::InvalidArgument));
+    assert_eq!(rt.self_test_detail(out, need), Ok(()));
+    let rec = rt.windows.get_mut(out, need).unwrap().to_vec();
+    assert_eq!((le_u32(&rec, 0), le_u32(&rec, 4)), (0, selftest::TESTS.len() as u32));
+    for (i, (name, _)) in selftest::TESTS.iter().enumerate() {
+        let row = &rec[8 + 32 * i..8 + 32 * (i + 1)];
+        let stored: Vec<u8> = row[8..].iter().copied().take_while(|b| *b != 0).collect();
+        assert_eq!(stored, name.as_bytes());
+        assert_eq!(Some(le_u32(row, 0)), selftest::categories::category_of(name));
+        assert_eq!(le_u32(row, 4), 0);
+    }
+}
+
+#[test]
+fn every_self_test_has_a_category_and_a_name_that_fits() {
+    let names: Vec<&str> = selftest::TESTS.iter().map(|(n, _)| *n).collect();
+    let table: Vec<&str> = selftest::categories::OF_TEST.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, table);
+    assert!(names.iter().all(|n| n.len() <= loader_abi::DETAIL_NAME_BYTES));
+}
+
+#[test]
+fn header_preflight_equals_preflight_of_the_loaded_model() {
+    let mut rt = Runtime::default();
+    let model = load_tiny(&mut rt);
+    let out = rt.alloc(16);
+    assert_eq!(rt.preflight(model, 16, u64::MAX, out), Ok(()));
+    let loaded = rt.windows.get_mut(out, 16).unwrap().to_vec();
+    let prefix_len = tinyrustlm_core::admission::prefix_bytes(TINY_MODEL).unwrap() as usize;
+    let prefix = put(&mut rt, &TINY_MODEL[..prefix_len]);
+    let total = TINY_MODEL.len() as u64;
+    assert_eq!(rt.preflight_header(prefix, prefix_len as u32, total, 16, u64::MAX, out), Ok(()));
+    assert_eq!(rt.windows.get_mut(out, 16).unwrap().to_vec(), loaded);
+    let peak = le_u64(&loaded, 0);
+    let budget_too_small = rt.preflight_header(prefix, prefix_len as u32, total, 16, peak - 1, out);
+    assert_eq!(budget_too_small, Err(TrResult::OutOfMemory));
+    // a prefix shorter than the directory, or a file length that disagrees with the header
+    assert_eq!(rt.preflight_header(prefix, 64, total, 16, u64::MAX, out), Err(TrResult::Bounds));
+    assert_eq!(rt.preflight_header(prefix, prefix_len as u32, total - 1, 16, u64::MAX, out), Err(TrResult::Bounds));
+    assert_eq!(rt.preflight_header(prefix, prefix_len as u32, total + 1, 16, u64::MAX, out), Err(TrResult::InvalidModel));
+}

@@ -14,6 +14,8 @@ use crate::session::{Session, SessionConfig};
 use crate::testdata::Lcg;
 use crate::tokenizer;
 
+pub mod categories;
+
 /// Self-test inputs are k/128 - 1: exact in f32.
 const STEPS: u32 = 128;
 
