@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from pipeline import bench, formats, golden, keys, modelpack, release, reproduce
+from pipeline import bench, formats, golden, keys, modelpack, release, reproduce, serve
 from pipeline.errors import EXIT_ERROR, PipelineError
 from pipeline.lanebuild import cli as build_cli
 from pipeline.publish import cli_fetch, cli_publish, cli_repo
@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "repo": (cli_repo, "TUF repository: init, refresh-timestamp, rotate-root"),
     "publish": (cli_publish, "add a verified bundle to the TUF repository"),
     "fetch": (cli_fetch, "fetch a release through TUF, then verify it"),
+    "serve": (serve, "serve a bundle and the example page on 127.0.0.1"),
 }
 
 

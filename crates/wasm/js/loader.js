@@ -626,6 +626,7 @@ function normalise(opts) {
   o.pageUrl = opts.pageUrl || (globalThis.location ? globalThis.location.href : o.baseUrl);
   o.baseUrl = new URL(o.baseUrl, o.pageUrl);
   if (!o.baseUrl.href.endsWith('/')) o.baseUrl = new URL(`${o.baseUrl.href}/`);
+  if (typeof o.workerUrl === 'string') o.workerUrl = new URL(o.workerUrl, o.pageUrl);
   if (!(Number.isInteger(o.workers) && o.workers >= 1 && o.workers <= 8)) throw new LoaderError('BadOptions', 'workers must be an integer in 1..8');
   return o;
 }
