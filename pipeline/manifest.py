@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.lanebuild.records import BuildIndex
-from verify.canonical import canonical_json, canonical_model
 from pipeline.toolchain.lockfile import load_lock
+from verify.canonical import canonical_json, canonical_model
 from verify.formats.manifest import (
     CompilerVersions,
     HostFile,

@@ -19,7 +19,6 @@ import posixpath
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -178,27 +177,32 @@ def _read(path: Path, what: str) -> bytes:
         raise PipelineError(f"cannot read {what}: {exc.strerror}", where=str(path)) from exc
 
 
-def run(args: argparse.Namespace, wait: Callable[[], None] | None = None) -> int:
+def site_for(args: argparse.Namespace) -> Site:
+    """What `serve` serves for these arguments (the bundle is checked first)."""
     bundle: Path = args.bundle
     if not (bundle / "manifest.json").is_file() or not (bundle / "js/loader.js").is_file():
         raise PipelineError("not a release bundle with js/loader.js", where=str(bundle),
                             hint="release first: ./nox -s release")
     dev_keys = REPO_ROOT / DEV_KEY_DIR / f"{DEV_KEY_NAME}.trusted-keys.json"
-    keys_path = args.trusted_keys or dev_keys
-    trusted = _read(keys_path, "trusted keys")
+    trusted = _read(args.trusted_keys or dev_keys, "trusted keys")
     model = (_read(args.model, "model") if args.model is not None
              else pack(PRESETS[DEFAULT_PRESET], DEFAULT_SEED))
     sha = hashlib.sha256(model).hexdigest()
-    site = Site(routes=[("/bundle/", bundle), ("/", REPO_ROOT / PAGE_DIR)],
+    # without --trusted-keys the page trusts this checkout's development key, so allows it
+    config = page_config(trusted, args.trusted_keys is None, sha)
+    return Site(routes=[("/bundle/", bundle), ("/", REPO_ROOT / PAGE_DIR)],
                 isolated=args.isolated,
-                overrides={"/config.json": page_config(trusted, args.trusted_keys is None, sha),
-                           "/model.trlm": model})
+                overrides={"/config.json": config, "/model.trlm": model})
+
+
+def run(args: argparse.Namespace) -> int:
+    site = site_for(args)
     server, url = start(site, args.port)
-    print(f"serving {bundle} (isolated: {'yes' if args.isolated else 'no'}) with model "
-          f"sha256 {sha[:16]}…", file=sys.stderr)
+    print(f"serving {args.bundle} (isolated: {'yes' if args.isolated else 'no'}); "
+          "Ctrl-C stops", file=sys.stderr)
     print(url, flush=True)
     try:
-        (wait or threading.Event().wait)()
+        threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tests.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE

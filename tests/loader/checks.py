@@ -10,7 +10,8 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyc
 
 from verify.formats.receipt import CapabilityReceipt
 
-SCHEMA = Path(__file__).resolve().parents[2] / "manifests/schemas/tinyrustlm.capability-receipt.v1.json"
+SCHEMA = (Path(__file__).resolve().parents[2]
+          / "manifests/schemas/tinyrustlm.capability-receipt.v1.json")
 
 
 def by_name(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -32,7 +33,9 @@ def check_refused(result: dict[str, Any], code: str, after_instantiation: bool) 
         assert stats["instantiations"] == 0, stats
 
 
-def check_ran(result: dict[str, Any], lane: str, tokens: list[int] | None = None) -> CapabilityReceipt:
+def check_ran(
+    result: dict[str, Any], lane: str, tokens: list[int] | None = None
+) -> CapabilityReceipt:
     assert "error" not in result, result["error"]
     assert result["lane"] == lane, result.get("receipt", {}).get("attempts")
     if tokens is not None:

@@ -40,7 +40,10 @@ async function runOnce(c, loader) {
       const rest = await lm.prefill(prompt.slice(fed));
       if (rest.cancelled) throw new Error('an uncancelled prefill reported a cancel');
       for await (const t of lm.decode({ maxTokens: c.maxTokens })) {
-        if (tokens.length === 0) out.firstTokenMs = performance.now() - t0;
+        if (tokens.length === 0) {
+          out.firstTokenMs = performance.now() - t0;
+          out.firstTokenSinceStartMs = performance.now(); // browser: since navigation start
+        }
         tokens.push(t.token);
         if (tokens.length === c.cancelDecodeAt) lm.cancel();
       }
