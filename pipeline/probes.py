@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pipeline.atomicio import write_atomic
 from pipeline.errors import CheckFailed, PipelineError
-from verify.wasm.tools import executable
+from pipeline.toolchain.wasmtools import executable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = Path("crates/wasm/probes")
