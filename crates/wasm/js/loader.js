@@ -150,7 +150,9 @@ async function importTrustedKeys(doc) {
     try {
       key = await globalThis.crypto.subtle.importKey('spki', der, { name: 'Ed25519' }, false, ['verify']);
     } catch (e) {
-      throw new LoaderError('TrustedKeysInvalid', `${where}: not an Ed25519 key this engine can import (${e.message || e})`);
+      // An engine without Ed25519 in WebCrypto cannot check a signature at all: say so.
+      if (e && e.name === 'NotSupportedError') throw new LoaderError('CryptoUnsupported', `this engine's WebCrypto has no Ed25519 (${e.message || e})`);
+      throw new LoaderError('TrustedKeysInvalid', `${where}: not an Ed25519 public key (${e.message || e})`);
     }
     keys.set(entry.keyid, { key, role: entry.role, notAfter });
   }
