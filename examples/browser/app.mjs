@@ -32,8 +32,15 @@ async function main() {
     }
     $('stop').disabled = true;
     $('go').disabled = false;
+    $('status').textContent += ' · done';
   });
   $('stop').addEventListener('click', () => lm.cancel());
+  // ?prompt=TEXT generates right away (a link that shows a run, and what the tests load)
+  const prompt = new URLSearchParams(location.search).get('prompt');
+  if (prompt !== null) {
+    $('prompt').value = prompt;
+    $('form').requestSubmit();
+  }
 }
 
 main().catch((e) => {
