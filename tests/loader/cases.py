@@ -71,6 +71,9 @@ REFUSALS: list[tuple[Case, str]] = [
      "ModelTooLarge"),
     (Case("trusted keys of another signer", keys="other"), "UntrustedKey"),
     (Case("a probe's bytes changed", variant="probe-tampered"), "ProbeTampered"),
+    (Case("trusted key past its not_after", keys="dev-expired"), "KeyExpired"),
+    (Case("trusted keys with a keyid that is not the key's", keys="dev-wrong-keyid"),
+     "TrustedKeysInvalid"),
 ]
 # the refusal that happens after a lane is up: the runtime existed, the model never entered it
 AFTER_INSTANTIATION = {"ModelTooLarge"}

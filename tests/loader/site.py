@@ -184,6 +184,13 @@ def make_site(root: Path, bundle: Path, dev_key_pem: Path, model: bytes) -> Path
     (root / "keys").mkdir()
     shutil.copy(dev_trusted, root / "keys/dev.json")
     shutil.copy(other_files.trusted_keys, root / "keys/other.json")
+    # the release's own key, but past its not_after / written beside another key's id
+    keys = json.loads(dev_trusted.read_bytes())
+    keys["keys"][0]["not_after"] = "2001-01-01T00:00:00Z"
+    (root / "keys/dev-expired.json").write_text(json.dumps(keys))
+    keys = json.loads(dev_trusted.read_bytes())
+    keys["keys"][0]["keyid"] = other_files.keyid
+    (root / "keys/dev-wrong-keyid.json").write_text(json.dumps(keys))
     (root / "model.trlm").write_bytes(model)
     for name in ("runner.mjs", "drive.mjs"):
         shutil.copy(HERE / name, root / name)
