@@ -74,9 +74,14 @@ REFUSALS: list[tuple[Case, str]] = [
     (Case("trusted key past its not_after", keys="dev-expired"), "KeyExpired"),
     (Case("trusted keys with a keyid that is not the key's", keys="dev-wrong-keyid"),
      "TrustedKeysInvalid"),
+    (Case("every lane denied", options={"denyLanes": [THREADS_LANE, SIMD_LANE, SCALAR_LANE]}),
+     "NoLaneLeft"),
+    (Case("the only lane left fails its self-test", variant="simd-self-test-fails",
+          options={"denyLanes": [THREADS_LANE, SCALAR_LANE]}), "NoLaneLeft"),
 ]
-# the refusal that happens after a lane is up: the runtime existed, the model never entered it
-AFTER_INSTANTIATION = {"ModelTooLarge"}
+# refusals that happen after a lane was instantiated: no runtime is left, no model entered it
+AFTER_INSTANTIATION = {"model too large for the preflight budget",
+                       "the only lane left fails its self-test"}
 
 
 def golden_case(name: str, prompt: str, **kw: Any) -> Case:

@@ -63,7 +63,7 @@ def results(site: Path, isolated_server: tuple[Site, str], golden: dict[str, Any
 def test_refused_with_its_code_and_nothing_instantiated(
     results: dict[str, dict[str, Any]], case: Case, code: str
 ) -> None:
-    check_refused(results[case.name], code, code in AFTER_INSTANTIATION)
+    check_refused(results[case.name], code, case.name in AFTER_INSTANTIATION)
 
 
 @pytest.mark.parametrize("lane", [THREADS_LANE, SIMD_LANE, SCALAR_LANE])
@@ -130,3 +130,14 @@ def test_a_worker_that_cannot_start_falls_back_to_simd128(
 def test_the_signed_manifest_can_disable_a_lane(results: dict[str, dict[str, Any]]) -> None:
     receipt = check_ran(results["threads disabled by the manifest"], SIMD_LANE)
     assert receipt.attempts[0].error_code == "LaneDisabled"
+
+
+def test_when_no_lane_is_left_one_error_lists_every_attempt(
+    results: dict[str, dict[str, Any]]
+) -> None:
+    error = results["the only lane left fails its self-test"]["error"]
+    attempts = [(a["artifact_id"], a["outcome"], a["error_code"]) for a in error["attempts"]]
+    assert attempts == [(THREADS_LANE, "skipped", "LaneDenied"),
+                        (SCALAR_LANE, "skipped", "LaneDenied"),
+                        (SIMD_LANE, "failed", "SelfTestFailed")]
+    assert all(lane in error["message"] for lane in (THREADS_LANE, SIMD_LANE, SCALAR_LANE))
