@@ -141,3 +141,11 @@ def test_when_no_lane_is_left_one_error_lists_every_attempt(
                         (SCALAR_LANE, "skipped", "LaneDenied"),
                         (SIMD_LANE, "failed", "SelfTestFailed")]
     assert all(lane in error["message"] for lane in (THREADS_LANE, SIMD_LANE, SCALAR_LANE))
+
+
+def test_every_lane_reports_the_same_self_test_vector_set(
+    results: dict[str, dict[str, Any]]
+) -> None:
+    digests = {results[f"golden {lane}"]["receipt"]["self_test"]["vector_set_sha256"]
+               for lane in (THREADS_LANE, SIMD_LANE, SCALAR_LANE)}
+    assert len(digests) == 1
