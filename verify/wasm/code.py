@@ -1,8 +1,9 @@
 """Function-body decoder: exact, offset-carrying, and table-driven for speed.
 
 Every operator is decoded with its immediates (so the counts equal `wasm-tools print`),
-block nesting is tracked so the final `end` must be the body's last byte, and LEB128
-immediates are range-checked. Hot path: bytes indexing on a per-body slice, one small-int
+control frames are tracked as wasmparser does (`else` only in an `if`, `catch`/`delegate`
+only in a `try`, branch depths within the open frames, the final `end` as the body's last
+byte), and LEB128 immediates are range-checked. Hot path: bytes indexing on a per-body slice, one small-int
 `shape` per single-byte opcode (derived from opcodes.OPCODES), single-byte LEBs inline;
 everything rare goes through `_immediates`, which handles every `Imm` kind.
 """
@@ -19,7 +20,7 @@ from verify.wasm.reader import leb_signed, leb_unsigned
 from verify.wasm.types import valtype_requirement
 
 # ---- shapes of single-byte opcodes (derived from the table) ----
-_UNKNOWN, _NONE, _LEB, _MEMARG, _BLOCK, _END, _PREFIX, _OTHER = range(8)
+_UNKNOWN, _NONE, _LEB, _MEMARG, _BLOCK, _END, _PREFIX, _OTHER, _ELSE, _LABEL = range(10)
 # Immediate kind -> (signed, bits) for the one-LEB fast path.
 _LEB_KINDS: dict[Imm, tuple[bool, int]] = {
     Imm.LABEL: (False, 32),
@@ -37,12 +38,24 @@ _LEB_KINDS: dict[Imm, tuple[bool, int]] = {
 # Immediate kinds that are exactly one LEB (value irrelevant except a non-zero index).
 _ONE_LEB = frozenset({*_LEB_KINDS, Imm.TYPE, Imm.TABLE, Imm.MEM})
 
+# Control frames, as wasmparser's FrameKind: what may follow (else, catch, delegate) depends
+# on the innermost open frame, and the body ends with the `end` that closes the function.
+_F_FUNC, _F_BLOCK, _F_LOOP, _F_IF, _F_ELSE, _F_TRY, _F_CATCH, _F_CATCH_ALL, _F_TRY_TABLE = range(9)
+_OPENS = {"block": _F_BLOCK, "loop": _F_LOOP, "if": _F_IF, "try": _F_TRY,
+          "try_table": _F_TRY_TABLE}  # fmt: skip
+# Operators whose legality depends on the open frames (decoded on the structured path).
+_STRUCTURED = frozenset({"else", "catch", "catch_all", "delegate", "try_table", "br_table"})
+
 
 def _shape(op: Op) -> int:
     if op.name == "end":
         return _END
-    if op.name in ("delegate", "try_table"):  # they change the nesting depth
+    if op.name == "else":
+        return _ELSE
+    if op.name in _STRUCTURED:
         return _OTHER
+    if op.imms == (Imm.LABEL,):  # br, br_if, rethrow: the depth must name an open frame
+        return _LABEL
     if op.imms == (Imm.BLOCKTYPE,):
         return _BLOCK
     if op.imms == ():
@@ -60,17 +73,22 @@ SHAPES: list[int] = [_UNKNOWN] * 256
 LEB_SIGNED: list[bool] = [False] * 256
 LEB_BITS: list[int] = [32] * 256
 SINGLE: list[Op | None] = [None] * 256
+OPENS: list[int] = [_F_BLOCK] * 256  # frame kind opened by a _BLOCK opcode
 for (_prefix, _code), _op in OPCODES.items():
     if _prefix == 0:
         SHAPES[_code] = _shape(_op)
         SINGLE[_code] = _op
+        OPENS[_code] = _OPENS.get(_op.name, _F_BLOCK)
         if SHAPES[_code] == _LEB:
             LEB_SIGNED[_code], LEB_BITS[_code] = _LEB_KINDS[_op.imms[0]]
 for _prefix in PREFIXES:
     SHAPES[_prefix] = _PREFIX
-# Structured operators outside the fast shapes: try_table opens a block, delegate closes one.
+# Structured operators outside the fast shapes.
 _TRY_TABLE = 0x1F
 _DELEGATE = 0x18
+_CATCH = 0x07
+_CATCH_ALL = 0x19
+_BR_TABLE = 0x0E
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,13 +237,59 @@ def _locals(body: Sequence[int], base: int, extra: _Extra) -> int:
     return pos
 
 
+def _label(body: Sequence[int], pos: int, depth: int, base: int) -> int:
+    """Decode one branch depth; it must name an open frame (wasmparser: unknown label)."""
+    at = pos
+    label, pos = _u32(body, pos, base, "branch depth")
+    if label >= depth:
+        raise MalformedWasm(f"unknown label: branch depth {label} too large", base + at)
+    return pos
+
+
+def _structured(
+    op: int, body: list[int], pos: int, frames: list[int], base: int, extra: _Extra
+) -> int:
+    """catch, catch_all, delegate, try_table, br_table and every other rare operator."""
+    at = base + pos - 1
+    if op == _BR_TABLE:
+        n, pos = _u32(body, pos, base, "br_table label count")
+        if n > len(body) - pos:
+            raise MalformedWasm(f"br_table: count {n} exceeds the remaining bytes", at + 1)
+        for _ in range(n + 1):
+            pos = _label(body, pos, len(frames), base)
+        return pos
+    if op in (_CATCH, _CATCH_ALL):
+        name = "catch" if op == _CATCH else "catch_all"
+        if frames[-1] not in (_F_TRY, _F_CATCH):
+            raise MalformedWasm(f"{name} found outside of a `try` block", at)
+        frames[-1] = _F_CATCH if op == _CATCH else _F_CATCH_ALL
+    elif op == _DELEGATE:
+        if frames[-1] != _F_TRY:
+            raise MalformedWasm("delegate found outside of a `try` block", at)
+        frames.pop()
+        if not frames:  # pragma: no cover - the function frame is never a try
+            raise MalformedWasm("delegate closes the function body", at)
+        return _label(body, pos, len(frames), base)
+    elif op == _TRY_TABLE:
+        frames.append(_F_TRY_TABLE)
+    info = SINGLE[op]
+    assert info is not None
+    return _immediates(body, pos, info, base, extra)
+
+
 def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
-    """Decode every body data[start:end]; counts are per opcode key (see opcodes.key_of)."""
+    """Decode every body data[start:end]; counts are per opcode key (see opcodes.key_of).
+
+    Each body is checked for structure as wasmparser's operator reader does: `else` only in
+    an `if`, `catch`/`catch_all`/`delegate` only in a `try`, branch depths within the open
+    frames, and the `end` closing the function frame as the body's last byte. Types are not
+    checked (that is `wasm-tools validate`'s job).
+    """
     counts = [0] * 256
     prefixed: dict[int, int] = {}
     extra = _Extra()
     shapes = SHAPES
-    single = SINGLE
+    opens = OPENS
     leb_signed_of = LEB_SIGNED
     leb_bits_of = LEB_BITS
     for start, end in bodies:
@@ -234,7 +298,7 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
         pos = 0
         try:
             pos = _locals(body, start, extra)
-            depth = 1
+            frames = [_F_FUNC]
             while True:
                 op = body[pos]
                 pos += 1
@@ -255,7 +319,7 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         )
                 elif shape == 1:  # _NONE
                     pass
-                elif shape == 3:  # _MEMARG: align (no memory index bit), offset of 1-2 bytes
+                elif shape == 3:  # _MEMARG: align (no memory index bit), offset of 1-4 bytes
                     if body[pos] >= 0x40:
                         pos = _memarg(body, pos, start, extra)
                     elif body[pos + 1] < 0x80:
@@ -268,17 +332,26 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         pos += 5
                     else:
                         pos = _memarg(body, pos, start, extra)
-                elif shape == 5:  # _END
-                    depth -= 1
-                    if depth == 0:
+                elif shape == 9:  # _LABEL: br, br_if, rethrow
+                    if body[pos] < len(frames):  # a one-byte depth naming an open frame
+                        pos += 1
+                    else:
+                        pos = _label(body, pos, len(frames), start)
+                elif shape == 5:  # _END closes the innermost frame
+                    frames.pop()
+                    if not frames:
                         break
                 elif shape == 4:  # _BLOCK
-                    depth += 1
+                    frames.append(opens[op])
                     b = body[pos]
                     if b == 0x40 or b == 0x7F:
                         pos += 1
                     else:
                         pos = _blocktype(body, pos, start, extra)
+                elif shape == 8:  # _ELSE: only in an `if` that has none yet
+                    if frames[-1] != _F_IF:
+                        raise MalformedWasm("else found outside of an `if` block", start + pos - 1)
+                    frames[-1] = _F_ELSE
                 elif shape == 6:  # _PREFIX
                     sub_at = pos
                     code = body[pos]
@@ -304,17 +377,7 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                     else:
                         pos = _immediates(body, pos, info, start, extra)
                 elif shape == 7:  # _OTHER
-                    info = single[op]
-                    assert info is not None
-                    if op == _TRY_TABLE:
-                        depth += 1
-                    elif op == _DELEGATE:
-                        depth -= 1
-                        if depth == 0:
-                            raise MalformedWasm(
-                                "delegate closes the function body", start + pos - 1
-                            )
-                    pos = _immediates(body, pos, info, start, extra)
+                    pos = _structured(op, body, pos, frames, start, extra)
                 else:
                     raise MalformedWasm(f"unknown opcode 0x{op:02x}", start + pos - 1)
         except IndexError:

@@ -27,6 +27,7 @@ class Proposal(enum.Flag):
     MEMORY64 = enum.auto()
     MULTI_MEMORY = enum.auto()
     EXTENDED_CONST = enum.auto()
+    FUNCTION_REFERENCES = enum.auto()  # typed function references (call_ref, return_call_ref)
 
 
 # Proposal -> (our policy name, wasm-tools `--features` name, LLVM target_features name).
@@ -52,6 +53,7 @@ PROPOSAL_NAMES: dict[Proposal, tuple[str, str, str]] = {
     Proposal.MEMORY64: ("memory64", "memory64", "memory64"),
     Proposal.MULTI_MEMORY: ("multi-memory", "multi-memory", "multimemory"),
     Proposal.EXTENDED_CONST: ("extended-const", "extended-const", "extended-const"),
+    Proposal.FUNCTION_REFERENCES: ("function-references", "function-references", ""),
 }
 
 BY_NAME: dict[str, Proposal] = {row[0]: p for p, row in PROPOSAL_NAMES.items()}

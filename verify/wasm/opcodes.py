@@ -167,6 +167,10 @@ _TAIL_CALL: list[Row] = [
     (0, 0x12, "return_call", (_I.FUNC,)),
     (0, 0x13, "return_call_indirect", (_I.TYPE, _I.TABLE)),
 ]
+_FUNCTION_REFERENCES: list[Row] = [
+    (0, 0x14, "call_ref", (_I.TYPE,)),
+    (0, 0x15, "return_call_ref", (_I.TYPE,)),
+]
 _EXCEPTIONS: list[Row] = [
     (0, 0x08, "throw", (_I.TAG,)),
     (0, 0x0A, "throw_ref", ()),
@@ -293,6 +297,7 @@ _GROUPS: list[tuple[Proposal, list[Row]]] = [
     (_P.BULK_MEMORY, _BULK_MEMORY),
     (_P.REFERENCE_TYPES, _REFERENCE_TYPES),
     (_P.TAIL_CALL, _TAIL_CALL),
+    (_P.FUNCTION_REFERENCES, _FUNCTION_REFERENCES),
     (_P.EXCEPTIONS, _EXCEPTIONS),
     (_P.LEGACY_EXCEPTIONS, _LEGACY_EXCEPTIONS),
     (_P.SIMD, _SIMD),
