@@ -102,6 +102,21 @@ def paths_build(f: NativeFacts, p: NativePolicy) -> Finding:
     return Finding("", True, f"{len(f.paths)} absolute paths, all allowed")
 
 
+def parse_clean(f: NativeFacts, p: NativePolicy) -> Finding:
+    if p.forbid_parse_anomalies and f.parse_anomalies:
+        shown = "; ".join(f.parse_anomalies[:5])
+        more = f" (+{len(f.parse_anomalies) - 5} more)" if len(f.parse_anomalies) > 5 else ""
+        return Finding("", False, f"lief reported {len(f.parse_anomalies)} parse anomalies: "
+                       f"{shown}{more}")  # fmt: skip
+    return Finding("", True, f"lief parsed without anomalies ({len(f.parse_anomalies)} logged)")
+
+
+def file_complete(f: NativeFacts, p: NativePolicy) -> Finding:
+    short = f.claimed_size > f.size
+    evidence = f"file is {f.size} bytes; headers claim up to {f.claimed_size} ({f.claimed_by})"
+    return Finding("", not (short and p.forbid_parse_anomalies), evidence)
+
+
 def _formats(*names: str) -> Callable[[NativeFacts, NativePolicy], bool]:
     def applies(facts: NativeFacts, policy: NativePolicy) -> bool:
         return policy.format in names
@@ -115,6 +130,8 @@ ELF, PE, BOTH = _formats("ELF"), _formats("PE"), _formats("ELF", "PE")
 # id -> (check, the formats it applies to). One row per check; ids are stable API.
 NATIVE_CHECKS: dict[str, tuple[NativeCheck, Callable[[NativeFacts, NativePolicy], bool]]] = {
     "native.format": (fmt_machine, BOTH),
+    "native.parse.clean": (parse_clean, BOTH),
+    "native.file.complete": (file_complete, BOTH),
     "native.libraries": (libraries, BOTH),
     "native.glibc": (glibc, ELF),
     "native.pie": (pie, BOTH),

@@ -4,6 +4,7 @@ changed); each failing case fires exactly its finding id."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.verify.rustsamples import compile_sample
 from verify.checks_native import NATIVE_CHECKS, run_native_checks
+from verify.native.errors import MalformedNative
 from verify.native.facts import IsaInventory, NativeFacts
 from verify.native.read import native_facts
 from verify.policy import load_native_policies
@@ -49,6 +51,10 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("pe-timestamp", WINDOWS, {"pe_timestamp": 1700000000}, "native.pe.timestamp"),
     ("pe-debug-dir", WINDOWS, {"pe_debug_types": ("CODEVIEW",)}, "native.pe.debug_directory"),
     ("pe-no-aslr", WINDOWS, {"pe_high_entropy_va": False}, "native.pe.aslr"),
+    ("lief-anomaly", WINDOWS, {"parse_anomalies": ("Corrupted section #3 (.pdata)",)},
+     "native.parse.clean"),
+    ("shorter-than-headers", LINUX, {"claimed_size": lambda f: f.size + 1},
+     "native.file.complete"),
 ]
 
 
@@ -82,3 +88,37 @@ def test_isa_inventory_counts_real_instructions(
 ) -> None:
     isa = real[LINUX].isa
     assert isa.instruction_count > 1000 and isa.groups.get("sse2", 0) > 0
+
+
+# (case, lane, how the real sample is cut) -> both new findings must fail: lief warns about
+# what it could not read and the headers claim more bytes than the file holds.
+TRUNCATIONS = [
+    ("pe-half", WINDOWS, lambda d: d[: len(d) // 2]),
+    ("pe-last-byte", WINDOWS, lambda d: d[:-1]),
+    ("pe-last-page", WINDOWS, lambda d: d[:-4096]),
+    ("elf-half", LINUX, lambda d: d[: len(d) // 2]),
+    ("elf-last-byte", LINUX, lambda d: d[:-1]),
+    ("elf-section-table-cut", LINUX, lambda d: d[:-200]),
+]
+
+
+@pytest.fixture(scope="module")
+def real_bytes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    folder = tmp_path_factory.mktemp("native-bytes")
+    return {lane: compile_sample(lane, folder).read_bytes() for lane in (LINUX, WINDOWS)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("lane", "cut"), [c[1:] for c in TRUNCATIONS],
+                         ids=[c[0] for c in TRUNCATIONS])  # fmt: skip
+def test_truncated_binary_fails_its_lane(
+    real_bytes: dict[str, bytes], lane: str, cut: Callable[[bytes], bytes]
+) -> None:
+    data = cut(real_bytes[lane])
+    try:
+        facts = native_facts(data, "cut")
+    except MalformedNative:
+        return  # refused outright: also a failure, with an error id
+    failed = {f.id for f in run_native_checks(facts, load_native_policies()[lane]) if not f.ok}
+    assert {"native.file.complete", "native.parse.clean"} <= failed, failed
+    assert facts.claimed_size > len(data)

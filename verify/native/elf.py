@@ -7,6 +7,7 @@ from typing import Any
 import lief
 
 from verify.native import disasm
+from verify.native.extent import claimed_end
 from verify.native.facts import NativeFacts
 from verify.paths import absolute_paths
 
@@ -14,7 +15,7 @@ _MACHINES = {"X86_64": "x86_64", "AARCH64": "aarch64"}
 _EXEC = 0x4  # SHF_EXECINSTR
 
 
-def elf_facts(binary: Any, data: bytes) -> NativeFacts:
+def elf_facts(binary: Any, data: bytes, anomalies: tuple[str, ...]) -> NativeFacts:
     machine_raw = str(binary.header.machine_type).rsplit(".", 1)[-1]
     machine = _MACHINES.get(machine_raw, machine_raw)
     sections = tuple(s.name for s in binary.sections if s.name)
@@ -44,6 +45,7 @@ def elf_facts(binary: Any, data: bytes) -> NativeFacts:
         for s in binary.sections
         if s.flags & _EXEC and s.size and str(s.type).rsplit(".", 1)[-1] != "NOBITS"
     ]
+    claimed, claimed_by = claimed_end(data)
     return NativeFacts(
         format="ELF",
         machine=machine,
@@ -63,4 +65,7 @@ def elf_facts(binary: Any, data: bytes) -> NativeFacts:
         pe_high_entropy_va=False,
         paths=absolute_paths(data),
         isa=disasm.inventory(machine, code),
+        parse_anomalies=anomalies,
+        claimed_size=claimed,
+        claimed_by=claimed_by,
     )

@@ -33,6 +33,9 @@ class NativeFacts:
     pe_high_entropy_va: bool
     paths: tuple[str, ...]
     isa: IsaInventory
+    parse_anomalies: tuple[str, ...]  # what lief logged as corrupt or truncated
+    claimed_size: int  # the furthest byte any header points at (extent.claimed_end)
+    claimed_by: str  # which header claims it
 
     @property
     def max_glibc(self) -> tuple[int, ...] | None:

@@ -7,13 +7,14 @@ from typing import Any
 import lief
 
 from verify.native import disasm
+from verify.native.extent import claimed_end
 from verify.native.facts import NativeFacts
 from verify.paths import absolute_paths
 
 _MACHINES = {"AMD64": "x86_64", "ARM64": "aarch64"}
 
 
-def pe_facts(binary: Any, data: bytes) -> NativeFacts:
+def pe_facts(binary: Any, data: bytes, anomalies: tuple[str, ...]) -> NativeFacts:
     machine_raw = str(binary.header.machine).rsplit(".", 1)[-1]
     machine = _MACHINES.get(machine_raw, machine_raw)
     sections = tuple(s.name for s in binary.sections)
@@ -25,6 +26,7 @@ def pe_facts(binary: Any, data: bytes) -> NativeFacts:
         for s in binary.sections
         if int(s.characteristics) & executable
     ]
+    claimed, claimed_by = claimed_end(data)
     return NativeFacts(
         format="PE",
         machine=machine,
@@ -44,4 +46,7 @@ def pe_facts(binary: Any, data: bytes) -> NativeFacts:
         pe_high_entropy_va=bool(flags & int(dll.HIGH_ENTROPY_VA)),
         paths=absolute_paths(data),
         isa=disasm.inventory(machine, code),
+        parse_anomalies=anomalies,
+        claimed_size=claimed,
+        claimed_by=claimed_by,
     )

@@ -77,6 +77,7 @@ class NativePolicy:
     pe_dynamic_base: bool
     pe_high_entropy_va: bool
     forbid_debug_sections: bool
+    forbid_parse_anomalies: bool  # lief's warnings, or a file shorter than its headers claim
     forbidden_isa_groups: tuple[str, ...]  # capstone group names beyond the baseline ISA
     fma_mnemonics: tuple[str, ...]  # mnemonic prefixes of fused multiply-add
     allowed_path_prefixes: tuple[str, ...]
@@ -165,6 +166,7 @@ def load_native_policies(policy_dir: Path | None = None) -> dict[str, NativePoli
             pe_dynamic_base=body.pe_dynamic_base,
             pe_high_entropy_va=body.pe_high_entropy_va,
             forbid_debug_sections=c.forbid_debug_sections,
+            forbid_parse_anomalies=c.forbid_parse_anomalies,
             forbidden_isa_groups=tuple(body.forbidden_isa_groups),
             fma_mnemonics=tuple(body.fma_mnemonics),
             allowed_path_prefixes=(*c.allowed_path_prefixes, *body.extra_allowed_path_prefixes),

@@ -86,6 +86,9 @@ class WasmLane(StrictFrozen):
 
 class NativeCommon(StrictFrozen):
     forbid_debug_sections: bool
+    forbid_parse_anomalies: bool = Field(
+        description="a lief parse anomaly, or a file shorter than its headers claim, fails"
+    )
     allowed_path_prefixes: Names
 
 

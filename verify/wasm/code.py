@@ -3,9 +3,9 @@
 Every operator is decoded with its immediates (so the counts equal `wasm-tools print`),
 control frames are tracked as wasmparser does (`else` only in an `if`, `catch`/`delegate`
 only in a `try`, branch depths within the open frames, the final `end` as the body's last
-byte), and LEB128 immediates are range-checked. Hot path: bytes indexing on a per-body slice, one small-int
-`shape` per single-byte opcode (derived from opcodes.OPCODES), single-byte LEBs inline;
-everything rare goes through `_immediates`, which handles every `Imm` kind.
+byte), and LEB128 immediates are range-checked. Hot path: list indexing on a per-body
+slice, one small-int `shape` per single-byte opcode (derived from opcodes.OPCODES),
+single-byte LEBs inline; everything rare goes through `_structured`/`_immediates`.
 """
 
 from __future__ import annotations
