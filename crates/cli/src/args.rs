@@ -49,6 +49,14 @@ impl Args {
         }
     }
 
+    /// The flag's value if it was given (parsed), `None` if it was not.
+    pub fn optional<T: FromStr>(&self, name: &str) -> Result<Option<T>, CliError> {
+        match self.values.get(name) {
+            None => Ok(None),
+            Some(v) => v.parse().map(Some).map_err(|_| CliError::usage(format!("--{name}: cannot parse {v:?}"))),
+        }
+    }
+
     pub fn required(&self, name: &str) -> Result<String, CliError> {
         self.values.get(name).cloned().ok_or_else(|| CliError::usage(format!("--{name} is required")))
     }

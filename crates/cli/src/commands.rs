@@ -1,5 +1,6 @@
 //! The subcommands. Each returns an exit code or a `CliError`; nothing here panics on input.
 
+use std::io::Read;
 use std::time::Instant;
 
 use tinyrustlm_core::kernels;
@@ -10,7 +11,7 @@ use tinyrustlm_core::session::{Session, SessionConfig};
 use tinyrustlm_core::{selftest, tokenizer, TrResult, ABI_VERSION, RUNTIME_SEMANTICS};
 
 use crate::args::{self, Args};
-use crate::error::{CliError, EXIT_CHECK_FAILED, EXIT_OK};
+use crate::error::{outln, CliError, EXIT_CHECK_FAILED, EXIT_OK};
 use crate::{golden, json, sha256};
 
 const USAGE: &str = "usage: tinyrustlm COMMAND
@@ -29,7 +30,7 @@ pub fn dispatch(argv: &[String]) -> Result<u8, CliError> {
         Some("run") => run(&args::parse(rest, RUN_VALUED, &["json"])?),
         Some("golden") => golden::command(&args::parse(rest, golden::VALUED, &[])?),
         Some("-h") | Some("--help") => {
-            println!("{USAGE}");
+            outln!("{USAGE}");
             Ok(EXIT_OK)
         }
         _ => Err(CliError::usage(USAGE.to_string())),
@@ -38,13 +39,17 @@ pub fn dispatch(argv: &[String]) -> Result<u8, CliError> {
 
 fn self_test() -> Result<u8, CliError> {
     let start = Instant::now();
+    let mut lines = Vec::new(); // printed after the run: the callback cannot return an error
     let result = selftest::run(&mut |name, result| {
         let status = if result == TrResult::Ok { "pass" } else { "FAIL" };
-        println!("{status} {name} ({})", result.name());
+        lines.push(format!("{status} {name} ({})", result.name()));
     });
     let ms = start.elapsed().as_secs_f64() * 1e3;
+    for line in lines {
+        outln!("{line}");
+    }
     let (scalar, simd) = kernels::path_counters();
-    println!(
+    outln!(
         "self-test: {} in {ms:.2} ms; runtime_semantics {RUNTIME_SEMANTICS}, abi {ABI_VERSION}, \
          kernel set {}, scalar calls {scalar}, simd calls {simd}",
         result.name(),
@@ -53,8 +58,38 @@ fn self_test() -> Result<u8, CliError> {
     Ok(if result == TrResult::Ok { EXIT_OK } else { EXIT_CHECK_FAILED })
 }
 
+/// Reads a model file: a regular file only (a FIFO or device would block or never end), into
+/// a buffer reserved fallibly, so a huge file is a typed error instead of an allocation abort.
+pub fn read_file(path: &str) -> Result<Vec<u8>, CliError> {
+    let io = |e: std::io::Error| CliError::input(format!("{path}: {e}"));
+    let not_regular = || CliError::input(format!("error[input.not-regular]: {path}: not a regular file"));
+    // stat before open: opening a FIFO blocks until a writer appears.
+    if !std::fs::metadata(path).map_err(io)?.is_file() {
+        return Err(not_regular());
+    }
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    let len = usize::try_from(meta.len()).map_err(|_| too_large(path, meta.len()))?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(len).map_err(|_| too_large(path, meta.len()))?;
+    // take(): a file that grows while we read cannot push us past what we reserved.
+    (&mut file).take(meta.len()).read_to_end(&mut bytes).map_err(io)?;
+    Ok(bytes)
+}
+
+fn too_large(path: &str, len: u64) -> CliError {
+    CliError::input(format!(
+        "error[input.too-large]: {path}: {len} bytes cannot be held in memory ({} {})",
+        TrResult::OutOfMemory.name(),
+        TrResult::OutOfMemory.code()
+    ))
+}
+
 pub fn read_model(path: &str) -> Result<(Model, String), CliError> {
-    let bytes = std::fs::read(path).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    let bytes = read_file(path)?;
     let digest = sha256::hex(&bytes);
     let model = Model::load(bytes).map_err(|code| CliError::runtime(path, code))?;
     Ok((model, digest))
@@ -63,7 +98,7 @@ pub fn read_model(path: &str) -> Result<(Model, String), CliError> {
 fn inspect_model(args: &Args) -> Result<u8, CliError> {
     let path = args.positional.first().ok_or_else(|| CliError::usage("inspect-model FILE".into()))?;
     let as_json = args.switch("json");
-    let bytes = std::fs::read(path).map_err(|e| CliError::input(format!("{path}: {e}")))?;
+    let bytes = read_file(path)?;
     let digest = sha256::hex(&bytes);
     let model = match Model::load(bytes) {
         Ok(model) => model,
@@ -75,7 +110,7 @@ fn inspect_model(args: &Args) -> Result<u8, CliError> {
                     ("code", code.code().to_string()),
                     ("sha256", json::string(&digest)),
                 ];
-                println!("{}", json::object(&fields, false));
+                outln!("{}", json::object(&fields, false));
             }
             return Err(CliError::runtime(path, code));
         }
@@ -122,16 +157,16 @@ fn inspect_model(args: &Args) -> Result<u8, CliError> {
             ("peak_prefill_bytes", plan.peak_prefill.to_string()),
             ("steady_decode_bytes", plan.steady_decode.to_string()),
         ];
-        println!("{}", json::object(&fields, true));
+        outln!("{}", json::object(&fields, true));
         return Ok(EXIT_OK);
     }
-    println!("{path}: valid tinyrustlm model v1, sha256 {digest}");
+    outln!("{path}: valid tinyrustlm model v1, sha256 {digest}");
     for (k, v) in header.iter() {
-        println!("  {k:<16} {v}");
+        outln!("  {k:<16} {v}");
     }
-    println!("  {:<16} {:>5} {:<12} {:>6} {:>6} {:>10} {:>10}", "tensor", "layer", "layout", "rows", "cols", "offset", "bytes");
+    outln!("  {:<16} {:>5} {:<12} {:>6} {:>6} {:>10} {:>10}", "tensor", "layer", "layout", "rows", "cols", "offset", "bytes");
     for e in model.entries.iter() {
-        println!(
+        outln!(
             "  {:<16} {:>5} {:<12} {:>6} {:>6} {:>10} {:>10}",
             kind_name(e.kind),
             e.layer,
@@ -142,7 +177,7 @@ fn inspect_model(args: &Args) -> Result<u8, CliError> {
             e.stored_bytes
         );
     }
-    println!(
+    outln!(
         "  memory at max_context: peak prefill {} bytes, steady decode {} bytes",
         plan.peak_prefill, plan.steady_decode
     );
@@ -221,14 +256,29 @@ fn run(args: &Args) -> Result<u8, CliError> {
         repetition_penalty: args.get("repetition-penalty", 1.0f32)?,
     };
     sampler.validate().map_err(|c| CliError::usage(format!("sampler settings: {}", c.name())))?;
+    // The context must be one the model holds; no run can emit more tokens than it.
+    let max_context = model.config.max_context;
+    let context = args.optional::<u32>("context")?.unwrap_or(max_context);
+    if context == 0 || context > max_context {
+        return Err(CliError::usage(format!(
+            "error[usage.context]: --context {context}: must be between 1 and the model's \
+             max_context {max_context}"
+        )));
+    }
+    let max_tokens = args.get("max-tokens", 16u32)?;
+    if max_tokens > context {
+        return Err(CliError::usage(format!(
+            "error[usage.max-tokens]: --max-tokens {max_tokens}: more than the context of \
+             {context} tokens can hold"
+        )));
+    }
     let config = SessionConfig {
         seed: args.get("seed", 0u64)?,
         stream: args.get("stream", 0u64)?,
         sampler,
-        context: args.get("context", 0u32)?,
+        context,
         mask: Vec::new(),
     };
-    let max_tokens = args.get("max-tokens", 16u32)?;
     let out = generate(&model, config.clone(), &prompt, max_tokens)?;
     let decode_total: f64 = out.decode_ms.iter().sum();
     let tps = if decode_total > 0.0 { out.decode_ms.len() as f64 / (decode_total / 1e3) } else { 0.0 };
@@ -254,16 +304,16 @@ fn run(args: &Args) -> Result<u8, CliError> {
             ("decode_ms", json::list(&out.decode_ms, |v| json::number(*v))),
             ("decode_tokens_per_s", json::number(tps)),
         ];
-        println!("{}", json::object(&fields, true));
+        outln!("{}", json::object(&fields, true));
         return Ok(EXIT_OK);
     }
-    println!("prompt tokens ({}): {:?}", out.prompt_tokens.len(), out.prompt_tokens);
-    println!("tokens ({}): {:?}", out.tokens.len(), out.tokens);
-    println!("text: {text:?}");
-    println!("stop: {}", out.stop);
-    println!("prefill: {:.3} ms for {} tokens", out.prefill_ms, out.prompt_tokens.len());
+    outln!("prompt tokens ({}): {:?}", out.prompt_tokens.len(), out.prompt_tokens);
+    outln!("tokens ({}): {:?}", out.tokens.len(), out.tokens);
+    outln!("text: {text:?}");
+    outln!("stop: {}", out.stop);
+    outln!("prefill: {:.3} ms for {} tokens", out.prefill_ms, out.prompt_tokens.len());
     let per: Vec<String> = out.decode_ms.iter().map(|v| format!("{v:.3}")).collect();
-    println!("decode per token (ms): [{}]", per.join(", "));
-    println!("decode: {tps:.1} tokens/s");
+    outln!("decode per token (ms): [{}]", per.join(", "));
+    outln!("decode: {tps:.1} tokens/s");
     Ok(EXIT_OK)
 }

@@ -18,7 +18,7 @@ use tinyrustlm_core::{TrResult, RUNTIME_SEMANTICS};
 
 use crate::args::Args;
 use crate::commands::{generate, read_model};
-use crate::error::{CliError, EXIT_OK};
+use crate::error::{outln, CliError, EXIT_OK};
 use crate::{json, sha256};
 
 /// Case data are k/256 - 1: exact in f32.
@@ -463,7 +463,7 @@ pub fn command(args: &Args) -> Result<u8, CliError> {
         let body: Vec<String> = records.iter().map(|r| format!("  {}", r.to_json(&provenance))).collect();
         let text = format!("[\n{}\n]\n", body.join(",\n"));
         write_atomic(&out.join(format!("{operator}.json")), &text)?;
-        println!("{}: {} records", out.join(format!("{operator}.json")).display(), records.len());
+        outln!("{}: {} records", out.join(format!("{operator}.json")).display(), records.len());
     }
     Ok(EXIT_OK)
 }

@@ -6,8 +6,9 @@
 //!                  [--top-k K] [--top-p P] [--repetition-penalty R] [--context C] [--json]
 //!   tinyrustlm golden --out DIR --small-model FILE --source-revision REV --generated-utc TIME
 //!
-//! Exit codes: 0 ok, 1 a check failed (self-test), 2 usage, 3 bad input (the TrResult is
-//! printed by name and code).
+//! Exit codes: 0 ok, 1 a check failed (self-test), 2 usage (including `--context` outside
+//! 1..=max_context and `--max-tokens` beyond the context), 3 bad input (the TrResult is
+//! printed by name and code; a model file too large to hold; stdout closed by its reader).
 
 mod args;
 mod commands;
@@ -16,6 +17,7 @@ mod golden;
 mod json;
 mod sha256;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -23,7 +25,8 @@ fn main() -> ExitCode {
     match commands::dispatch(&argv) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("tinyrustlm: {}", err.message);
+            // Never panic on a closed stderr either: the exit code still tells.
+            let _ = writeln!(std::io::stderr(), "tinyrustlm: {}", err.message);
             ExitCode::from(err.exit_code)
         }
     }
