@@ -29,6 +29,8 @@ BAD = [
     ("br-past-function", b"\x0c\x01", "unknown label", 1),
     ("br-if-past-function", b"\x41\x00\x02\x40\x0d\x02\x0b", "unknown label", 5),
     ("br-table-default-too-deep", b"\x41\x00\x0e\x01\x00\x05", "unknown label", 5),
+    ("try-table-catch-label-too-deep", b"\x1f\x40\x01\x02\x01\x0b", "unknown label", 4),
+    ("rethrow-to-a-block", b"\x06\x40\x19\x02\x40\x09\x00\x0b\x0b", "rethrow label", 5),
     ("block-never-closed", b"\x02\x40", "ended prematurely", None),
     ("loop-never-closed", b"\x03\x40\x02\x40\x0b", "ended prematurely", None),
 ]  # fmt: skip
@@ -40,6 +42,7 @@ GOOD = [
     ("try-catch-catch-all", b"\x06\x40\x07\x00\x19\x0b", 4),
     ("try-delegate-to-function", b"\x06\x40\x18\x00", 2),
     ("try-table-catch-all", b"\x1f\x40\x01\x02\x00\x0b", 2),
+    ("rethrow-from-catch-all", b"\x06\x40\x19\x02\x40\x09\x01\x0b\x0b", 6),
     ("call-ref", b"\xd0\x00\x14\x00\x1a", 3),
     ("return-call-ref", b"\xd0\x00\x15\x00", 2),
 ]  # fmt: skip

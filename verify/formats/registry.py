@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from verify.bundle.trusted_keys import TRUSTED_KEYS_SCHEMA, TrustedKeysFile
 from verify.formats.bundle_verification import BUNDLE_VERIFICATION_SCHEMA, BundleVerification
+from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
 from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
 from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
 from verify.formats.receipt import CapabilityReceipt
@@ -26,6 +27,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     TRUSTED_KEYS_SCHEMA: TrustedKeysFile,
     POLICY_SCHEMA: LanePolicy,
     BUNDLE_VERIFICATION_SCHEMA: BundleVerification,
+    FUZZ_CAMPAIGN_SCHEMA: FuzzCampaign,
 }
 
 

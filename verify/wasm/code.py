@@ -44,7 +44,9 @@ _F_FUNC, _F_BLOCK, _F_LOOP, _F_IF, _F_ELSE, _F_TRY, _F_CATCH, _F_CATCH_ALL, _F_T
 _OPENS = {"block": _F_BLOCK, "loop": _F_LOOP, "if": _F_IF, "try": _F_TRY,
           "try_table": _F_TRY_TABLE}  # fmt: skip
 # Operators whose legality depends on the open frames (decoded on the structured path).
-_STRUCTURED = frozenset({"else", "catch", "catch_all", "delegate", "try_table", "br_table"})
+_STRUCTURED = frozenset(
+    {"else", "catch", "catch_all", "delegate", "try_table", "br_table", "rethrow"}
+)
 
 
 def _shape(op: Op) -> int:
@@ -54,7 +56,7 @@ def _shape(op: Op) -> int:
         return _ELSE
     if op.name in _STRUCTURED:
         return _OTHER
-    if op.imms == (Imm.LABEL,):  # br, br_if, rethrow: the depth must name an open frame
+    if op.imms == (Imm.LABEL,):  # br, br_if: the depth must name an open frame
         return _LABEL
     if op.imms == (Imm.BLOCKTYPE,):
         return _BLOCK
@@ -89,6 +91,7 @@ _DELEGATE = 0x18
 _CATCH = 0x07
 _CATCH_ALL = 0x19
 _BR_TABLE = 0x0E
+_RETHROW = 0x09
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,8 +273,26 @@ def _structured(
         if not frames:  # pragma: no cover - the function frame is never a try
             raise MalformedWasm("delegate closes the function body", at)
         return _label(body, pos, len(frames), base)
+    elif op == _RETHROW:
+        label_at = pos
+        pos = _label(body, pos, len(frames), base)
+        label, _ = _u32(body, label_at, base, "rethrow depth")
+        if frames[-1 - label] not in (_F_CATCH, _F_CATCH_ALL):
+            raise MalformedWasm("invalid rethrow label: target was not a `catch` block", at)
+        return pos
     elif op == _TRY_TABLE:
+        pos = _blocktype(body, pos, base, extra)
+        n, pos = _u32(body, pos, base, "try_table catch count")
+        for _ in range(n):
+            kind = body[pos]
+            pos += 1
+            if kind > 3:
+                raise MalformedWasm(f"invalid try_table catch kind {kind}", base + pos - 1)
+            if kind < 2:  # catch / catch_ref carry a tag index
+                pos = _leb(body, pos, False, 32, base, "catch tag")
+            pos = _label(body, pos, len(frames), base)  # labels outside the try_table
         frames.append(_F_TRY_TABLE)
+        return pos
     info = SINGLE[op]
     assert info is not None
     return _immediates(body, pos, info, base, extra)

@@ -174,6 +174,8 @@ def _limits(r: Reader, st: _State, what: str, *, memory: bool) -> Limits:
     read = r.u64 if is64 else r.u32
     minimum = read(f"{what} minimum")
     maximum = read(f"{what} maximum") if flags & 0x01 else None
+    if maximum is not None and minimum > maximum:
+        raise r.error(f"{what}: size minimum must not be greater than maximum", at)
     limits = Limits(minimum, maximum, bool(flags & 0x02), is64)
     if limits.shared:
         st.need(Proposal.THREADS, f"shared {what}")

@@ -1,0 +1,247 @@
+"""Parser mutation: mutated Wasm modules through our parser, compared with `wasm-tools validate`.
+
+Contract: every mutant either parses or raises a typed error whose offset lies inside the
+input (never another exception); and on the compared sample, no module that wasm-tools
+refuses as MALFORMED (binary structure: encoding, sizes, opcodes, control-frame nesting)
+is accepted by our parser. Our parser does not type-check, so a module wasm-tools refuses
+only for a typing/validation reason (`TYPE_ONLY` below: operand types, unknown indices,
+alignment, constant expressions ...) and we accept is counted as `type-only`, not a
+failure. Every module we accept is compared; of those we refuse, every `compare_every`-th.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.fuzz.tally import Tally, case_rng
+from tests.verify import wasmbuild as wb
+from verify.errors import VerifyError
+from verify.formats.fuzz import FuzzCampaign
+from verify.wasm.errors import MalformedWasm
+from verify.wasm.inventory import inventory_bytes
+from verify.wasm.reader import Reader
+from verify.wasm.tools import executable
+
+NAME = "parser_mutation"
+DEFAULT_COUNT = 20_000
+REPO = Path(__file__).resolve().parents[2]
+
+# wasm-tools messages that name a validation (typing) rule, not the binary structure. Our
+# parser checks only structure, so these may be accepted by it. Anything not listed counts
+# as structure: an unknown message is a mismatch to look at, never silently excused.
+TYPE_ONLY = (
+    "type mismatch", "unknown local", "unknown function", "unknown global", "unknown type",
+    "unknown table", "unknown memory", "unknown data segment", "unknown elem segment",
+    "unknown tag", "alignment must not be larger than natural",
+    "atomic instructions must always specify maximum alignment", "invalid lane index",
+    "constant expression required", "duplicate export name", "global is immutable",
+    "data count section required", "non-defaultable local", "start function",
+    "multiple memories", "multiple tables", "invalid result arity",
+)  # fmt: skip
+# Control snippets spliced into bodies: each either a stray frame op or an unbalanced one.
+CONTROL = (b"\x05", b"\x0b", b"\x07\x00", b"\x19", b"\x18\x00", b"\x02\x40", b"\x03\x40",
+           b"\x04\x40", b"\x06\x40", b"\x0c\x03", b"\x0d\x00", b"\x0e\x01\x00\x07",
+           b"\x1f\x40\x00", b"\x09\x00", b"\x14\x00", b"\x15\x00")  # fmt: skip
+CONTROL_BYTES = (0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x0B, 0x0C, 0x0D, 0x0E, 0x18, 0x19, 0x1F)
+
+
+def _control_module() -> bytes:
+    """Well-typed bodies full of structure: the seed the control mutations matter most on."""
+    bodies = [
+        b"\x41\x00\x04\x40\x01\x05\x01\x0b",  # if/else
+        b"\x02\x40\x03\x40\x0c\x01\x0b\x0b",  # block/loop/br
+        b"\x02\x40\x41\x00\x0e\x01\x00\x00\x0b",  # br_table
+        b"\x06\x40\x01\x19\x01\x0b",  # try/catch_all
+        b"\x06\x40\x01\x18\x00",  # try/delegate
+        b"\x1f\x40\x01\x02\x00\x01\x0b",  # try_table catch_all
+    ]
+    return wb.module(wb.ModuleSpec(code=bodies, exports=[]))
+
+
+def corpus(include_lanes: bool = True) -> list[tuple[str, bytes]]:
+    """Builder modules, plus every Wasm lane found in build/ (the real runtime's bodies)."""
+    seeds = [("builder-scalar", wb.module(wb.scalar_spec())),
+             ("builder-simd", wb.module(wb.simd_spec())),
+             ("builder-threads", wb.module(wb.threads_spec())),
+             ("builder-control", _control_module())]  # fmt: skip
+    if include_lanes:
+        for path in sorted(REPO.glob("build/*/runtime.*.wasm")):
+            seeds.append((f"lane-{path.parent.name}", path.read_bytes()))
+    return seeds
+
+
+def _code_bodies(data: bytes) -> tuple[int, int, list[tuple[int, int]]] | None:
+    """(section id offset, section end, [(body start, body end)]) of the code section."""
+    try:
+        r = Reader(data, 8)
+        while not r.at_end():
+            at = r.pos
+            sid = r.byte("section id")
+            size = r.u32("section size")
+            start, end = r.pos, r.pos + size
+            r.skip(size, "section")
+            if sid != 10:
+                continue
+            c = Reader(data, start, end)
+            bodies = []
+            for _ in range(c.count("bodies")):
+                n = c.u32("body size")
+                bodies.append((c.pos, c.pos + n))
+                c.skip(n, "body")
+            return at, end, bodies
+    except MalformedWasm:
+        return None
+    return None
+
+
+def _edit_body(data: bytes, rng: random.Random, edit: Callable[[bytes], bytes]) -> bytes | None:
+    """Apply `edit` to one random body and re-encode the body and section sizes."""
+    found = _code_bodies(data)
+    if found is None or not found[2]:
+        return None
+    at, end, bodies = found
+    pick = rng.randrange(len(bodies))
+    parts = []
+    for i, (s, e) in enumerate(bodies):
+        body = edit(data[s:e]) if i == pick else data[s:e]
+        parts.append(wb.uleb(len(body)) + body)
+    payload = wb.uleb(len(bodies)) + b"".join(parts)
+    return data[:at] + bytes([10]) + wb.uleb(len(payload)) + payload + data[end:]
+
+
+def _pos(rng: random.Random, data: bytes) -> int:
+    return rng.randrange(8, len(data)) if len(data) > 8 else 0
+
+
+def _mutations() -> dict[str, Callable[[random.Random, bytes], bytes | None]]:
+    def set_byte(rng: random.Random, d: bytes) -> bytes:
+        b = bytearray(d)
+        b[_pos(rng, d)] = rng.randrange(256)
+        return bytes(b)
+
+    def set_bytes(rng: random.Random, d: bytes) -> bytes:
+        b = bytearray(d)
+        for _ in range(rng.randint(2, 6)):
+            b[_pos(rng, d)] = rng.randrange(256)
+        return bytes(b)
+
+    def flip_bit(rng: random.Random, d: bytes) -> bytes:
+        b = bytearray(d)
+        b[_pos(rng, d)] ^= 1 << rng.randrange(8)
+        return bytes(b)
+
+    def truncate(rng: random.Random, d: bytes) -> bytes:
+        return d[: rng.randrange(len(d))]
+
+    def insert(rng: random.Random, d: bytes) -> bytes:
+        at = _pos(rng, d)
+        return d[:at] + bytes([rng.randrange(256)]) + d[at:]
+
+    def delete(rng: random.Random, d: bytes) -> bytes:
+        at = _pos(rng, d)
+        return d[:at] + d[at + rng.randint(1, 16) :]
+
+    def in_body(edit: Callable[[random.Random, bytes], bytes]) -> Callable[
+        [random.Random, bytes], bytes | None
+    ]:
+        return lambda rng, d: _edit_body(d, rng, lambda body: edit(rng, body))
+
+    def splice(rng: random.Random, body: bytes) -> bytes:
+        at = rng.randrange(len(body) + 1)
+        return body[:at] + rng.choice(CONTROL) + body[at:]
+
+    def replace_control(rng: random.Random, body: bytes) -> bytes:
+        b = bytearray(body)
+        if b:
+            b[rng.randrange(len(b))] = rng.choice(CONTROL_BYTES)
+        return bytes(b)
+
+    def body_delete(rng: random.Random, body: bytes) -> bytes:
+        at = rng.randrange(len(body)) if body else 0
+        return body[:at] + body[at + 1 :]
+
+    def body_insert(rng: random.Random, body: bytes) -> bytes:
+        at = rng.randrange(len(body) + 1)
+        return body[:at] + bytes([rng.randrange(256)]) + body[at:]
+
+    return {
+        "byte-set": set_byte,
+        "bytes-set": set_bytes,
+        "bit-flip": flip_bit,
+        "truncate": truncate,
+        "insert-byte": insert,
+        "delete-span": delete,
+        "body-splice-control": in_body(splice),
+        "body-replace-control": in_body(replace_control),
+        "body-delete-byte": in_body(body_delete),
+        "body-insert-byte": in_body(body_insert),
+    }
+
+
+MUTATIONS = _mutations()
+
+
+def mutant(seed: int, index: int, seeds: list[tuple[str, bytes]]) -> tuple[str, bytes]:
+    """Case `index`: (mutation class, bytes); rebuilt from (seed, index) alone."""
+    rng = case_rng(seed, index)
+    _, data = rng.choice(seeds)
+    name = rng.choice(sorted(MUTATIONS))
+    out = MUTATIONS[name](rng, data)
+    if out is None:  # no code section to edit: fall back to a plain byte change
+        name, out = "byte-set", MUTATIONS["byte-set"](rng, data)
+    return name, out
+
+
+def wasm_tools_verdict(tool: Path, data: bytes) -> tuple[bool, str]:
+    """(valid, first error text) of `wasm-tools validate --features=all` on stdin."""
+    done = subprocess.run([str(tool), "validate", "--features=all"], input=data,
+                          capture_output=True, timeout=60, check=False)  # fmt: skip
+    text = done.stderr.decode("utf-8", "replace")
+    lines = [line.strip() for line in text.splitlines()]
+    errors = [line for line in lines if line and "WARN" not in line and line != "Caused by:"]
+    return done.returncode == 0, ": ".join(errors).removeprefix("error: ")
+
+
+def classify(message: str) -> str:
+    """`type` for a typing/validation refusal (see TYPE_ONLY), else `structure`."""
+    low = message.lower()
+    return "type" if any(fragment in low for fragment in TYPE_ONLY) else "structure"
+
+
+def run(seed: int, count: int, compare_every: int = 10,
+        include_lanes: bool = True) -> FuzzCampaign:  # fmt: skip
+    seeds = corpus(include_lanes)
+    tool = executable()
+    tally = Tally(NAME, seed)
+    for index in range(count):
+        name, data = mutant(seed, index, seeds)
+        tally.count += 1
+        try:
+            inventory_bytes(data)
+            ours = "accepted"
+        except VerifyError as exc:
+            ours = "malformed"
+            if exc.offset is None or not 0 <= exc.offset <= len(data):
+                tally.fail(index, name, "offset-outside-input", exc.diagnostics())
+        except Exception as exc:  # noqa: BLE001 - any other exception is the finding
+            ours = "crash"
+            tally.fail(index, name, "crash", f"{type(exc).__name__}: {exc}")
+        tally.outcome(name, ours)
+        if ours == "crash" or (ours == "malformed" and index % compare_every):
+            continue
+        valid, message = wasm_tools_verdict(tool, data)
+        if valid and ours == "accepted":
+            tally.compare("agree-valid")
+        elif not valid and ours == "malformed":
+            tally.compare("agree-invalid")
+        elif valid:  # we refuse what the reference accepts: stricter, counted and shown
+            tally.compare("stricter")
+        elif classify(message) == "type":
+            tally.compare("type-only")
+        else:
+            tally.compare("structure-mismatch")
+            tally.fail(index, name, "structure-mismatch", f"wasm-tools: {message}")
+    return tally.result()
