@@ -83,6 +83,18 @@ def golden(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def fuzz(session: nox.Session) -> None:
+    """Every fuzz campaign (bundle, parser, model mutation); counts as JSON under build/fuzz/.
+
+    Not in the default sessions: minutes, not seconds. Args go to `python -m tests.fuzz`
+    (`--seed N`, `--scale 0.1`, `--only parser_mutation`). The model campaign needs the
+    scalar lane built (`nox -s build -- --lane scalar-wasm32`).
+    """
+    install(session)
+    session.run("python", "-m", "tests.fuzz", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
     install(session)

@@ -1,0 +1,27 @@
+"""CI's seeded sample of the parser mutation campaign (the full run is `nox -s fuzz`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fuzz import parser_mutation
+
+SAMPLE = 300  # cases per seed: a few seconds, wasm-tools included
+
+
+@pytest.mark.parametrize("seed", [11, 12], ids=["seed-11", "seed-12"])
+def test_parser_mutation_sample_holds(seed: int) -> None:
+    result = parser_mutation.run(seed, SAMPLE, compare_every=5, include_lanes=False)
+    assert result.count == SAMPLE
+    assert result.examples == [] and result.failed == 0
+    # Both verdicts are exercised, and the comparison really ran.
+    assert sum(result.compared.values()) > SAMPLE // 5
+    assert {"accepted", "malformed"} <= {o for per in result.outcomes.values() for o in per}
+
+
+def test_a_structure_mismatch_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plant the bug: a parser that accepts everything must fail the campaign."""
+    monkeypatch.setattr(parser_mutation, "inventory_bytes", lambda data: None)
+    result = parser_mutation.run(11, 60, include_lanes=False)
+    assert result.failed > 0
+    assert {e.outcome for e in result.examples} == {"structure-mismatch"}
