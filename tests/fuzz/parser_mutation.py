@@ -191,11 +191,11 @@ def mutant(seed: int, index: int, seeds: list[tuple[str, bytes]]) -> tuple[str, 
     _, data = rng.choice(seeds)
     name = rng.choice(sorted(MUTATIONS))
     out = MUTATIONS[name](rng, data)
-    if out is None:  # no code section to edit: fall back to a plain byte change
-        name = "byte-set"
-        out = bytearray(data)
-        out[_pos(rng, data)] = rng.randrange(256)
-    return name, bytes(out)
+    if out is not None:
+        return name, out
+    changed = bytearray(data)  # no code section to edit: fall back to a plain byte change
+    changed[_pos(rng, data)] = rng.randrange(256)
+    return "byte-set", bytes(changed)
 
 
 def wasm_tools_verdict(tool: Path, data: bytes) -> tuple[bool, str]:
