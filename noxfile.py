@@ -88,7 +88,7 @@ def fuzz(session: nox.Session) -> None:
 
     Not in the default sessions: minutes, not seconds. Args go to `python -m tests.fuzz`
     (`--seed N`, `--scale 0.1`, `--only parser_mutation`). The model campaign needs the
-    scalar lane built (`nox -s build -- --lane scalar-wasm32`).
+    scalar Wasm lane built first (`nox -s build`).
     """
     install(session)
     session.run("python", "-m", "tests.fuzz", *session.posargs)

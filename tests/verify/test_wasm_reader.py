@@ -102,6 +102,8 @@ def _encode(op: Op) -> tuple[bytes, list[str]]:
         return b"\x04\x40\x05\x0b", ["if", "else", "end"]
     if op.name in ("catch", "catch_all"):
         return b"\x06\x40" + code + b"\x0b", ["try", op.name, "end"]
+    if op.name == "rethrow":  # its depth must name a catch frame
+        return b"\x06\x40\x19" + code + b"\x0b", ["try", "catch_all", op.name, "end"]
     if op.name == "delegate":
         return b"\x06\x40" + code, ["try", "delegate"]
     return code, [op.name]
