@@ -320,6 +320,7 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
         try:
             pos = _locals(body, start, extra)
             frames = [_F_FUNC]
+            depth = 1  # len(frames), kept in a local: the branch check runs on every br/br_if
             while True:
                 op = body[pos]
                 pos += 1
@@ -354,16 +355,18 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                     else:
                         pos = _memarg(body, pos, start, extra)
                 elif shape == 9:  # _LABEL: br, br_if, rethrow
-                    if body[pos] < len(frames):  # a one-byte depth naming an open frame
+                    if body[pos] < depth:  # a one-byte depth naming an open frame
                         pos += 1
                     else:
-                        pos = _label(body, pos, len(frames), start)
+                        pos = _label(body, pos, depth, start)
                 elif shape == 5:  # _END closes the innermost frame
                     frames.pop()
-                    if not frames:
+                    depth -= 1
+                    if not depth:
                         break
                 elif shape == 4:  # _BLOCK
                     frames.append(opens[op])
+                    depth += 1
                     b = body[pos]
                     if b == 0x40 or b == 0x7F:
                         pos += 1
@@ -399,6 +402,7 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         pos = _immediates(body, pos, info, start, extra)
                 elif shape == 7:  # _OTHER
                     pos = _structured(op, body, pos, frames, start, extra)
+                    depth = len(frames)  # try_table pushes, delegate pops
                 else:
                     raise MalformedWasm(f"unknown opcode 0x{op:02x}", start + pos - 1)
         except IndexError:
