@@ -40,7 +40,7 @@ TYPE_ONLY = (
     "constant expression required", "duplicate export name", "global is immutable",
     "data count section required", "non-defaultable local", "start function",
     "multiple memories", "multiple tables", "invalid result arity", "simd index out of bounds",
-    "offset out of range: must be <= 2**32",
+    "offset out of range: must be <= 2**32", "undeclared function reference",
 )  # fmt: skip
 # Control snippets spliced into bodies: each either a stray frame op or an unbalanced one.
 CONTROL = (b"\x05", b"\x0b", b"\x07\x00", b"\x19", b"\x18\x00", b"\x02\x40", b"\x03\x40",

@@ -69,6 +69,7 @@ MALFORMED = [
     ("bad-target-feature-prefix",
      b"\0asm\x01\0\0\0" + wb.custom("target_features", b"\x01\x21" + wb.name("x")), 27),
     ("unknown-memory-flag", b"\0asm\x01\0\0\0\x05\x03\x01\x08\x00", 11),
+    ("shared-memory-without-maximum", b"\0asm\x01\0\0\0\x05\x03\x01\x02\x01", 11),
     ("memory-minimum-above-maximum", b"\0asm\x01\0\0\0\x05\x04\x01\x01\x02\x01", 11),
     ("unknown-opcode",
      wb.module(wb.ModuleSpec(code=[b"\xff"], exports=[])), None),

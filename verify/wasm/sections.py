@@ -176,6 +176,8 @@ def _limits(r: Reader, st: _State, what: str, *, memory: bool) -> Limits:
     maximum = read(f"{what} maximum") if flags & 0x01 else None
     if maximum is not None and minimum > maximum:
         raise r.error(f"{what}: size minimum must not be greater than maximum", at)
+    if flags & 0x02 and maximum is None:
+        raise r.error(f"{what}: shared memory must have maximum size", at)
     limits = Limits(minimum, maximum, bool(flags & 0x02), is64)
     if limits.shared:
         st.need(Proposal.THREADS, f"shared {what}")
