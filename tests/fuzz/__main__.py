@@ -19,6 +19,7 @@ from pydantic import BaseModel
 REPO = Path(__file__).resolve().parents[2]
 # The campaigns, in run order. bundle_mutation comes from issue 15a and may not exist yet.
 CAMPAIGNS = ("bundle_mutation", "parser_mutation", "model_mutation")
+FALLBACK_COUNT = 1000  # for a campaign module without DEFAULT_COUNT
 
 
 def campaigns() -> dict[str, ModuleType]:
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, module in found.items():
         if args.only and name not in args.only:
             continue
-        count = max(1, int(module.DEFAULT_COUNT * args.scale))
+        count = max(1, int(getattr(module, "DEFAULT_COUNT", FALLBACK_COUNT) * args.scale))
         doc = _as_json(module.run(seed=args.seed, count=count))
         path = args.out / f"{name}.json"
         tmp = path.with_name(f".{path.name}.tmp")
