@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import tempfile
 from collections.abc import Callable
@@ -16,27 +17,30 @@ from verify.native.errors import MalformedNative
 from verify.native.facts import NativeFacts
 from verify.native.pe import pe_facts
 
+lief.logging.disable()  # until the first parse sends the log to its private file
 
+
+@functools.cache
 def _log_path() -> Path:
     """lief reports what it could not parse (corrupt sections, truncated segments) only
-    in its log: send the log to a private file so each parse's warnings can be read back."""
+    in its log: send the log to a private file so each parse's warnings can be read back.
+    Made on first use, so importing this module touches no file."""
     fd, name = tempfile.mkstemp(prefix="tinyrustlm-lief-", suffix=".log")
     os.close(fd)
     path = Path(name)
     atexit.register(path.unlink, missing_ok=True)
     lief.logging.set_path(name)
     lief.logging.set_level(lief.logging.LEVEL.WARN)
+    lief.logging.enable()
     return path
-
-
-_LOG = _log_path()
 
 
 def _parse_logged(parse: Callable[[list[int]], Any], data: bytes) -> tuple[Any, tuple[str, ...]]:
     """Parse with lief; returns the binary (or None) and the warnings lief logged."""
-    os.truncate(_LOG, 0)
+    log = _log_path()
+    os.truncate(log, 0)
     binary = parse(list(data))
-    text = _LOG.read_text(encoding="utf-8", errors="replace")
+    text = log.read_text(encoding="utf-8", errors="replace")
     return binary, tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
