@@ -3,8 +3,9 @@
 //! a failed forward leaves `position` (the committed length) and the history unchanged.
 
 use alloc::vec::Vec;
+use core::ops::Range;
 
-use crate::kernels::{self, AttentionShape};
+use crate::kernels;
 use crate::model::Model;
 use crate::pcg32::Pcg32;
 use crate::result::{mul, TrResult, TrReturn};
@@ -39,6 +40,38 @@ pub struct DecodeStep {
     pub rng: Pcg32,
 }
 
+/// Default prefill tile T (tokens per tile); `Session::set_prefill_tile` changes it.
+pub const DEFAULT_PREFILL_TILE: usize = 16;
+/// Largest admitted prefill tile.
+pub const MAX_PREFILL_TILE: usize = 512;
+
+/// Activations of one tile of up to `cap` tokens, token-major ([cap, dim] each). Decode is a
+/// tile of one token.
+struct TileBuffers {
+    cap: usize,
+    x: Vec<f32>,   // [cap, D] residual stream
+    xb: Vec<f32>,  // [cap, D] normalized
+    q: Vec<f32>,   // [cap, q_dim]
+    att: Vec<f32>, // [cap, q_dim] attention output
+    hb: Vec<f32>,  // [cap, F] gate, then silu(gate) * up
+    hb2: Vec<f32>, // [cap, F] up
+}
+
+impl TileBuffers {
+    fn new(c: &crate::model::Config, cap: usize) -> TrReturn<TileBuffers> {
+        let (d, f, q_dim) = (c.d_model as usize, c.d_ff as usize, c.q_dim() as usize);
+        Ok(TileBuffers {
+            cap,
+            x: zeros(mul(cap, d)?)?,
+            xb: zeros(mul(cap, d)?)?,
+            q: zeros(mul(cap, q_dim)?)?,
+            att: zeros(mul(cap, q_dim)?)?,
+            hb: zeros(mul(cap, f)?)?,
+            hb2: zeros(mul(cap, f)?)?,
+        })
+    }
+}
+
 pub struct Session {
     pub config: SessionConfig,
     pub rng: Pcg32,
@@ -48,19 +81,12 @@ pub struct Session {
     pending: Option<u32>,
     logits_valid: bool,
     done: bool,
-    key_cache: Vec<f32>,   // [L, C, kv_dim]
-    value_cache: Vec<f32>, // [L, C, kv_dim]
-    x: Vec<f32>,           // [D] residual stream
-    xb: Vec<f32>,          // [D] normalized
-    xb2: Vec<f32>,         // [D] projection output
-    q: Vec<f32>,           // [q_dim]
-    k: Vec<f32>,           // [kv_dim]
-    v: Vec<f32>,           // [kv_dim]
-    att: Vec<f32>,         // [q_dim] attention output
-    scores: Vec<f32>,      // [C]
-    hb: Vec<f32>,          // [F] gate
-    hb2: Vec<f32>,         // [F] up
-    logits: Vec<f32>,      // [V]
+    tile: usize,
+    key_cache: Vec<f32>,   // [L, H_kv, C, d_h]: one contiguous [C, d_h] run per kv head
+    value_cache: Vec<f32>, // [L, H_kv, C, d_h]
+    buf: TileBuffers,
+    scores: Vec<f32>, // [H_kv, C]: one score row per kv-head unit
+    logits: Vec<f32>, // [V]
     work: SamplerWork,
     model_fingerprint: (usize, u64),
 }
@@ -74,6 +100,49 @@ fn zeros(n: usize) -> TrReturn<Vec<f32>> {
 /// Identifies the model a session was made for (data pointer and length).
 fn fingerprint(model: &Model) -> (usize, u64) {
     (model.bytes().as_ptr() as usize, model.bytes().len() as u64)
+}
+
+/// A buffer that the units of one partitioned phase write at disjoint indices (possibly on
+/// several workers at once), so it is shared as a raw pointer instead of `&mut`.
+#[derive(Clone, Copy)]
+struct Shared(*mut f32, usize);
+
+// SAFETY: every phase hands each index to exactly one unit (see the callers).
+unsafe impl Sync for Shared {}
+unsafe impl Send for Shared {}
+
+impl Shared {
+    fn of(v: &mut [f32]) -> Shared {
+        Shared(v.as_mut_ptr(), v.len())
+    }
+
+    /// # Safety
+    /// No other live reference may cover any index of `r` while the slice lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice(&self, r: Range<usize>) -> TrReturn<&mut [f32]> {
+        if r.start > r.end || r.end > self.1 {
+            return Err(TrResult::InternalInvariant);
+        }
+        Ok(core::slice::from_raw_parts_mut(self.0.add(r.start), r.end - r.start))
+    }
+
+    /// # Safety
+    /// As `slice`, for the one index `i`.
+    unsafe fn set(&self, i: usize, v: f32) {
+        if i < self.1 {
+            *self.0.add(i) = v;
+        }
+    }
+
+    /// # Safety
+    /// As `slice`, for the one index `i`.
+    unsafe fn get(&self, i: usize) -> f32 {
+        if i < self.1 {
+            *self.0.add(i)
+        } else {
+            f32::NAN
+        }
+    }
 }
 
 impl Session {
@@ -91,7 +160,7 @@ impl Session {
         let context = context as usize;
         let kv_dim = c.kv_dim() as usize;
         let cache = mul(mul(c.n_layers as usize, context)?, kv_dim)?;
-        let (d, f, q_dim) = (c.d_model as usize, c.d_ff as usize, c.q_dim() as usize);
+        let tile = DEFAULT_PREFILL_TILE.min(context);
         Ok(Session {
             rng: Pcg32::new(config.seed, config.stream),
             config,
@@ -101,22 +170,49 @@ impl Session {
             pending: None,
             logits_valid: false,
             done: false,
+            tile,
             key_cache: zeros(cache)?,
             value_cache: zeros(cache)?,
-            x: zeros(d)?,
-            xb: zeros(d)?,
-            xb2: zeros(d)?,
-            q: zeros(q_dim)?,
-            k: zeros(kv_dim)?,
-            v: zeros(kv_dim)?,
-            att: zeros(q_dim)?,
-            scores: zeros(context)?,
-            hb: zeros(f)?,
-            hb2: zeros(f)?,
+            buf: TileBuffers::new(c, tile)?,
+            scores: zeros(mul(c.n_kv_heads as usize, context)?)?,
             logits: zeros(vocab)?,
             work: SamplerWork::new(vocab)?,
             model_fingerprint: fingerprint(model),
         })
+    }
+
+    /// Tokens per prefill tile (1..=MAX_PREFILL_TILE; default DEFAULT_PREFILL_TILE, at most the
+    /// context). A tile larger than the buffers reallocates them (outside the memory plan,
+    /// which assumes the default). Results do not depend on it: every tile size gives the
+    /// logits and K/V of token-by-token prefill bit for bit.
+    pub fn set_prefill_tile(&mut self, model: &Model, tile: usize) -> TrReturn<()> {
+        self.check_model(model)?;
+        if tile == 0 || tile > MAX_PREFILL_TILE {
+            return Err(TrResult::InvalidArgument);
+        }
+        let tile = tile.min(self.context);
+        if tile > self.buf.cap {
+            self.buf = TileBuffers::new(&model.config, tile)?;
+        }
+        self.tile = tile;
+        Ok(())
+    }
+
+    pub fn prefill_tile(&self) -> usize {
+        self.tile
+    }
+
+    /// The committed K and V rows, as (keys, values) per layer and kv head: for layer l and kv
+    /// head g, positions 0..position of [L, H_kv, C, d_h] (for differential tests and digests).
+    pub fn committed_kv(&self, model: &Model, layer: usize, kv_head: usize) -> Option<(&[f32], &[f32])> {
+        let c = &model.config;
+        let (heads, hd) = (c.n_kv_heads as usize, c.head_dim as usize);
+        if layer >= c.n_layers as usize || kv_head >= heads {
+            return None;
+        }
+        let base = ((layer * heads + kv_head) * self.context) * hd;
+        let end = base + self.position * hd;
+        Some((self.key_cache.get(base..end)?, self.value_cache.get(base..end)?))
     }
 
     /// Committed positions (tokens whose K/V are in the cache).
@@ -157,11 +253,14 @@ impl Session {
             return Err(TrResult::ContextExceeded);
         }
         self.feed_pending(model)?;
-        for t in tokens {
-            self.forward(model, *t)?;
-            self.history.push(*t);
+        // The prefill scheduler: one tile of up to T tokens at a time, each committed whole
+        // (position, logits, history) before the next; a cancellation (checked between layers
+        // and before every commit) leaves the session at the last committed tile.
+        for tile in tokens.chunks(self.tile) {
+            self.forward(model, tile)?;
+            self.history.extend_from_slice(tile);
+            self.done = false;
         }
-        self.done = false;
         Ok(())
     }
 
@@ -196,78 +295,166 @@ impl Session {
 
     fn feed_pending(&mut self, model: &Model) -> TrReturn<()> {
         if let Some(token) = self.pending {
-            self.forward(model, token)?;
+            self.forward(model, &[token])?;
             self.pending = None;
         }
         Ok(())
     }
 
-    /// The normative execution graph for one token at `position`; commits on success only.
-    fn forward(&mut self, model: &Model, token: u32) -> TrReturn<()> {
-        if self.position >= self.context {
+    /// The normative execution graph for a tile of `tokens.len()` tokens at positions
+    /// `position..`: commits all of them on success only. A tile of one token is a decode step.
+    /// Per layer: RMSNorm of every token; per kv-head unit (its Q rows, K and V rows, RoPE,
+    /// K/V publish, causal attention of its query heads for every token); output rows with the
+    /// residual; RMSNorm; gate/up rows with SiLU·up; down rows with the residual. Each unit
+    /// phase is `kernels::partitioned` (one barrier in the threads lane) and every output
+    /// element is computed by one unit with the token-by-token arithmetic (CONTRACT.md §2).
+    fn forward(&mut self, model: &Model, tokens: &[u32]) -> TrReturn<()> {
+        let n = tokens.len();
+        if n == 0 || n > self.buf.cap {
+            return Err(TrResult::InternalInvariant);
+        }
+        let pos0 = self.position;
+        if pos0.checked_add(n).map_or(true, |end| end > self.context) {
             return Err(TrResult::ContextExceeded);
         }
         self.logits_valid = false;
         let c = &model.config;
-        let pos = self.position;
-        let shape = AttentionShape {
-            n_heads: c.n_heads as usize,
-            n_kv_heads: c.n_kv_heads as usize,
-            head_dim: c.head_dim as usize,
-        };
-        let head_dim = shape.head_dim;
-        let half = head_dim / 2;
-        let kv_dim = shape.n_kv_heads * head_dim;
-        let cos = &model.floats(&model.rope_cos)[pos * half..(pos + 1) * half];
-        let sin = &model.floats(&model.rope_sin)[pos * half..(pos + 1) * half];
+        let (d, f) = (c.d_model as usize, c.d_ff as usize);
+        let (n_heads, n_kv, hd) = (c.n_heads as usize, c.n_kv_heads as usize, c.head_dim as usize);
+        let (q_dim, group, half, ctx) = (n_heads * hd, n_heads / n_kv, hd / 2, self.context);
         let eps = c.rms_eps;
-
-        kernels::dequant_row(model.matrix(&model.embedding), token as usize, &mut self.x)?;
+        let rope_cos = model.floats(&model.rope_cos);
+        let rope_sin = model.floats(&model.rope_sin);
+        let b = &mut self.buf;
+        let (x, xb) = (&mut b.x[..n * d], &mut b.xb[..n * d]);
+        for (t, tok) in tokens.iter().enumerate() {
+            kernels::dequant_row(model.matrix(&model.embedding), *tok as usize, &mut x[t * d..(t + 1) * d])?;
+        }
+        let (q, att) = (Shared::of(&mut b.q[..n * q_dim]), Shared::of(&mut b.att[..n * q_dim]));
+        let (hb, hb2) = (Shared::of(&mut b.hb[..n * f]), Shared::of(&mut b.hb2[..n * f]));
+        let (keys, values) = (Shared::of(&mut self.key_cache), Shared::of(&mut self.value_cache));
+        let scores = Shared::of(&mut self.scores);
         for (l, w) in model.layers.iter().enumerate() {
             kernels::checkpoint()?; // cancellation point between layers (threads lane)
-            // attention block
-            kernels::rmsnorm(&self.x, model.floats(&w.attn_norm), eps, &mut self.xb)?;
-            // Q, K, V (and gate, up below): one row range, so one barrier in the threads lane
-            let qkv = [
-                (model.matrix(&w.wq), &mut self.q[..]),
-                (model.matrix(&w.wk), &mut self.k[..]),
-                (model.matrix(&w.wv), &mut self.v[..]),
-            ];
-            kernels::matvec_many(&self.xb, qkv)?;
-            for head in self.q.chunks_exact_mut(head_dim) {
-                kernels::rope(head, cos, sin)?;
+            for t in 0..n {
+                kernels::rmsnorm(&x[t * d..(t + 1) * d], model.floats(&w.attn_norm), eps, &mut xb[t * d..(t + 1) * d])?;
             }
-            for head in self.k.chunks_exact_mut(head_dim) {
-                kernels::rope(head, cos, sin)?;
+            let (wq, wk, wv) = (model.matrix(&w.wq), model.matrix(&w.wk), model.matrix(&w.wv));
+            let xin: &[f32] = xb;
+            // units = kv heads g: Q rows of g's query heads, K/V rows of g, RoPE, publish K/V at
+            // pos0..pos0+n, then attention of g's query heads for every token of the tile
+            kernels::partitioned(n_kv, &|units: Range<usize>| {
+                for g in units {
+                    let qr = g * group * hd..(g + 1) * group * hd;
+                    let cache = ((l * n_kv + g) * ctx) * hd..((l * n_kv + g + 1) * ctx) * hd;
+                    // SAFETY: unit g alone writes its query rows, its kv head's cache run and
+                    // its score row; att columns of its heads likewise.
+                    let (kc, vc) = unsafe { (keys.slice(cache.clone())?, values.slice(cache)?) };
+                    let sc = unsafe { scores.slice(g * ctx..(g + 1) * ctx)? };
+                    kernels::tile_rows(wq, d, qr.clone(), xin, &mut |r, t, v| unsafe { q.set(t * q_dim + qr.start + r, v) })?;
+                    let kv = g * hd..(g + 1) * hd;
+                    kernels::tile_rows(wk, d, kv.clone(), xin, &mut |r, t, v| kc[(pos0 + t) * hd + r] = v)?;
+                    kernels::tile_rows(wv, d, kv, xin, &mut |r, t, v| vc[(pos0 + t) * hd + r] = v)?;
+                    for t in 0..n {
+                        let pos = pos0 + t;
+                        let (cos, sin) = (&rope_cos[pos * half..(pos + 1) * half], &rope_sin[pos * half..(pos + 1) * half]);
+                        for h in g * group..(g + 1) * group {
+                            // SAFETY: query head h of token t belongs to unit g.
+                            kernels::rope(unsafe { q.slice(t * q_dim + h * hd..t * q_dim + (h + 1) * hd)? }, cos, sin)?;
+                        }
+                        kernels::rope(&mut kc[pos * hd..(pos + 1) * hd], cos, sin)?;
+                    }
+                    for t in 0..n {
+                        let used = (pos0 + t + 1) * hd;
+                        for h in g * group..(g + 1) * group {
+                            let head = t * q_dim + h * hd..t * q_dim + (h + 1) * hd;
+                            // SAFETY: as above; q is only read here, after this unit wrote it.
+                            let (qh, out) = unsafe { (q.slice(head.clone())?, att.slice(head)?) };
+                            kernels::attention_head(qh, &kc[..used], &vc[..used], &mut sc[..pos0 + t + 1], out)?;
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+            // output rows of every token, residual x = x + y fused (one unit per row)
+            let (wo, xs) = (model.matrix(&w.wo), Shared::of(x));
+            // SAFETY: att is complete (the phase above ended) and only read from here on.
+            let att_in: &[f32] = unsafe { att.slice(0..n * q_dim)? };
+            kernels::partitioned(d, &|rows: Range<usize>| {
+                let r0 = rows.start;
+                // SAFETY: row r of every token belongs to this unit alone.
+                kernels::tile_rows(wo, q_dim, rows, att_in, &mut |r, t, y| unsafe {
+                    let i = t * d + r0 + r;
+                    xs.set(i, xs.get(i) + y)
+                })
+            })?;
+            for t in 0..n {
+                kernels::rmsnorm(&x[t * d..(t + 1) * d], model.floats(&w.ffn_norm), eps, &mut xb[t * d..(t + 1) * d])?;
             }
-            let layer_base = l * self.context * kv_dim;
-            let slot = layer_base + pos * kv_dim;
-            self.key_cache[slot..slot + kv_dim].copy_from_slice(&self.k);
-            self.value_cache[slot..slot + kv_dim].copy_from_slice(&self.v);
-            let used = layer_base..slot + kv_dim;
-            kernels::attention(
-                shape,
-                &self.q,
-                &self.key_cache[used.clone()],
-                &self.value_cache[used],
-                &mut self.scores[..pos + 1],
-                &mut self.att,
-            )?;
-            kernels::matvec(model.matrix(&w.wo), &self.att, &mut self.xb2)?;
-            kernels::add_assign(&mut self.x, &self.xb2)?;
-            // gated FFN block
-            kernels::rmsnorm(&self.x, model.floats(&w.ffn_norm), eps, &mut self.xb)?;
-            let gate_up = [(model.matrix(&w.w_gate), &mut self.hb[..]), (model.matrix(&w.w_up), &mut self.hb2[..])];
-            kernels::matvec_many(&self.xb, gate_up)?;
-            kernels::silu_mul(&mut self.hb, &self.hb2)?;
-            kernels::matvec(model.matrix(&w.w_down), &self.hb, &mut self.xb2)?;
-            kernels::add_assign(&mut self.x, &self.xb2)?;
+            // gated FFN: gate/up rows, then silu(gate) * up on the unit's own rows
+            let (wg, wu, wd) = (model.matrix(&w.w_gate), model.matrix(&w.w_up), model.matrix(&w.w_down));
+            let xin: &[f32] = xb;
+            kernels::partitioned(f, &|rows: Range<usize>| {
+                let r0 = rows.start;
+                // SAFETY: rows r0.. of every token belong to this unit alone.
+                kernels::tile_rows(wg, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb.set(t * f + r0 + r, v) })?;
+                kernels::tile_rows(wu, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb2.set(t * f + r0 + r, v) })?;
+                for t in 0..n {
+                    let own = t * f + rows.start..t * f + rows.end;
+                    let (g, u) = unsafe { (hb.slice(own.clone())?, hb2.slice(own)?) };
+                    kernels::silu_mul(g, u)?;
+                }
+                Ok(())
+            })?;
+            // SAFETY: hb is complete and only read from here on.
+            let h_in: &[f32] = unsafe { hb.slice(0..n * f)? };
+            kernels::partitioned(d, &|rows: Range<usize>| {
+                let r0 = rows.start;
+                // SAFETY: as for the output rows.
+                kernels::tile_rows(wd, f, rows, h_in, &mut |r, t, y| unsafe {
+                    let i = t * d + r0 + r;
+                    xs.set(i, xs.get(i) + y)
+                })
+            })?;
         }
-        kernels::rmsnorm(&self.x, model.floats(&model.final_norm), eps, &mut self.xb)?;
-        kernels::matvec(model.matrix(&model.output), &self.xb, &mut self.logits)?;
+        // logits of the tile's last token only (the state a commit leaves)
+        let last = (n - 1) * d..n * d;
+        kernels::rmsnorm(&x[last.clone()], model.floats(&model.final_norm), eps, &mut xb[..d])?;
+        kernels::matvec(model.matrix(&model.output), &xb[..d], &mut self.logits)?;
         kernels::checkpoint()?; // last cancellation point before the commit
-        self.position = pos + 1;
+        self.position = pos0 + n;
         self.logits_valid = true;
         Ok(())
+    }
+}
+
+/// FNV-1a 64 over the bits of `values` (no hashing crate in `core`; collisions do not matter
+/// for the differential tests that compare two digests of one lane).
+fn fnv1a(mut h: u64, values: &[f32]) -> u64 {
+    for v in values {
+        for byte in v.to_bits().to_le_bytes() {
+            h = (h ^ byte as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+impl Session {
+    /// (committed position, digest of the logits or 0 when not valid, digest of every
+    /// committed K and V row in [layer, kv head, position] order): what `tr_session_digest`
+    /// reports so hosts can compare two schedules bit for bit.
+    pub fn state_digest(&self, model: &Model) -> (usize, u64, u64) {
+        let logits = if self.logits_valid { fnv1a(FNV_OFFSET, &self.logits) } else { 0 };
+        let mut kv = FNV_OFFSET;
+        for l in 0..model.config.n_layers as usize {
+            for g in 0..model.config.n_kv_heads as usize {
+                if let Some((k, v)) = self.committed_kv(model, l, g) {
+                    kv = fnv1a(fnv1a(kv, k), v);
+                }
+            }
+        }
+        (self.position, logits, kv)
     }
 }

@@ -303,3 +303,65 @@ pub fn add_assign(x: &mut [f32], y: &[f32]) -> TrReturn<()> {
     active::add_assign(x, y);
     Ok(())
 }
+
+// ---- tiles and partitions (the forward pass's schedulers, session.rs) -------------------------
+
+/// Runs `body` over `0..units`: split over the row runner's workers when one is installed
+/// (disjoint ranges, possibly concurrent), else in one call here.
+pub fn partitioned(units: usize, body: &(dyn Fn(Range<usize>) -> TrReturn<()> + Sync)) -> TrReturn<()> {
+    match parallel() {
+        Some(p) => (p.rows)(units, body),
+        None => body(0..units),
+    }
+}
+
+/// Rows per chunk when a one-token tile goes through the matvec kernel into a stack buffer.
+const MATVEC_CHUNK: usize = 64;
+
+/// Rows `rows` of W [R, cols] against the tile `xs` [T, cols] (T = xs.len() / cols):
+/// emit(r - rows.start, t, value), every value exactly what `matvec` computes for row r and
+/// x = token t (same kernel arithmetic per row), so a tile equals T matvecs bit for bit.
+/// T = 1 runs the matvec kernel itself (row pairs, prefetch); T > 1 the lane's `matmul_*`,
+/// which reads each weight row from memory once per tile.
+pub fn tile_rows(
+    w: Matrix<'_>,
+    cols: usize,
+    rows: Range<usize>,
+    xs: &[f32],
+    emit: &mut dyn FnMut(usize, usize, f32),
+) -> TrReturn<()> {
+    let row_len = w.len_for(1, cols).ok_or(TrResult::IntegerOverflow)?;
+    require(cols > 0 && xs.len() % cols == 0 && rows.start <= rows.end)?;
+    let start = rows.start.checked_mul(row_len).ok_or(TrResult::IntegerOverflow)?;
+    let end = rows.end.checked_mul(row_len).ok_or(TrResult::IntegerOverflow)?;
+    let part = w.rows(start..end).ok_or(TrResult::InternalInvariant)?;
+    if xs.len() == cols {
+        let mut buf = [0.0f32; MATVEC_CHUNK];
+        let n = rows.end - rows.start;
+        let mut r = 0;
+        while r < n {
+            let m = MATVEC_CHUNK.min(n - r);
+            let chunk = part.rows(r * row_len..(r + m) * row_len).ok_or(TrResult::InternalInvariant)?;
+            matvec_rows(chunk, xs, &mut buf[..m]);
+            for (i, v) in buf[..m].iter().enumerate() {
+                emit(r + i, 0, *v);
+            }
+            r += m;
+        }
+        return Ok(());
+    }
+    match part {
+        Matrix::F32(w) => active::matmul_f32(w, xs, cols, emit),
+        Matrix::Q8(w) => active::matmul_q8(w, xs, cols, emit),
+        Matrix::Q4(w) => active::matmul_q4(w, xs, cols, emit),
+    }
+    Ok(())
+}
+
+/// One query head q [d_h] over n_pos = scores.len() positions of its kv head, keys/values
+/// contiguous [n_pos, d_h]: the per-head arithmetic of `attention` (bit-identical to it).
+pub fn attention_head(q: &[f32], keys: &[f32], values: &[f32], scores: &mut [f32], out: &mut [f32]) -> TrReturn<()> {
+    let n = scores.len().checked_mul(q.len()).ok_or(TrResult::IntegerOverflow)?;
+    require(!q.is_empty() && out.len() == q.len() && keys.len() == n && values.len() == n)?;
+    active::attention_head(q, keys, values, scores, out)
+}

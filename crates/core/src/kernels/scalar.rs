@@ -239,3 +239,76 @@ pub fn add_assign(x: &mut [f32], y: &[f32]) {
         *a = *a + b;
     }
 }
+
+// ---- tiles: one weight row against T token vectors (tiled prefill) ----------------------------
+
+/// Tiled rows: for each row r of `w` (rows of `cols`) and each token t of `xs` ([T, cols]),
+/// emit(r, t, value) where value is exactly what `matvec_f32` computes for that row and x = token
+/// t. Rows outer, tokens inner: a weight row is read from memory once per tile.
+pub fn matmul_f32(w: &[f32], xs: &[f32], cols: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_scalar();
+    for (r, row) in w.chunks_exact(cols).enumerate() {
+        for (t, x) in xs.chunks_exact(cols).enumerate() {
+            let mut acc = 0.0f32;
+            for (wv, xv) in row.iter().zip(x) {
+                acc = acc + wv * xv;
+            }
+            emit(r, t, acc);
+        }
+    }
+}
+
+/// As `matmul_f32` for q8-block-v1 rows (`matvec_q8`'s per-row arithmetic).
+pub fn matmul_q8(w: &[u8], xs: &[f32], cols: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_scalar();
+    quant_tile(w, xs, cols, Q8_BLOCK_BYTES, q8_block_sum, emit);
+}
+
+/// As `matmul_f32` for q4-block-v1 rows (`matvec_q4`'s per-row arithmetic).
+pub fn matmul_q4(w: &[u8], xs: &[f32], cols: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_scalar();
+    quant_tile(w, xs, cols, Q4_BLOCK_BYTES, q4_block_sum, emit);
+}
+
+fn quant_tile(
+    w: &[u8],
+    xs: &[f32],
+    cols: usize,
+    block_bytes: usize,
+    block_sum: fn(&[u8], &[f32]) -> f32,
+    emit: &mut dyn FnMut(usize, usize, f32),
+) {
+    let row_bytes = super::row_blocks(cols) * block_bytes;
+    for (r, row) in w.chunks_exact(row_bytes).enumerate() {
+        for (t, x) in xs.chunks_exact(cols).enumerate() {
+            let mut acc = 0.0f32;
+            for (block, xb) in row.chunks_exact(block_bytes).zip(x.chunks(BLOCK)) {
+                acc = acc + scale_of(block) * block_sum(block, xb);
+            }
+            emit(r, t, acc);
+        }
+    }
+}
+
+/// One query head over `n_pos` cached positions of its kv head, stored contiguously
+/// (keys/values [n_pos, head_dim]): exactly the arithmetic `attention` does for that head.
+pub fn attention_head(q: &[f32], keys: &[f32], values: &[f32], scores: &mut [f32], out: &mut [f32]) -> TrReturn<()> {
+    count_scalar();
+    let head_dim = q.len();
+    let scale = 1.0 / sqrt_det(head_dim as f32);
+    for (score, kt) in scores.iter_mut().zip(keys.chunks_exact(head_dim)) {
+        let mut dot = 0.0f32;
+        for (a, b) in q.iter().zip(kt) {
+            dot = dot + a * b;
+        }
+        *score = dot * scale;
+    }
+    softmax(scores)?;
+    out.iter_mut().for_each(|o| *o = 0.0);
+    for (p, vt) in scores.iter().zip(values.chunks_exact(head_dim)) {
+        for (o, v) in out.iter_mut().zip(vt) {
+            *o = *o + p * v;
+        }
+    }
+    Ok(())
+}

@@ -237,16 +237,19 @@ pub fn matvec_q4(w: &[u8], x: &[f32], out: &mut [f32]) {
         out.iter_mut().for_each(|o| *o = 0.0);
         return;
     }
-    let codes = |block: &[u8]| {
-        let packed = load16(block, 4);
-        let low = v128_and(packed, u8x16_splat(0x0f));
-        let high = u8x16_shr(packed, 4);
-        // element order: m is low[m / 2] (m even) or high[m / 2] (m odd)
-        let t0 = i8x16_shuffle::<0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23>(low, high);
-        let t1 = i8x16_shuffle::<8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31>(low, high);
-        (i8x16_sub(t0, i8x16_splat(8)), i8x16_sub(t1, i8x16_splat(8)))
-    };
-    quant_rows(w, x, out, Q4_BLOCK_BYTES, codes, scalar::q4_block_sum);
+    quant_rows(w, x, out, Q4_BLOCK_BYTES, q4_codes, scalar::q4_block_sum);
+}
+
+/// The 32 q4 codes of a block (bytes 4..20) as two i8x16 vectors in element order.
+#[inline(always)]
+fn q4_codes(block: &[u8]) -> (v128, v128) {
+    let packed = load16(block, 4);
+    let low = v128_and(packed, u8x16_splat(0x0f));
+    let high = u8x16_shr(packed, 4);
+    // element order: m is low[m / 2] (m even) or high[m / 2] (m odd)
+    let t0 = i8x16_shuffle::<0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23>(low, high);
+    let t1 = i8x16_shuffle::<8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31>(low, high);
+    (i8x16_sub(t0, i8x16_splat(8)), i8x16_sub(t1, i8x16_splat(8)))
 }
 
 /// ss in lanes (then `reduce`, then the tail left to right); the scaling is elementwise and
@@ -347,4 +350,128 @@ fn axpy_one(x: &mut [f32], y: &[f32]) {
         x[i] = x[i] + y[i];
         i += 1;
     }
+}
+
+// ---- tiles: one weight row against T token vectors (tiled prefill) ----------------------------
+
+/// The eight f32x4 of one whole block's codes (elements 4g..4g+4 in vector g), times 2^24.
+#[inline(always)]
+fn block_codes(t0: v128, t1: v128) -> [v128; 8] {
+    let [f0, f1, f2, f3] = codes_to_f32(t0);
+    let [f4, f5, f6, f7] = codes_to_f32(t1);
+    [f0, f1, f2, f3, f4, f5, f6, f7]
+}
+
+/// `block_sum` over codes already converted by `block_codes`: the same products and the same
+/// tree, so the same bits.
+#[inline(always)]
+fn block_sum_f(f: &[v128; 8], xv: &[v128; 8]) -> v128 {
+    let a = f32x4_add(f32x4_add(f32x4_mul(f[0], xv[0]), f32x4_mul(f[1], xv[1])), f32x4_add(f32x4_mul(f[2], xv[2]), f32x4_mul(f[3], xv[3])));
+    let b = f32x4_add(f32x4_add(f32x4_mul(f[4], xv[4]), f32x4_mul(f[5], xv[5])), f32x4_add(f32x4_mul(f[6], xv[6]), f32x4_mul(f[7], xv[7])));
+    f32x4_add(a, b)
+}
+
+/// Tiled q8/q4 rows: per row, tokens in groups of `G`; each whole block's codes are converted
+/// once per group and multiplied with each token's activations. Every (row, token) value has
+/// exactly `quant_rows`' arithmetic (same lanes, same tree, same scalar tail), so a tile equals
+/// T separate matvecs bit for bit; the row is read from memory once and from cache after.
+#[inline(always)]
+fn quant_tile(
+    w: &[u8],
+    xs: &[f32],
+    cols: usize,
+    block_bytes: usize,
+    codes: impl Fn(&[u8]) -> (v128, v128) + Copy,
+    tail: impl Fn(&[u8], &[f32]) -> f32 + Copy,
+    emit: &mut dyn FnMut(usize, usize, f32),
+) {
+    let blocks = super::row_blocks(cols);
+    let row_bytes = blocks * block_bytes;
+    let whole = cols / BLOCK;
+    let tokens = xs.len() / cols;
+    for (r, row) in w.chunks_exact(row_bytes).enumerate() {
+        let mut t = 0;
+        while t + 4 <= tokens {
+            group::<4>(row, &xs[t * cols..(t + 4) * cols], cols, whole, blocks, block_bytes, codes, tail, &mut |k, v| emit(r, t + k, v));
+            t += 4;
+        }
+        while t < tokens {
+            group::<1>(row, &xs[t * cols..(t + 1) * cols], cols, whole, blocks, block_bytes, codes, tail, &mut |k, v| emit(r, t + k, v));
+            t += 1;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn group<const G: usize>(
+    row: &[u8],
+    xs: &[f32],
+    cols: usize,
+    whole: usize,
+    blocks: usize,
+    block_bytes: usize,
+    codes: impl Fn(&[u8]) -> (v128, v128) + Copy,
+    tail: impl Fn(&[u8], &[f32]) -> f32 + Copy,
+    out: &mut dyn FnMut(usize, f32),
+) {
+    let mut lanes = [f32x4_splat(0.0); G];
+    for (b, block) in row.chunks_exact(block_bytes).take(whole).enumerate() {
+        let (c0, c1) = codes(block);
+        let f = block_codes(c0, c1);
+        let s4 = scale4(block);
+        let at = b * BLOCK;
+        for (k, l) in lanes.iter_mut().enumerate() {
+            let xv = block_x(&xs[k * cols + at..k * cols + at + BLOCK]);
+            *l = f32x4_add(*l, f32x4_mul(s4, block_sum_f(&f, &xv)));
+        }
+    }
+    for (k, l) in lanes.iter().enumerate() {
+        let mut acc = reduce(f32x4_mul(*l, f32x4_splat(UNSCALE)));
+        if whole < blocks {
+            let block = &row[whole * block_bytes..(whole + 1) * block_bytes];
+            acc = acc + scale_of(block) * tail(block, &xs[k * cols + whole * BLOCK..(k + 1) * cols]);
+        }
+        out(k, acc);
+    }
+}
+
+/// As `scalar::matmul_f32`, with `dot_f32` (the lanes of `matvec_f32`).
+pub fn matmul_f32(w: &[f32], xs: &[f32], cols: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_simd();
+    for (r, row) in w.chunks_exact(cols).enumerate() {
+        for (t, x) in xs.chunks_exact(cols).enumerate() {
+            emit(r, t, dot_f32(row, x));
+        }
+    }
+}
+
+/// As `scalar::matmul_q8` (`matvec_q8`'s arithmetic per row and token).
+pub fn matmul_q8(w: &[u8], xs: &[f32], cols: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_simd();
+    let codes = |block: &[u8]| (load16(block, 4), load16(block, 20));
+    quant_tile(w, xs, cols, Q8_BLOCK_BYTES, codes, scalar::q8_block_sum, emit);
+}
+
+/// As `scalar::matmul_q4` (`matvec_q4`'s arithmetic per row and token).
+pub fn matmul_q4(w: &[u8], xs: &[f32], cols: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_simd();
+    quant_tile(w, xs, cols, Q4_BLOCK_BYTES, q4_codes, scalar::q4_block_sum, emit);
+}
+
+/// One query head over contiguous keys/values [n_pos, head_dim]: `attention`'s arithmetic for
+/// that head (scores by `dot_f32`, scalar softmax, values by `axpy`).
+pub fn attention_head(q: &[f32], keys: &[f32], values: &[f32], scores: &mut [f32], out: &mut [f32]) -> TrReturn<()> {
+    count_simd();
+    let head_dim = q.len();
+    let scale = 1.0 / sqrt_det(head_dim as f32);
+    for (score, kt) in scores.iter_mut().zip(keys.chunks_exact(head_dim)) {
+        *score = dot_f32(q, kt) * scale;
+    }
+    softmax(scores)?;
+    out.iter_mut().for_each(|o| *o = 0.0);
+    for (p, vt) in scores.iter().zip(values.chunks_exact(head_dim)) {
+        axpy(out, *p, vt);
+    }
+    Ok(())
 }
