@@ -86,7 +86,8 @@ pub struct Session {
     value_cache: Vec<f32>, // [L, H_kv, C, d_h]
     buf: TileBuffers,
     scores: Vec<f32>, // [H_kv, C]: one score row per kv-head unit
-    logits: Vec<f32>, // [V]
+    logits: Vec<f32>, // [V] after the last committed token
+    next_logits: Vec<f32>, // [V] computed by a forward, swapped in by its commit
     work: SamplerWork,
     model_fingerprint: (usize, u64),
 }
@@ -176,6 +177,7 @@ impl Session {
             buf: TileBuffers::new(c, tile)?,
             scores: zeros(mul(c.n_kv_heads as usize, context)?)?,
             logits: zeros(vocab)?,
+            next_logits: zeros(vocab)?,
             work: SamplerWork::new(vocab)?,
             model_fingerprint: fingerprint(model),
         })
@@ -317,7 +319,6 @@ impl Session {
         if pos0.checked_add(n).map_or(true, |end| end > self.context) {
             return Err(TrResult::ContextExceeded);
         }
-        self.logits_valid = false;
         let c = &model.config;
         let (d, f) = (c.d_model as usize, c.d_ff as usize);
         let (n_heads, n_kv, hd) = (c.n_heads as usize, c.n_kv_heads as usize, c.head_dim as usize);
@@ -420,8 +421,10 @@ impl Session {
         // logits of the tile's last token only (the state a commit leaves)
         let last = (n - 1) * d..n * d;
         kernels::rmsnorm(&x[last.clone()], model.floats(&model.final_norm), eps, &mut xb[..d])?;
-        kernels::matvec(model.matrix(&model.output), &xb[..d], &mut self.logits)?;
+        kernels::matvec(model.matrix(&model.output), &xb[..d], &mut self.next_logits)?;
         kernels::checkpoint()?; // last cancellation point before the commit
+        // commit: a failure anywhere above left position, logits and history as they were
+        core::mem::swap(&mut self.logits, &mut self.next_logits);
         self.position = pos0 + n;
         self.logits_valid = true;
         Ok(())
