@@ -1,14 +1,16 @@
-// Lane benchmark runner for pipeline/bench.py (node). Prints one JSON document.
+// Lane benchmark runner for pipeline/bench.py (node): ONE repetition of every figure, in a fixed
+// interleaved order; bench.py runs it repeatedly and takes medians. Prints one JSON document.
 //
 //   node bench_lanes.mjs CONFIG.json
 //
-// CONFIG: { model, tokens, warmup, rounds, prompt,
+// CONFIG: { model, tokens, warmup, prompt_tokens: [u32...],
 //           harness: { scalar: PATH, simd128: PATH },   kernel-only modules (tests/lanes/harness)
 //           runs: [ { name, lane: PATH, workers } ],     shipped lane modules
-//           matvec: [ { name, rows, cols, reps } ], probe_bytes }
-// Every number is wall time on this machine, in this one process, in the order given.
+//           matvec: [ { name, rows, cols, reps } ], probe_bytes, probe_threads: [1, 2] }
+// Every number is wall time on this machine, in this one process.
 import { readFileSync } from 'node:fs';
-import { instantiate } from '../crates/wasm/js/host.js';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { instantiate, sha256Hex } from '../crates/wasm/js/host.js';
 import * as abi from '../crates/wasm/js/abi.js';
 
 const median = (xs) => {
@@ -42,49 +44,75 @@ function q8Matrix(ex, rows, cols) {
   return { w, wLen, x, out };
 }
 
-/** q8 matvec GB/s of weight bytes through the lane's active kernels (best of `rounds`). */
-function matvecGbps(ex, { rows, cols, reps }, rounds) {
+/** q8 matvec GB/s of weight bytes through the lane's active kernels (one timed batch). */
+function matvecGbps(ex, { rows, cols, reps }) {
   const m = q8Matrix(ex, rows, cols);
   ex.h_matvec(1, 1, m.w, m.wLen, m.x, cols, m.out, rows); // warm up (and tier up)
-  let best = Infinity;
-  for (let r = 0; r < rounds; r++) {
-    const t0 = performance.now();
-    for (let i = 0; i < reps; i++) ex.h_matvec(1, 1, m.w, m.wLen, m.x, cols, m.out, rows);
-    best = Math.min(best, (performance.now() - t0) / reps);
-  }
-  return { gbps: m.wLen / best / 1e6, ms_per_matvec: best, weight_bytes: m.wLen };
+  ex.h_matvec(1, 1, m.w, m.wLen, m.x, cols, m.out, rows);
+  const t0 = performance.now();
+  for (let i = 0; i < reps; i++) ex.h_matvec(1, 1, m.w, m.wLen, m.x, cols, m.out, rows);
+  const ms = (performance.now() - t0) / reps;
+  return { gbps: m.wLen / ms / 1e6, ms_per_matvec: ms, weight_bytes: m.wLen };
 }
 
-/** One-thread read bandwidth: SIMD loads over `bytes` (best of `rounds`). */
-function bandwidthGbps(ex, bytes, rounds) {
+// ---- read-bandwidth probe: `threads` node workers, each streaming its own buffer -----------
+
+async function probeWorker() {
+  const { path, bytes, passes, sync } = workerData;
+  const ex = await loadHarness(path);
   const p = ex.h_alloc(bytes);
   new Uint8Array(ex.memory.buffer, p, bytes).fill(1);
-  ex.h_read_probe(p, bytes, 1);
-  let best = Infinity;
-  for (let r = 0; r < rounds; r++) {
-    const t0 = performance.now();
-    ex.h_read_probe(p, bytes, 4);
-    best = Math.min(best, (performance.now() - t0) / 4);
-  }
-  return bytes / best / 1e6;
+  ex.h_read_probe(p, bytes, 1); // warm-up, page faults
+  const flag = new Int32Array(sync);
+  Atomics.add(flag, 1, 1); // ready
+  Atomics.wait(flag, 0, 0); // the start signal
+  const t0 = performance.now();
+  ex.h_read_probe(p, bytes, passes);
+  parentPort.postMessage(performance.now() - t0);
 }
 
-async function decodeRun(run, cfg, modelBytes) {
-  const rt = await instantiate({ bytes: readFileSync(run.lane), workers: run.workers });
+/** Aggregate read GB/s of `threads` threads streaming `bytes` each, started together. */
+async function bandwidthGbps(path, bytes, threads) {
+  const passes = 4;
+  const sync = new SharedArrayBuffer(8);
+  const flag = new Int32Array(sync);
+  const workers = [];
+  const done = [];
+  for (let i = 0; i < threads; i++) {
+    const w = new Worker(new URL(import.meta.url), { workerData: { path, bytes, passes, sync } });
+    workers.push(w);
+    done.push(new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); }));
+  }
+  while (Atomics.load(flag, 1) < threads) await new Promise((r) => setTimeout(r, 5));
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+  const ms = Math.max(...(await Promise.all(done)));
+  await Promise.all(workers.map((w) => w.terminate()));
+  return (threads * bytes * passes) / ms / 1e6;
+}
+
+// ---- one lane run: prefill of the prompt, then decode -------------------------------------
+
+async function laneRun(run, cfg, modelBytes) {
+  const bytes = readFileSync(run.lane);
+  const rt = await instantiate({ bytes, workers: run.workers });
   try {
     const model = await abi.loadModel(rt, modelBytes);
-    const prompt = abi.encodePrompt(cfg.prompt);
     // warm-up generation (tier-up, page faults), then the measured one
-    await abi.generate(rt, model, {}, prompt, cfg.warmup);
-    const perRound = [];
-    for (let r = 0; r < cfg.rounds; r++) {
-      const out = await abi.generate(rt, model, {}, prompt, cfg.tokens);
-      if (out.code !== 0) throw new Error(`${run.name}: decode returned ${out.code}`);
-      // the first step only samples from the prefill's logits: it has no forward pass
-      perRound.push(median(out.decodeMs.slice(1)));
-    }
-    const ms = Math.min(...perRound);
-    const doc = { name: run.name, workers: run.workers, lane: await rt.call('tr_lane'), decode_ms_median: ms, tokens_per_s: 1000 / ms, rounds_ms: perRound };
+    await abi.generate(rt, model, {}, cfg.prompt_tokens, cfg.warmup);
+    const out = await abi.generate(rt, model, {}, cfg.prompt_tokens, cfg.tokens);
+    if (out.code !== 0) throw new Error(`${run.name}: generate returned ${out.code}`);
+    // the first step only samples from the prefill's logits: it has no forward pass
+    const decodeMs = median(out.decodeMs.slice(1));
+    const doc = {
+      name: run.name,
+      workers: run.workers,
+      lane: await rt.call('tr_lane'),
+      module_sha256: await sha256Hex(bytes),
+      decode_ms: decodeMs,
+      prefill_ms: out.prefillMs,
+      ttft_ms: out.prefillMs + out.decodeMs[0],
+    };
     if (run.workers) doc.worker_counters = await abi.workerCounters(rt);
     return doc;
   } finally {
@@ -96,24 +124,30 @@ async function main(configPath) {
   const cfg = JSON.parse(readFileSync(configPath, 'utf8'));
   const modelBytes = readFileSync(cfg.model);
   const kernels = {};
-  let bandwidth = null;
   for (const [name, path] of Object.entries(cfg.harness)) {
     kernels[name] = {};
     for (const shape of cfg.matvec) {
       const ex = await loadHarness(path); // a fresh instance per shape: no memory carried over
-      kernels[name][shape.name] = matvecGbps(ex, shape, cfg.rounds);
-      if (bandwidth === null && ex.h_read_probe) bandwidth = bandwidthGbps(ex, cfg.probe_bytes, cfg.rounds);
+      kernels[name][shape.name] = matvecGbps(ex, shape);
     }
   }
+  const bandwidth = {};
+  for (const threads of cfg.probe_threads) {
+    bandwidth[threads] = await bandwidthGbps(cfg.harness.simd128, cfg.probe_bytes, threads);
+  }
   const runs = [];
-  for (const run of cfg.runs) runs.push(await decodeRun(run, cfg, modelBytes));
+  for (const run of cfg.runs) runs.push(await laneRun(run, cfg, modelBytes));
   return { node: process.version, kernels, bandwidth_gbps: bandwidth, runs };
 }
 
-main(process.argv[2]).then(
-  (doc) => process.stdout.write(JSON.stringify(doc) + '\n', () => process.exit(0)),
-  (e) => {
-    console.error(e.stack || String(e));
-    process.exit(1);
-  },
-);
+if (isMainThread) {
+  main(process.argv[2]).then(
+    (doc) => process.stdout.write(JSON.stringify(doc) + '\n', () => process.exit(0)),
+    (e) => {
+      console.error(e.stack || String(e));
+      process.exit(1);
+    },
+  );
+} else {
+  probeWorker();
+}

@@ -6,6 +6,8 @@
 //   node drive.mjs cancel LANE.wasm WORKERS MODEL
 //   node drive.mjs kill LANE.wasm WORKERS MODEL FALLBACK.wasm LIVENESS_MS VICTIM
 //   node drive.mjs hash LANE.wasm WORKERS
+//   node drive.mjs prefill LANE.wasm WORKERS GOLDEN_DIR MODEL TILE...
+//   node drive.mjs prefill-cancel LANE.wasm WORKERS MODEL TILE
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { instantiate, sha256Hex, TR_CANCELLED } from '../../crates/wasm/js/host.js';
@@ -254,6 +256,86 @@ async function cancel(lanePath, workers, modelPath) {
   }
 }
 
+// ---- tiled prefill against token-by-token prefill ----------------------------------------
+
+const digestOf = async (rt, s) => {
+  const d = await abi.sessionDigest(rt, s);
+  return { position: Number(d.position), logits: d.logits.toString(16), kv: d.kv.toString(16) };
+};
+
+/** Per golden prompt and tile size: the digest after prefill and after 3 greedy decode steps. */
+async function prefillTiles(lanePath, workers, goldenDir, modelPath, tiles) {
+  const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
+  try {
+    const model = await abi.loadModel(rt, readFileSync(modelPath));
+    const seen = new Set();
+    const results = [];
+    for (const record of readGolden(goldenDir, 'e2e_decode')) {
+      const prompt = record.inputs.prompt_tokens.values;
+      if (seen.has(prompt.join(','))) continue;
+      seen.add(prompt.join(','));
+      for (const tile of [...tiles, prompt.length]) {
+        const s = await abi.newSession(rt, model, {});
+        const tileCode = await abi.setPrefillTile(rt, s, tile);
+        const code = await abi.prefill(rt, s, prompt);
+        const prefilled = await digestOf(rt, s);
+        const tokens = [];
+        for (let i = 0; i < 3; i++) tokens.push((await abi.decode(rt, s)).token);
+        await abi.decode(rt, s); // feeds the third token: its K/V enter the digest
+        results.push({ prompt: record.id, tile, tile_code: tileCode, code, prefilled, tokens, decoded: await digestOf(rt, s) });
+        await rt.call('tr_session_free', s);
+      }
+    }
+    return { lane: await rt.call('tr_lane'), workers: rt.workers, results };
+  } finally {
+    await rt.close();
+  }
+}
+
+// ---- cancellation at every barrier of a tiled prefill -------------------------------------
+
+const LONG_PROMPT = abi.encodePrompt('The quick brown fox jumps over the lazy dog.');
+
+async function prefillCancel(lanePath, workers, modelPath, tile) {
+  const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
+  try {
+    const model = await abi.loadModel(rt, readFileSync(modelPath));
+    const session = async (t) => {
+      const s = await abi.newSession(rt, model, {});
+      await abi.setPrefillTile(rt, s, t);
+      return s;
+    };
+    const ref = await session(tile);
+    const before = (await abi.workerCounters(rt)).barriers;
+    await abi.prefill(rt, ref, LONG_PROMPT);
+    const barriers = (await abi.workerCounters(rt)).barriers - before;
+    const full = await digestOf(rt, ref);
+    await rt.call('tr_session_free', ref);
+    const prefixes = {}; // committed length -> digest of token-by-token prefill of the prefix
+    const trials = [];
+    for (let k = 1; k <= barriers; k++) {
+      const s = await session(tile);
+      await rt.call('tr_fault_cancel_at_barrier', k);
+      const code = await abi.prefill(rt, s, LONG_PROMPT);
+      await rt.call('tr_fault_cancel_at_barrier', 0);
+      const cancelled = await digestOf(rt, s);
+      const at = cancelled.position;
+      if (at > 0 && !(at in prefixes)) {
+        const p = await session(1);
+        await abi.prefill(rt, p, LONG_PROMPT.slice(0, at));
+        prefixes[at] = await digestOf(rt, p);
+        await rt.call('tr_session_free', p);
+      }
+      const resumedCode = await abi.prefill(rt, s, LONG_PROMPT.slice(at));
+      trials.push({ barrier: k, code, cancelled, prefix: prefixes[at] ?? null, resumed_code: resumedCode, resumed: await digestOf(rt, s) });
+      await rt.call('tr_session_free', s);
+    }
+    return { cancelled_code: TR_CANCELLED, prompt_len: LONG_PROMPT.length, barriers, full, trials };
+  } finally {
+    await rt.close();
+  }
+}
+
 // ---- a worker killed mid-operation --------------------------------------------------------
 
 async function kill(lanePath, workers, modelPath, fallbackPath, livenessMs, victim) {
@@ -319,6 +401,8 @@ const commands = {
   cancel: () => cancel(args[0], Number(args[1]), args[2]),
   kill: () => kill(args[0], Number(args[1]), args[2], args[3], Number(args[4]), Number(args[5])),
   hash: () => hash(args[0], Number(args[1])),
+  prefill: () => prefillTiles(args[0], Number(args[1]), args[2], args[3], args.slice(4).map(Number)),
+  'prefill-cancel': () => prefillCancel(args[0], Number(args[1]), args[2], Number(args[3])),
 };
 if (!commands[command]) {
   console.error(`usage: node drive.mjs ${Object.keys(commands).join('|')} ...`);

@@ -24,7 +24,8 @@ def test_cancellation_at_every_barrier(
     doc = drive("cancel", wasm_lanes[THREADS], workers, small_model)
     reference = doc["reference"]
     assert all(step[0] == 0 for step in reference)
-    # one barrier per matvec group: Q/K/V, output, gate/up, down per layer (4 layers in
+    # one barrier per unit phase: attention units (Q/K/V rows + attention), output rows,
+    # gate/up rows, down rows per layer (4 layers in
     # `small`), plus the logits
     assert doc["barriers_per_step"] == 4 * 4 + 1
     assert [t["barrier"] for t in doc["trials"]] == list(range(1, doc["barriers_per_step"] + 1))

@@ -1,10 +1,11 @@
 //! Memory plan per the reference's "Memory formulas", specialised to this runtime:
-//! token-by-token prefill (T = 1), one worker (N_w = 1), byte tokenizer (M_tokenizer = 0).
+//! tiled prefill (T = min(DEFAULT_PREFILL_TILE, C)), one worker (N_w = 1), byte tokenizer (M_tokenizer = 0).
 //! Every term is checked u64 arithmetic; CONTRACT.md lists the terms.
 
 use crate::model::Config;
 use crate::result::{add64, mul64, TrResult, TrReturn};
 use crate::sampler::SamplerWork;
+use crate::session::DEFAULT_PREFILL_TILE;
 
 /// Stack reserved per instantiated worker (the Rust wasm32 default stack).
 pub const STACK_BYTES: u64 = 1 << 20;
@@ -48,10 +49,13 @@ pub fn plan(config: &Config, weights: u64, context: u32) -> TrReturn<MemoryPlan>
     let (q_dim, kv_dim) = (config.q_dim(), config.kv_dim());
     // M_KV(C) = 2 (K and V) * L * C * kv_dim * 4 bytes (f32 cache).
     let kv = mul64(mul64(mul64(2 * 4, config.n_layers as u64)?, c)?, kv_dim)?;
-    // x, xb, xb2 [D]; q, att [q_dim]; k, v [kv_dim]; scores [C]; hb, hb2 [F]; history [C + 1].
-    let floats = sum(&[mul64(3, d)?, mul64(2, q_dim)?, mul64(2, kv_dim)?, c, mul64(2, f)?, c + 1])?;
+    // per tile token: x, xb [D]; q, att [q_dim]; hb, hb2 [F] (session.rs TileBuffers);
+    // scores [H_kv, C]; history [C + 1].
+    let tile = (DEFAULT_PREFILL_TILE as u64).min(c);
+    let per_token = sum(&[mul64(2, d)?, mul64(2, q_dim)?, mul64(2, f)?])?;
+    let floats = sum(&[mul64(tile, per_token)?, mul64(config.n_kv_heads as u64, c)?, c + 1])?;
     let activations = mul64(floats, 4)?;
-    let logits = mul64(v, 4)?;
+    let logits = mul64(v, 8)?; // committed logits and the next step's (swapped at commit)
     let sampler = add64(mul64(v, SamplerWork::BYTES_PER_TOKEN)?, (v + 7) / 8)?;
     let transfer = mul64(c, 4)?; // the prompt's token ids in the host window
     let allocator = ALLOCATOR_FIXED_BYTES + ALLOCATOR_PER_ALLOCATION * ALLOCATIONS;

@@ -106,16 +106,33 @@ export async function workerCounters(rt) {
   });
 }
 
+/** Tokens per prefill tile of `session` (tr_session_prefill_tile); resolves to the code. */
+export async function setPrefillTile(rt, session, tile) {
+  return rt.call('tr_session_prefill_tile', session, tile);
+}
+
+/** { position, logits, kv }: the session's committed position and FNV-1a digests (BigInt) of
+ * its logits (0n = none) and committed K/V rows (tr_session_digest). */
+export async function sessionDigest(rt, session) {
+  return withWindow(rt, 24, async (ptr) => {
+    await check(rt, 'tr_session_digest', session, ptr);
+    const v = view(rt, ptr, 24);
+    return { position: v.getBigUint64(0, true), logits: v.getBigUint64(8, true), kv: v.getBigUint64(16, true) };
+  });
+}
+
 /**
  * Prefill `promptTokens`, then decode up to `maxTokens` (stopping at EOS).
- * Returns { code, tokens, rngState, decodeMs: [...] } ; code is the first non-Ok TrResult.
+ * Returns { code, tokens, rngState, decodeMs: [...], prefillMs } ; code is the first non-Ok TrResult.
  */
 export async function generate(rt, model, cfg, promptTokens, maxTokens) {
   const session = await newSession(rt, model, cfg);
   const tokens = [];
   const decodeMs = [];
   let rngState = 0n;
+  const p0 = performance.now();
   let code = await prefill(rt, session, promptTokens);
+  const prefillMs = performance.now() - p0;
   while (code === 0 && tokens.length < maxTokens) {
     const t0 = performance.now();
     const step = await decode(rt, session);
@@ -127,5 +144,5 @@ export async function generate(rt, model, cfg, promptTokens, maxTokens) {
     if (step.done) break;
   }
   await rt.call('tr_session_free', session);
-  return { code, tokens, rngState, decodeMs };
+  return { code, tokens, rngState, decodeMs, prefillMs };
 }

@@ -45,6 +45,8 @@ pub const DECODE_RECORD_BYTES: u32 = 24;
 pub const PREFLIGHT_RECORD_BYTES: u32 = 16;
 pub const COUNTERS_RECORD_BYTES: u32 = 24;
 pub const HANDLE_BYTES: u32 = 8;
+/// Bytes written by `tr_session_digest`.
+pub const DIGEST_RECORD_BYTES: u32 = 24;
 
 /// A session and the model it was made for (the model outlives `tr_model_free` while used).
 pub struct SessionObject {
@@ -165,6 +167,22 @@ impl Runtime {
         self.write(out, &record)
     }
 
+    pub fn session_prefill_tile(&mut self, session: u64, tile: u32) -> TrReturn<()> {
+        let s = self.handles.session(session)?;
+        s.session.set_prefill_tile(&s.model, tile as usize)
+    }
+
+    pub fn session_digest(&mut self, session: u64, out: u32) -> TrReturn<()> {
+        self.windows.get_mut(out, DIGEST_RECORD_BYTES)?;
+        let s = self.handles.session(session)?;
+        let (position, logits, kv) = s.session.state_digest(&s.model);
+        let mut record = [0u8; DIGEST_RECORD_BYTES as usize];
+        record[..8].copy_from_slice(&(position as u64).to_le_bytes());
+        record[8..16].copy_from_slice(&logits.to_le_bytes());
+        record[16..].copy_from_slice(&kv.to_le_bytes());
+        self.write(out, &record)
+    }
+
     pub fn session_free(&mut self, session: u64) -> TrReturn<()> {
         self.handles.session(session)?;
         self.handles.remove(session)
@@ -266,6 +284,18 @@ pub extern "C" fn tr_prefill(session: u64, tokens: u32, n_tokens: u32) -> i32 {
 #[no_mangle]
 pub extern "C" fn tr_decode(session: u64, out: u32) -> i32 {
     compute(&|| with_runtime(|rt| code(rt.decode(session, out))))
+}
+
+/// Tokens per prefill tile of a session (1..=512, at most its context; default 16).
+#[no_mangle]
+pub extern "C" fn tr_session_prefill_tile(session: u64, tile: u32) -> i32 {
+    with_runtime(|rt| code(rt.session_prefill_tile(session, tile)))
+}
+
+/// `out` <- [u64 position, u64 logits digest (0 = none), u64 K/V digest]: 24 bytes.
+#[no_mangle]
+pub extern "C" fn tr_session_digest(session: u64, out: u32) -> i32 {
+    with_runtime(|rt| code(rt.session_digest(session, out)))
 }
 
 #[no_mangle]
