@@ -1,0 +1,125 @@
+"""`tinyrustlm.bench.v2`: what `nox -s bench` measured (pipeline/bench.py writes it).
+
+Every figure is the median of `method.reps` interleaved repetitions, stored with its min, max
+and samples (`<figure>`, `<figure>_min`, `<figure>_max`, `<figure>_samples`). Names kept from
+v1: `runs` (decode, by run name), `kernels`, `targets`; new: `prefill_runs`, `bandwidth` (per
+probe thread count), `modules` (SHA-256 of every module measured).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Machine(_Frozen):
+    platform: str
+    cpus: int | None
+    node: str
+    load_average: list[float] = Field(description="1/5/15-minute load before, then after")
+
+
+class BenchModel(_Frozen):
+    preset: str
+    seed: int
+    sha256: Sha256Hex
+    weight_bytes_per_token: int
+    context: int = Field(description="admitted context of every session (the model's C_max)")
+
+
+class Method(_Frozen):
+    reps: int = Field(ge=5)
+    tokens: int
+    prompt_tokens: int
+    statistic: str
+    matvec: list[dict[str, Any]]
+    probe_bytes: int
+    probe_threads: list[int]
+
+
+class KernelFigure(_Frozen):
+    weight_bytes: int
+    gbps: float
+    gbps_min: float
+    gbps_max: float
+    gbps_samples: list[float]
+    ms_per_matvec: float
+    ms_per_matvec_min: float
+    ms_per_matvec_max: float
+    ms_per_matvec_samples: list[float]
+
+
+class BandwidthFigure(_Frozen):
+    gbps: float
+    gbps_min: float
+    gbps_max: float
+    gbps_samples: list[float]
+
+
+class DecodeRun(_Frozen):
+    name: str
+    workers: int
+    lane: int | None = None
+    module_sha256: Sha256Hex
+    tokens_per_s: float
+    tokens_per_s_min: float
+    tokens_per_s_max: float
+    tokens_per_s_samples: list[float]
+    decode_ms_median: float
+    effective_gbps: float
+    roofline_fraction: float | None
+
+
+class PrefillRun(_Frozen):
+    name: str
+    workers: int
+    module_sha256: Sha256Hex
+    prompt_tokens: int
+    tokens_per_s: float
+    tokens_per_s_min: float
+    tokens_per_s_max: float
+    tokens_per_s_samples: list[float]
+    prefill_ms: float
+    prefill_ms_min: float
+    prefill_ms_max: float
+    prefill_ms_samples: list[float]
+    ttft_ms: float = Field(description="time to first token: prefill plus the first decode call")
+    ttft_ms_min: float
+    ttft_ms_max: float
+    ttft_ms_samples: list[float]
+
+
+class TargetRow(_Frozen):
+    target: str
+    numerator: str
+    denominator: str
+    at_least: float
+    measured: float | None = Field(description="ratio of the medians")
+    measured_range: list[float] | None = Field(description="[lowest, highest] the spreads allow")
+    met: bool | None
+
+
+class BenchDocument(_Frozen):
+    schema_: Literal["tinyrustlm.bench.v2"] = Field(alias="schema")
+    version: Literal[2]
+    generated_utc: str
+    machine: Machine
+    model: BenchModel
+    modules: dict[str, Sha256Hex]
+    method: Method
+    kernels: dict[str, dict[str, KernelFigure]]
+    bandwidth: dict[str, BandwidthFigure]
+    bandwidth_gbps: float | None = Field(description="the best probe's median: the roofline's")
+    roofline_tokens_per_s: float | None = None
+    roofline_tokens_per_s_min: float | None = None
+    roofline_tokens_per_s_max: float | None = None
+    runs: list[DecodeRun]
+    prefill_runs: list[PrefillRun]
+    targets: list[TargetRow]
