@@ -6,6 +6,7 @@
 //   node drive.mjs cancel LANE.wasm WORKERS MODEL
 //   node drive.mjs kill LANE.wasm WORKERS MODEL FALLBACK.wasm LIVENESS_MS VICTIM
 //   node drive.mjs hash LANE.wasm WORKERS
+//   node drive.mjs tiles HARNESS.wasm
 //   node drive.mjs prefill LANE.wasm WORKERS GOLDEN_DIR MODEL TILE...
 //   node drive.mjs prefill-cancel LANE.wasm WORKERS MODEL TILE
 import { readFileSync } from 'node:fs';
@@ -256,6 +257,56 @@ async function cancel(lanePath, workers, modelPath) {
   }
 }
 
+// ---- tiled kernels against matvec, every tail length -----------------------------------------
+
+/** Deterministic matrices per layout, cols (every q8/q4 tail: 1..64, and longer rows) and
+ * tile size (1..9: groups of 4 and remainders); the harness counts differing bits. */
+async function tiles(harnessPath) {
+  const { instance } = await WebAssembly.instantiate(readFileSync(harnessPath), {});
+  const h = new Harness(instance.exports);
+  const ex = instance.exports;
+  let s = 0x1234567;
+  const next = () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0);
+  const unit = () => (next() >>> 8) / 8388608 - 1;
+  const cases = [];
+  const colsList = [...Array.from({ length: 64 }, (_, i) => i + 1), 95, 128, 1024];
+  for (const layout of [0, 1, 2]) {
+    for (const cols of colsList) {
+      const rows = 5;
+      const blocks = Math.ceil(cols / 32);
+      let w;
+      let wLen;
+      if (layout === 0) {
+        w = h.f32(Array.from({ length: rows * cols }, unit));
+        wLen = rows * cols * 4;
+      } else {
+        const blockBytes = layout === 1 ? 36 : 20;
+        const bytes = new Uint8Array(rows * blocks * blockBytes);
+        const view = new DataView(bytes.buffer);
+        for (let b = 0; b < rows * blocks; b++) {
+          view.setFloat32(b * blockBytes, 1 / (1 << (next() % 6)), true);
+          for (let j = 4; j < blockBytes; j++) bytes[b * blockBytes + j] = next() >>> 24;
+        }
+        w = h.bytes(bytes);
+        wLen = bytes.length;
+      }
+      for (let tokens = 1; tokens <= 9; tokens++) {
+        const xs = h.f32(Array.from({ length: tokens * cols }, unit));
+        cases.push({ layout, cols, tokens, differ: ex.h_tile_mismatches(layout, w, wLen, xs, cols, rows, tokens) });
+      }
+    }
+  }
+  const attention = [];
+  for (const [nHeads, nKv, hd, nPos] of [[6, 2, 20, 1], [6, 2, 20, 9], [4, 4, 7, 5], [8, 1, 64, 33]]) {
+    const q = h.f32(Array.from({ length: nHeads * hd }, unit));
+    const kv = nPos * nKv * hd;
+    const keys = h.f32(Array.from({ length: kv }, unit));
+    const values = h.f32(Array.from({ length: kv }, unit));
+    attention.push({ shape: [nHeads, nKv, hd, nPos], differ: ex.h_attention_head_mismatches(nHeads, nKv, hd, nPos, q, keys, values) });
+  }
+  return { simd: ex.h_simd() === 1, cases, attention };
+}
+
 // ---- tiled prefill against token-by-token prefill ----------------------------------------
 
 const digestOf = async (rt, s) => {
@@ -401,6 +452,7 @@ const commands = {
   cancel: () => cancel(args[0], Number(args[1]), args[2]),
   kill: () => kill(args[0], Number(args[1]), args[2], args[3], Number(args[4]), Number(args[5])),
   hash: () => hash(args[0], Number(args[1])),
+  tiles: () => tiles(args[0]),
   prefill: () => prefillTiles(args[0], Number(args[1]), args[2], args[3], args.slice(4).map(Number)),
   'prefill-cancel': () => prefillCancel(args[0], Number(args[1]), args[2], Number(args[3])),
 };

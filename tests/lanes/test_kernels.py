@@ -82,3 +82,20 @@ def test_lane_kernels_conform_to_the_oracle(
         assert any(i.startswith("q4_matvec") for i in differing)
     else:
         assert differing == []
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("lane_id", LANES, ids=LANES)
+def test_tiled_kernels_equal_matvec_bit_for_bit(
+    lane_id: str, harness: Callable[[str], Path], drive: Drive
+) -> None:
+    """The prefill tile kernels (`kernels::tile_rows`) against one matvec per token, for f32,
+    q8 and q4, every tail length 1..64 plus longer rows, tiles of 1..9 tokens, rows split as a
+    partition would; and `attention_head` against `attention` for every head."""
+    doc = drive("tiles", harness(lane_id))
+    assert doc["simd"] is (lane_id != "scalar-wasm32")
+    for layout in (0, 1, 2):
+        assert {c["cols"] for c in doc["cases"] if c["layout"] == layout} >= set(range(1, 65))
+    bad = [c for c in doc["cases"] if c["differ"] != 0]
+    assert not bad, bad[:10]
+    assert all(a["differ"] == 0 for a in doc["attention"]), doc["attention"]

@@ -177,3 +177,38 @@ fn path_counters_count_scalar_calls() {
     assert!(after >= before + 2);
     assert_eq!(simd_after, simd_before);
 }
+
+/// `kernels::tile_rows` (the prefill tile kernels) equals one `matvec` per token bit for bit:
+/// f32, q8 and q4, every tail length 1..64 and longer rows, tiles of 1..9 tokens, rows split
+/// as a worker partition would split them.
+#[test]
+fn tile_rows_equal_matvec_per_token_for_every_tail() {
+    let mut g = Lcg(99);
+    let rows = 5;
+    for layout in 0..3 {
+        for cols in (1..=64).chain([95, 128, 1024]) {
+            // q8 packing unless q4; f32 takes the dequantized weights
+            let (packed, dense) = quantized(rows, cols, layout == 2, &mut g);
+            let m = match layout {
+                0 => Matrix::F32(&dense),
+                1 => Matrix::Q8(&packed),
+                _ => Matrix::Q4(&packed),
+            };
+            for tokens in 1..=9 {
+                let xs: Vec<f32> = (0..tokens * cols).map(|_| g.unit()).collect();
+                let mut tiled = vec![0.0f32; rows * tokens];
+                for part in [0..rows / 2, rows / 2..rows] {
+                    let r0 = part.start;
+                    kernels::tile_rows(m, cols, part, &xs, &mut |r, t, v| tiled[t * rows + r0 + r] = v).unwrap();
+                }
+                for t in 0..tokens {
+                    let mut out = vec![0.0f32; rows];
+                    kernels::matvec(m, &xs[t * cols..(t + 1) * cols], &mut out).unwrap();
+                    let got: Vec<u32> = tiled[t * rows..(t + 1) * rows].iter().map(|v| v.to_bits()).collect();
+                    let want: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(got, want, "layout {layout} cols {cols} tokens {tokens} token {t}");
+                }
+            }
+        }
+    }
+}

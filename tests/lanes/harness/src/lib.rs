@@ -136,3 +136,62 @@ pub extern "C" fn h_read_probe(ptr: u32, len: u32, reps: u32) -> u32 {
     let sum = i32x4_add(i32x4_add(acc[0], acc[1]), i32x4_add(acc[2], acc[3]));
     u32x4_extract_lane::<0>(sum)
 }
+
+/// Tiled rows against matvec on the active set: `kernels::tile_rows` over the tile xs [tokens,
+/// cols] (rows split at rows / 2, as a partition would) vs one `kernels::matvec` per token.
+/// Returns how many of the rows * tokens values differ in any bit (0 = identical), or -code.
+#[no_mangle]
+pub extern "C" fn h_tile_mismatches(layout: u32, w: u32, w_len: u32, xs: u32, cols: u32, rows: u32, tokens: u32) -> i32 {
+    let (cols_u, rows_u, tokens_u) = (cols as usize, rows as usize, tokens as usize);
+    let xs = slice::<f32>(xs, cols * tokens);
+    let m = match layout {
+        0 => Matrix::F32(slice(w, w_len / 4)),
+        1 => Matrix::Q8(slice(w, w_len)),
+        _ => Matrix::Q4(slice(w, w_len)),
+    };
+    let mut tiled = vec![0.0f32; rows_u * tokens_u];
+    for part in [0..rows_u / 2, rows_u / 2..rows_u] {
+        let r0 = part.start;
+        let r = kernels::tile_rows(m, cols_u, part, xs, &mut |r, t, v| tiled[t * rows_u + r0 + r] = v);
+        if let Err(e) = r {
+            return -e.code();
+        }
+    }
+    let mut out = vec![0.0f32; rows_u];
+    let mut differ = 0;
+    for t in 0..tokens_u {
+        if let Err(e) = kernels::matvec(m, &xs[t * cols_u..(t + 1) * cols_u], &mut out) {
+            return -e.code();
+        }
+        let row = &tiled[t * rows_u..(t + 1) * rows_u];
+        differ += row.iter().zip(&out).filter(|(a, b)| a.to_bits() != b.to_bits()).count() as i32;
+    }
+    differ
+}
+
+/// `kernels::attention_head` per head (keys/values of its kv head copied contiguous) vs
+/// `kernels::attention`: how many output values differ in any bit (0 = identical), or -code.
+#[no_mangle]
+pub extern "C" fn h_attention_head_mismatches(n_heads: u32, n_kv_heads: u32, head_dim: u32, n_pos: u32, q: u32, keys: u32, values: u32) -> i32 {
+    let (h, kvh, hd, n) = (n_heads as usize, n_kv_heads as usize, head_dim as usize, n_pos as usize);
+    let shape = AttentionShape { n_heads: h, n_kv_heads: kvh, head_dim: hd };
+    let (q, keys, values) = (slice::<f32>(q, n_heads * head_dim), slice::<f32>(keys, n_pos * n_kv_heads * head_dim), slice::<f32>(values, n_pos * n_kv_heads * head_dim));
+    let mut scores = vec![0.0f32; n];
+    let mut whole = vec![0.0f32; h * hd];
+    if let Err(e) = kernels::attention(shape, q, keys, values, &mut scores, &mut whole) {
+        return -e.code();
+    }
+    let mut differ = 0;
+    let group = h / kvh;
+    for head in 0..h {
+        let g = head / group;
+        let gather = |src: &[f32]| -> Vec<f32> { (0..n).flat_map(|t| src[(t * kvh + g) * hd..(t * kvh + g + 1) * hd].to_vec()).collect() };
+        let (k, v) = (gather(keys), gather(values));
+        let mut out = vec![0.0f32; hd];
+        if let Err(e) = kernels::attention_head(&q[head * hd..(head + 1) * hd], &k, &v, &mut scores, &mut out) {
+            return -e.code();
+        }
+        differ += out.iter().zip(&whole[head * hd..(head + 1) * hd]).filter(|(a, b)| a.to_bits() != b.to_bits()).count() as i32;
+    }
+    differ
+}
