@@ -415,25 +415,37 @@ fn group<const G: usize>(
     tail: impl Fn(&[u8], &[f32]) -> f32 + Copy,
     out: &mut dyn FnMut(usize, f32),
 ) {
+    // the G token rows, each exactly `cols` long: one bounds check here, none per block
+    let x: [&[f32]; G] = core::array::from_fn(|k| &xs[k * cols..(k + 1) * cols]);
     let mut lanes = [f32x4_splat(0.0); G];
     for (b, block) in row.chunks_exact(block_bytes).take(whole).enumerate() {
         let (c0, c1) = codes(block);
         let f = block_codes(c0, c1);
         let s4 = scale4(block);
-        let at = b * BLOCK;
-        for (k, l) in lanes.iter_mut().enumerate() {
-            let xv = block_x(&xs[k * cols + at..k * cols + at + BLOCK]);
-            *l = f32x4_add(*l, f32x4_mul(s4, block_sum_f(&f, &xv)));
+        let at = b * BLOCK; // b < whole = cols / BLOCK, so at + BLOCK <= cols
+        for k in 0..G {
+            // SAFETY: x[k] holds `cols` f32 and at + 32 <= cols (see above).
+            let xv = unsafe { block_x_at(x[k].as_ptr().add(at)) };
+            lanes[k] = f32x4_add(lanes[k], f32x4_mul(s4, block_sum_f(&f, &xv)));
         }
     }
     for (k, l) in lanes.iter().enumerate() {
         let mut acc = reduce(f32x4_mul(*l, f32x4_splat(UNSCALE)));
         if whole < blocks {
             let block = &row[whole * block_bytes..(whole + 1) * block_bytes];
-            acc = acc + scale_of(block) * tail(block, &xs[k * cols + whole * BLOCK..(k + 1) * cols]);
+            acc = acc + scale_of(block) * tail(block, &x[k][whole * BLOCK..]);
         }
         out(k, acc);
     }
+}
+
+/// The 32 f32 at `p` as eight f32x4 (`block_x` without the slice check).
+/// # Safety
+/// `p..p + 32` must be readable f32.
+#[inline(always)]
+unsafe fn block_x_at(p: *const f32) -> [v128; 8] {
+    let v = |i: usize| v128_load(p.add(4 * i) as *const v128);
+    [v(0), v(1), v(2), v(3), v(4), v(5), v(6), v(7)]
 }
 
 /// As `scalar::matmul_f32`, with `dot_f32` (the lanes of `matvec_f32`).
