@@ -316,7 +316,7 @@ pub fn partitioned(units: usize, body: &(dyn Fn(Range<usize>) -> TrReturn<()> + 
 }
 
 /// Rows per chunk when a one-token tile goes through the matvec kernel into a stack buffer.
-const MATVEC_CHUNK: usize = 64;
+const MATVEC_CHUNK: usize = 512;
 
 /// Rows `rows` of W [R, cols] against the tile `xs` [T, cols] (T = xs.len() / cols):
 /// emit(r - rows.start, t, value), every value exactly what `matvec` computes for row r and
