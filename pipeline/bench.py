@@ -1,11 +1,14 @@
 """`nox -s bench`: lane benchmarks, all in one run on this machine (results are never asserted).
 
 Measures, side by side: q8 matvec GB/s of the scalar and simd128 kernels (tests/lanes/harness
-built with each lane's flags), end-to-end decode tokens/s of the `bench` model on the scalar,
-simd128 and threads lanes (1 and 2 workers, node) and the native scalar binary, and a one-thread
-read-bandwidth probe; the roofline is bandwidth / weight bytes read per token. Writes
-build/bench/lanes-<utc>.json and build/bench/lanes-latest.json (`tinyrustlm.bench.v1`) and
-prints a table with the issue's targets.
+built with each lane's flags); per lane (scalar, simd128, threads with 1 and 2 workers, node;
+and the native scalar binary) the prefill of a 128-token prompt (tokens/s and time to first
+token) and decode tokens/s of the `bench` model; read bandwidth with 1 and 2 threads, whose best
+gives the roofline (bandwidth / weight bytes read per token). Every figure is the median of
+`--reps` (>= 5) interleaved repetitions — each repetition measures every figure once, in a fixed
+order — printed with its min-max. Writes build/bench/lanes-<utc>.json and lanes-latest.json
+(`tinyrustlm.bench.v2`, verify/formats/bench.py); `--compare OLD.json` prints each figure's
+ratio to a saved run and flags changes beyond the measured spreads.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline.atomicio import write_atomic
+from pipeline.bench_format import BENCH_SCHEMA, BenchDocument
+from pipeline.bench_stats import Target, compare, compare_table, figures_of, spread, target_rows
 from pipeline.errors import PipelineError
-from pipeline.inputs import parse_output
+from pipeline.inputs import load_json, parse_output
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.lanes import Lane, load_lanes
 from pipeline.modelpack import PRESETS, pack, tensor_plan
@@ -34,24 +38,21 @@ from verify.errors import VerifyError
 from verify.inputs import read_regular_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCHEMA = "tinyrustlm.bench.v1"
+SCHEMA = BENCH_SCHEMA
 HARNESS_DIR = Path("tests/lanes/harness")
 RUNNER = Path(__file__).resolve().parent / "bench_lanes.mjs"
 MODEL_PRESET, MODEL_SEED = "bench", 7
+MIN_REPS = 5
+# 127 bytes + BOS = the 128-token prompt of the prefill figures
+PROMPT_TEXT = (
+    "Tiled prefill reads every weight row once per tile of tokens, so a long prompt costs "
+    "fewer passes over the weights than decode."
+)
+BOS = 256
 
 
 class BenchError(PipelineError):
     """A benchmark step could not run (missing tool, failed build, runner error)."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """One target of the issue: `measured` is the ratio named by `numerator / denominator`."""
-
-    name: str
-    numerator: str
-    denominator: str
-    at_least: float
 
 
 # q8 matvec shapes: one bench-model matrix read from cache (w_gate, 2.9 MB) and one streamed
@@ -61,7 +62,8 @@ MATVEC_SHAPES = (
     {"name": "stream-16384x4096", "rows": 16384, "cols": 4096, "reps": 4},
 )
 
-# The issue's targets (policy as data): run/kernel names refer to the result rows below.
+# The issue's targets (policy as data): figure names refer to the result rows below
+# (pipeline.bench_stats.figures_of).
 TARGETS = (
     Target(
         "simd128 / scalar q8 matvec (cache)",
@@ -76,9 +78,14 @@ TARGETS = (
         5.0,
     ),
     Target("simd128 / scalar decode", "run:simd128", "run:scalar", 2.5),
-    Target("threads(2) / threads(1) decode", "run:threads-2", "run:threads-1", 1.7),
-    Target("threads(2) decode / roofline", "run:threads-2", "roofline", 0.6),
+    Target("simd128 prefill / decode", "prefill:simd128", "run:simd128", 4.0),
+    Target("threads(2) / threads(1) decode", "run:threads-2", "run:threads-1", 1.8),
+    Target("threads(1) / simd128 decode", "run:threads-1", "run:simd128", 0.95),
+    Target("threads(2) decode / roofline", "run:threads-2", "roofline", 0.7),
 )
+
+PROBE_THREADS = (1, 2)
+
 
 def measured_lanes(lanes: list[Lane]) -> tuple[list[Lane], Lane]:
     """The wasm lanes with a `bench` entry (lanes.toml order) and the one native lane."""
@@ -156,125 +163,140 @@ def weight_bytes_per_token() -> int:
     return total
 
 
-def native_decode(binary: Path, model: Path, tokens: int, rounds: int, name: str
-                  ) -> dict[str, Any]:  # fmt: skip
-    """Median decode step time of the native scalar binary (best of `rounds`)."""
-    medians = []
-    for _ in range(rounds):
-        done = subprocess.run(
-            [
-                str(binary),
-                "run",
-                "--model",
-                str(model),
-                "--prompt",
-                "Hello, world",
-                "--seed",
-                "0",
-                "--max-tokens",
-                str(tokens),
-                "--temperature",
-                "0",
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise BenchError(f"native run failed: {done.stderr[-2000:]}", where=str(binary))
-        decode_ms = parse_output(done.stdout, f"{binary} output")["decode_ms"]
-        steps = sorted(decode_ms[1:])  # step 0 has no forward pass
-        medians.append(steps[len(steps) // 2])
-    ms = min(medians)
+def prompt_tokens() -> list[int]:
+    return [BOS, *PROMPT_TEXT.encode()]
+
+
+def native_run(binary: Path, model: Path, tokens: int, name: str) -> dict[str, Any]:
+    """One repetition of the native scalar binary: prefill of the prompt and median decode step."""
+    argv = [str(binary), "run", "--model", str(model), "--prompt", PROMPT_TEXT, "--seed", "0"]
+    argv += ["--max-tokens", str(tokens), "--temperature", "0", "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"native run failed: {done.stderr[-2000:]}", where=str(binary))
+    out = parse_output(done.stdout, f"{binary} output")
+    steps = sorted(out["decode_ms"][1:])  # step 0 has no forward pass
     return {
         "name": name,
         "workers": 0,
-        "decode_ms_median": ms,
-        "tokens_per_s": 1000.0 / ms,
-        "rounds_ms": medians,
+        "decode_ms": steps[len(steps) // 2],
+        "prefill_ms": out["prefill_ms"],
+        "ttft_ms": out["prefill_ms"] + out["decode_ms"][0],
     }
 
 
-def _ratio(rows: dict[str, float], t: Target) -> float | None:
-    num, den = rows.get(t.numerator), rows.get(t.denominator)
-    return None if not num or not den else num / den
+def _with_spread(target: dict[str, Any], key: str, samples: list[float]) -> None:
+    s = spread(samples)
+    target[key], target[f"{key}_min"], target[f"{key}_max"] = s["median"], s["min"], s["max"]
+    target[f"{key}_samples"] = s["samples"]
 
 
-def summarize(raw: dict[str, Any], native: dict[str, Any], weights: int) -> dict[str, Any]:
-    """Adds effective bandwidth, roofline fractions and the targets to the runner's numbers."""
-    bandwidth = raw["bandwidth_gbps"]
-    roofline = bandwidth * 1e9 / weights if bandwidth else None
-    runs = [*raw["runs"], native]
-    for run in runs:
+def summarize(reps: list[dict[str, Any]], weights: int, n_prompt: int) -> dict[str, Any]:
+    """Medians and spreads of the repetitions (each: the runner's document with the native run
+    appended to `runs`), effective bandwidth, roofline fractions and the targets."""
+    kernels: dict[str, dict[str, Any]] = {}
+    for lane, shapes in reps[0]["kernels"].items():
+        kernels[lane] = {}
+        for shape, first in shapes.items():
+            m: dict[str, Any] = {"weight_bytes": first["weight_bytes"]}
+            for key in ("gbps", "ms_per_matvec"):
+                _with_spread(m, key, [r["kernels"][lane][shape][key] for r in reps])
+            kernels[lane][shape] = m
+    bandwidth: dict[str, Any] = {}
+    for threads in reps[0]["bandwidth_gbps"]:
+        bandwidth[threads] = {}
+        _with_spread(bandwidth[threads], "gbps", [r["bandwidth_gbps"][threads] for r in reps])
+    best = max(bandwidth.values(), key=lambda b: b["gbps"]) if bandwidth else None
+    roof: dict[str, Any] = {}
+    if best:
+        roof = {
+            "roofline_tokens_per_s": best["gbps"] * 1e9 / weights,
+            "roofline_tokens_per_s_min": best["gbps_min"] * 1e9 / weights,
+            "roofline_tokens_per_s_max": best["gbps_max"] * 1e9 / weights,
+        }
+    runs, prefill_runs = [], []
+    for i, first in enumerate(reps[0]["runs"]):
+        series = [r["runs"][i] for r in reps]
+        run = {k: first[k] for k in ("name", "workers") if k in first}
+        run |= {k: first[k] for k in ("lane", "module_sha256") if k in first}
+        _with_spread(run, "tokens_per_s", [1000.0 / r["decode_ms"] for r in series])
+        run["decode_ms_median"] = spread([r["decode_ms"] for r in series])["median"]
         run["effective_gbps"] = run["tokens_per_s"] * weights / 1e9
+        roofline = roof.get("roofline_tokens_per_s")
         run["roofline_fraction"] = run["tokens_per_s"] / roofline if roofline else None
-    rows: dict[str, float] = {f"run:{r['name']}": r["tokens_per_s"] for r in runs}
-    rows |= {
-        f"kernel:{lane}:{shape}": m["gbps"]
-        for lane, shapes in raw["kernels"].items()
-        for shape, m in shapes.items()
-    }
-    if roofline:
-        rows["roofline"] = roofline
-    targets = []
-    for t in TARGETS:
-        measured = _ratio(rows, t)
-        targets.append(
-            {
-                "target": t.name,
-                "at_least": t.at_least,
-                "measured": measured,
-                "met": None if measured is None else measured >= t.at_least,
-            }
-        )
-    return {
-        "kernels": raw["kernels"],
-        "bandwidth_gbps": bandwidth,
-        "roofline_tokens_per_s": roofline,
+        runs.append(run)
+        pre: dict[str, Any] = {k: run[k] for k in ("name", "workers", "module_sha256") if k in run}
+        pre["prompt_tokens"] = n_prompt
+        _with_spread(pre, "tokens_per_s", [n_prompt * 1000.0 / r["prefill_ms"] for r in series])
+        _with_spread(pre, "prefill_ms", [r["prefill_ms"] for r in series])
+        _with_spread(pre, "ttft_ms", [r["ttft_ms"] for r in series])
+        prefill_runs.append(pre)
+    doc: dict[str, Any] = {
+        "kernels": kernels,
+        "bandwidth": bandwidth,
+        "bandwidth_gbps": best["gbps"] if best else None,
+        **roof,
         "runs": runs,
-        "targets": targets,
+        "prefill_runs": prefill_runs,
     }
+    doc["targets"] = target_rows(figures_of(doc), TARGETS)
+    return doc
+
+
+def _range(obj: dict[str, Any], key: str, fmt: str = ".1f") -> str:
+    return f"{obj[key]:{fmt}} ({obj[f'{key}_min']:{fmt}}-{obj[f'{key}_max']:{fmt}})"
 
 
 def table(doc: dict[str, Any]) -> str:
     model, machine = doc["model"], doc["machine"]
+    reps = doc["method"]["reps"]
     lines = [
         f"bench model: {model['preset']} ({model['weight_bytes_per_token'] / 1e6:.1f} MB of "
-        f"weights per token); one-thread read bandwidth {doc['bandwidth_gbps']:.1f} GB/s -> "
-        f"roofline {doc['roofline_tokens_per_s']:.0f} tok/s; load {machine['load_average']}",
+        f"weights per token, context {model['context']}); medians of {reps} interleaved "
+        f"repetitions (min-max); load {machine['load_average']}",
         "",
-        f"{'q8 matvec kernel':<36}{'GB/s':>8}",
+        f"{'read bandwidth':<24}{'GB/s':>24}",
     ]
+    for threads, b in doc["bandwidth"].items():
+        lines.append(f"{threads + ' thread(s)':<24}{_range(b, 'gbps'):>24}")
+    if doc.get("roofline_tokens_per_s"):
+        lines.append(f"{'roofline tok/s':<24}{_range(doc, 'roofline_tokens_per_s', '.0f'):>24}")
+    lines += ["", f"{'q8 matvec kernel':<36}{'GB/s':>24}"]
     lines += [
-        f"{lane + ' ' + shape:<36}{m['gbps']:>8.2f}"
+        f"{lane + ' ' + shape:<36}{_range(m, 'gbps', '.2f'):>24}"
         for lane, shapes in doc["kernels"].items()
         for shape, m in shapes.items()
     ]
-    lines += ["", f"{'decode':<16}{'tok/s':>8}{'ms/token':>10}{'eff. GB/s':>11}{'roofline':>10}"]
+    lines += ["", f"{'decode':<16}{'tok/s':>24}{'ms/token':>10}{'eff. GB/s':>11}{'roofline':>10}"]
     for r in doc["runs"]:
         frac = r["roofline_fraction"]
         lines.append(
-            f"{r['name']:<16}{r['tokens_per_s']:>8.1f}{r['decode_ms_median']:>10.2f}"
+            f"{r['name']:<16}{_range(r, 'tokens_per_s'):>24}{r['decode_ms_median']:>10.2f}"
             f"{r['effective_gbps']:>11.2f}{'' if frac is None else f'{frac:>9.0%}':>10}"
         )
-    lines += ["", f"{'target':<34}{'want':>7}{'got':>8}  met"]
+    n = doc["method"]["prompt_tokens"]
+    lines += ["", f"{f'prefill ({n} tokens)':<24}{'tok/s':>24}{'time to first token ms':>28}"]
+    for r in doc["prefill_runs"]:
+        lines.append(f"{r['name']:<24}{_range(r, 'tokens_per_s'):>24}{_range(r, 'ttft_ms'):>28}")
+    lines += ["", f"{'target':<34}{'want':>7}{'got':>8}{'range':>16}  met"]
     for t in doc["targets"]:
         got = "-" if t["measured"] is None else f"{t['measured']:.2f}"
-        lines.append(f"{t['target']:<34}{t['at_least']:>7.2f}{got:>8}  {t['met']}")
+        rng = "" if t["measured_range"] is None else "{:.2f}-{:.2f}".format(*t["measured_range"])
+        lines.append(f"{t['target']:<34}{t['at_least']:>7.2f}{got:>8}{rng:>16}  {t['met']}")
+    lines.append("modules: " + ", ".join(f"{k} {v[:16]}" for k, v in doc["modules"].items()))
     return "\n".join(lines)
 
 
-def run_bench(repo_root: Path, tokens: int, rounds: int, say: Any = print) -> dict[str, Any]:
+def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, Path, str]:
+    """The runner's configuration, the native lane and its binary, the model's SHA-256."""
     if shutil.which("node") is None:
         raise BenchError("node is not installed", where="PATH")
     wasm_lanes, native_lane = measured_lanes(load_lanes(repo_root / "manifests/lanes.toml").lane)
-    say("building lanes (cached when unchanged) ...")
     ids = [lane.id for lane in (*wasm_lanes, native_lane)]
     index = build_lanes(repo_root, lanes=ids, say=lambda _line: None)
     artifacts = {e.lane: repo_root / e.artifact for e in index.lanes}
-    say("building the kernel harness for the lanes that name `kernels` ...")
+    if any(i not in artifacts for i in ids):
+        raise BenchError("a bench lane failed to build", where="build/index.json")
     harness = {
         lane.bench.kernels: build_kernel_harness(repo_root, lane)
         for lane in wasm_lanes
@@ -285,8 +307,7 @@ def run_bench(repo_root: Path, tokens: int, rounds: int, say: Any = print) -> di
         "model": str(model),
         "tokens": tokens,
         "warmup": 4,
-        "rounds": rounds,
-        "prompt": "Hello, world",
+        "prompt_tokens": prompt_tokens(),
         "harness": {k: str(v) for k, v in harness.items()},
         "runs": [
             {"name": run.name, "lane": str(artifacts[lane.id]), "workers": run.workers}
@@ -296,35 +317,55 @@ def run_bench(repo_root: Path, tokens: int, rounds: int, say: Any = print) -> di
         ],
         "matvec": list(MATVEC_SHAPES),
         "probe_bytes": 256 << 20,
+        "probe_threads": list(PROBE_THREADS),
     }
+    return config, native_lane, artifacts[native_lane.id], digest
+
+
+def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict[str, Any]:
+    if reps < MIN_REPS:
+        raise BenchError(f"--reps {reps} < {MIN_REPS}: a median needs repetitions", where="--reps")
+    say("building lanes and kernel harnesses (cached when unchanged) ...")
+    config, native_lane, native_binary, digest = _runner_config(repo_root, tokens)
+    assert native_lane.bench is not None  # measured_lanes picked it for its `bench`
+    native_name = native_lane.bench.runs[0].name
     load_before = os.getloadavg()
+    samples: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         cfg_path = Path(tmp) / "bench.json"
         cfg_path.write_text(json.dumps(config))
-        say("running the wasm lanes in node ...")
-        done = subprocess.run(
-            ["node", str(RUNNER), str(cfg_path)],
-            capture_output=True,
-            text=True,
-            timeout=3600,
-            check=False,
-        )
-    if done.returncode != 0:
-        raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
-    raw = parse_output(done.stdout, "node bench output")
-    say("running the native scalar binary ...")
-    assert native_lane.bench is not None  # measured_lanes picked it for its `bench`
-    native = native_decode(artifacts[native_lane.id], model, tokens, rounds,
-                           native_lane.bench.runs[0].name)  # fmt: skip
+        for rep in range(reps):
+            # one repetition = every figure once, wasm lanes then native: drift and load
+            # bursts spread over all figures instead of biasing one
+            say(f"repetition {rep + 1}/{reps} ...")
+            done = subprocess.run(
+                ["node", str(RUNNER), str(cfg_path)],
+                capture_output=True,
+                text=True,
+                timeout=3600,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
+            raw = parse_output(done.stdout, "node bench output")
+            raw["runs"].append(
+                native_run(native_binary, Path(config["model"]), tokens, native_name)
+            )
+            samples.append(raw)
     weights = weight_bytes_per_token()
-    doc = {
+    modules = {r["name"]: r["module_sha256"] for r in samples[0]["runs"] if "module_sha256" in r}
+    modules[native_name] = hashlib.sha256(native_binary.read_bytes()).hexdigest()
+    for run in samples[0]["runs"]:
+        run.setdefault("module_sha256", modules.get(run["name"]))
+    preset = PRESETS[MODEL_PRESET]
+    return {
         "schema": SCHEMA,
-        "version": 1,
+        "version": 2,
         "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
-            "node": raw["node"],
+            "node": samples[0]["node"],
             "load_average": [round(x, 2) for x in (*load_before, *os.getloadavg())],
         },
         "model": {
@@ -332,32 +373,52 @@ def run_bench(repo_root: Path, tokens: int, rounds: int, say: Any = print) -> di
             "seed": MODEL_SEED,
             "sha256": digest,
             "weight_bytes_per_token": weights,
+            "context": preset.max_context,
         },
+        "modules": modules,
         "method": {
+            "reps": reps,
             "tokens": tokens,
-            "rounds": rounds,
-            "statistic": "best round's median step",
+            "prompt_tokens": len(config["prompt_tokens"]),
+            "statistic": f"median of {reps} interleaved repetitions, with min and max",
             "matvec": config["matvec"],
             "probe_bytes": config["probe_bytes"],
+            "probe_threads": config["probe_threads"],
         },
-        **summarize(raw, native, weights),
+        **summarize(samples, weights, len(config["prompt_tokens"])),
     }
-    return doc
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tokens", type=int, default=32, help="decode steps per round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per measurement (best kept)")
+    parser.add_argument("--tokens", type=int, default=32, help="decode steps per repetition")
+    parser.add_argument(
+        "--reps", type=int, default=MIN_REPS, help=f"interleaved repetitions (>= {MIN_REPS})"
+    )
+    parser.add_argument(
+        "--compare", type=Path, metavar="OLD.json", help="a saved run to compare the new one with"
+    )
+
+
+def _load_old(path: Path) -> dict[str, Any]:
+    doc = load_json(path, "json")  # a regular file, bounded, strict JSON (typed errors)
+    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("tinyrustlm.bench."):
+        raise BenchError("not a tinyrustlm.bench document", where=f"{path}: schema")
+    return doc
 
 
 def run(args: argparse.Namespace) -> int:
-    doc = run_bench(REPO_ROOT, args.tokens, args.rounds)
+    old = _load_old(args.compare) if args.compare else None  # refuse before measuring
+    doc = run_bench(REPO_ROOT, args.tokens, args.reps)
+    BenchDocument.model_validate(doc)  # the schema'd format, before anything is written
     out = REPO_ROOT / "build" / "bench"
     text = json.dumps(doc, indent=2, sort_keys=True).encode() + b"\n"
     stamp = doc["generated_utc"].replace(":", "").replace("-", "")
     write_atomic(out / f"lanes-{stamp}.json", text)
     write_atomic(out / "lanes-latest.json", text)
     print(table(doc))
+    if old is not None:
+        print(f"\ncompared with {args.compare}:")
+        print(compare_table(compare(old, doc)))
     print(f"\nwrote {out / 'lanes-latest.json'}")
     return 0
 

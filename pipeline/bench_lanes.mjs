@@ -4,7 +4,7 @@
 //   node bench_lanes.mjs CONFIG.json
 //
 // CONFIG: { model, tokens, warmup, prompt_tokens: [u32...],
-//           harness: { scalar: PATH, simd128: PATH },   kernel-only modules (tests/lanes/harness)
+//           harness: { NAME: PATH },                  kernel-only modules (tests/lanes/harness)
 //           runs: [ { name, lane: PATH, workers } ],     shipped lane modules
 //           matvec: [ { name, rows, cols, reps } ], probe_bytes, probe_threads: [1, 2] }
 // Every number is wall time on this machine, in this one process.
@@ -131,9 +131,14 @@ async function main(configPath) {
       kernels[name][shape.name] = matvecGbps(ex, shape);
     }
   }
+  // the probe runs in the first harness that has one (SIMD loads: a simd128 harness)
+  let probe = null;
+  for (const path of Object.values(cfg.harness)) {
+    if (probe === null && (await loadHarness(path)).h_read_probe) probe = path;
+  }
   const bandwidth = {};
-  for (const threads of cfg.probe_threads) {
-    bandwidth[threads] = await bandwidthGbps(cfg.harness.simd128, cfg.probe_bytes, threads);
+  for (const threads of probe === null ? [] : cfg.probe_threads) {
+    bandwidth[threads] = await bandwidthGbps(probe, cfg.probe_bytes, threads);
   }
   const runs = [];
   for (const run of cfg.runs) runs.push(await laneRun(run, cfg, modelBytes));

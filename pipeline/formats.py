@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pipeline.atomicio import write_atomic
+from pipeline.bench_format import BENCH_SCHEMA, BenchDocument
 from pipeline.errors import EXIT_OK
 from pipeline.lanebuild.lanes import LanesFile
 from pipeline.lanebuild.records import BuildIndex, BuildRecord
@@ -27,6 +28,7 @@ FORMATS: dict[str, type[BaseModel]] = {
     "tinyrustlm.build-record.v1": BuildRecord,
     "tinyrustlm.build-index.v1": BuildIndex,
     FETCH_STATE_SCHEMA: FetchState,
+    BENCH_SCHEMA: BenchDocument,
 }
 SCHEMAS_DIR = Path("manifests/schemas")
 

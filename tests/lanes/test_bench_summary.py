@@ -10,20 +10,19 @@ from typing import Any
 import pytest
 
 from pipeline.bench import (
-    RUNS,
     SCHEMA,
     TARGETS,
-    bench_lanes,
+    measured_lanes,
     prompt_tokens,
     summarize,
     table,
     weight_bytes_per_token,
 )
+from pipeline.bench_format import BenchDocument
 from pipeline.bench_stats import compare
-from pipeline.build.lanes import load_lanes
+from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, q8_weight_bytes, tensor_plan
 from tests.lanes.conftest import REPO_ROOT
-from verify.formats.bench import BenchDocument
 
 SHAPES = ("w_gate-2816x1024", "stream-16384x4096")
 SHA = "ab" * 32
@@ -93,12 +92,19 @@ def test_the_prompt_is_128_tokens() -> None:
     assert len(prompt_tokens()) == 128
 
 
-def test_roles_come_from_lanes_toml() -> None:
-    roles = bench_lanes(load_lanes(REPO_ROOT / "manifests" / "lanes.toml").lane)
-    assert {role for _, role, _ in RUNS} <= roles.keys()
-    assert "atomics" in roles["threads"].expected_features
-    assert roles["scalar"].expected_features == [] and roles["scalar"].kind == "wasm"
-    assert roles["native"].kind == "native"
+def test_every_target_names_runs_and_kernels_lanes_toml_measures() -> None:
+    wasm, native = measured_lanes(load_lanes(REPO_ROOT / "manifests" / "lanes.toml").lane)
+    runs = {run.name for lane in (*wasm, native) if lane.bench for run in lane.bench.runs}
+    kernels = {lane.bench.kernels for lane in wasm if lane.bench and lane.bench.kernels}
+    for t in TARGETS:
+        for figure in (t.numerator, t.denominator):
+            kind, _, rest = figure.partition(":")
+            if kind in ("run", "prefill"):
+                assert rest in runs, figure
+            elif kind == "kernel":
+                assert rest.split(":")[0] in kernels, figure
+            else:
+                assert figure == "roofline"
 
 
 def test_every_figure_is_the_median_with_its_spread() -> None:

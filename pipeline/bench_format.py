@@ -1,4 +1,5 @@
-"""`tinyrustlm.bench.v2`: what `nox -s bench` measured (pipeline/bench.py writes it).
+"""`tinyrustlm.bench.v2`: what `nox -s bench` measured (pipeline/bench.py writes it; the
+pipeline's own format, registered in pipeline/formats.py).
 
 Every figure is the median of `method.reps` interleaved repetitions, stored with its min, max
 and samples (`<figure>`, `<figure>_min`, `<figure>_max`, `<figure>_samples`). Names kept from
@@ -8,25 +9,22 @@ probe thread count), `modules` (SHA-256 of every module measured).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+from verify.formats.base import Frozen, Sha256Hex
 
+BENCH_SCHEMA = "tinyrustlm.bench.v2"
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Machine(_Frozen):
+class Machine(Frozen):
     platform: str
     cpus: int | None
     node: str
     load_average: list[float] = Field(description="1/5/15-minute load before, then after")
 
 
-class BenchModel(_Frozen):
+class BenchModel(Frozen):
     preset: str
     seed: int
     sha256: Sha256Hex
@@ -34,7 +32,7 @@ class BenchModel(_Frozen):
     context: int = Field(description="admitted context of every session (the model's C_max)")
 
 
-class Method(_Frozen):
+class Method(Frozen):
     reps: int = Field(ge=5)
     tokens: int
     prompt_tokens: int
@@ -44,7 +42,7 @@ class Method(_Frozen):
     probe_threads: list[int]
 
 
-class KernelFigure(_Frozen):
+class KernelFigure(Frozen):
     weight_bytes: int
     gbps: float
     gbps_min: float
@@ -56,14 +54,14 @@ class KernelFigure(_Frozen):
     ms_per_matvec_samples: list[float]
 
 
-class BandwidthFigure(_Frozen):
+class BandwidthFigure(Frozen):
     gbps: float
     gbps_min: float
     gbps_max: float
     gbps_samples: list[float]
 
 
-class DecodeRun(_Frozen):
+class DecodeRun(Frozen):
     name: str
     workers: int
     lane: int | None = None
@@ -77,7 +75,7 @@ class DecodeRun(_Frozen):
     roofline_fraction: float | None
 
 
-class PrefillRun(_Frozen):
+class PrefillRun(Frozen):
     name: str
     workers: int
     module_sha256: Sha256Hex
@@ -96,7 +94,7 @@ class PrefillRun(_Frozen):
     ttft_ms_samples: list[float]
 
 
-class TargetRow(_Frozen):
+class TargetRow(Frozen):
     target: str
     numerator: str
     denominator: str
@@ -106,7 +104,7 @@ class TargetRow(_Frozen):
     met: bool | None
 
 
-class BenchDocument(_Frozen):
+class BenchDocument(Frozen):
     schema_: Literal["tinyrustlm.bench.v2"] = Field(alias="schema")
     version: Literal[2]
     generated_utc: str
