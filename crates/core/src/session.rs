@@ -128,7 +128,9 @@ impl Shared {
     }
 
     /// # Safety
-    /// As `slice`, for the one index `i`.
+    /// As `slice`, for the one index `i`. Callers' indices are in range by construction; one
+    /// that is not is dropped (never a write outside the buffer) and `get` reads it as NaN,
+    /// which the differential tests would see.
     unsafe fn set(&self, i: usize, v: f32) {
         if i < self.1 {
             *self.0.add(i) = v;
