@@ -1,5 +1,6 @@
 //! Memory plan per the reference's "Memory formulas", specialised to this runtime:
-//! tiled prefill (T = min(DEFAULT_PREFILL_TILE, C)), one worker (N_w = 1), byte tokenizer (M_tokenizer = 0).
+//! tiled prefill (T = min(DEFAULT_PREFILL_TILE, C)), one worker (N_w = 1), byte tokenizer
+//! (M_tokenizer = 0).
 //! Every term is checked u64 arithmetic; CONTRACT.md lists the terms.
 
 use crate::model::Config;
