@@ -19,11 +19,37 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
+from pydantic import Field
+
+from pipeline.atomicio import write_atomic
 from pipeline.lanebuild.lanes import load_lanes
+from verify.formats.base import Frozen
 from verify.wasm.reader import Reader
 from verify.wasm.sections import parse_module
 from verify.wasm.tools import executable
+
+
+class ParserBench(Frozen):
+    """`tinyrustlm.bench-parser.v1`: one run of this benchmark (wall-clock, best of --runs)."""
+
+    schema_: Literal["tinyrustlm.bench-parser.v1"] = Field(
+        "tinyrustlm.bench-parser.v1", alias="schema"
+    )
+    input: str = Field(description="file name of the module the big one was packed from")
+    module_bytes: int
+    functions: int
+    instructions: int
+    parse_seconds: float
+    parse_mb_per_s: float
+    wasm_tools_validate_seconds: float
+    ratio_vs_wasm_tools: float
+    wasm_tools_validate_1_thread_seconds: float
+    ratio_vs_wasm_tools_1_thread: float
+    print_instructions: int = Field(description="instruction lines of `wasm-tools print`")
+    count_matches_print: bool
+
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -131,31 +157,26 @@ def main(argv: list[str] | None = None) -> int:
         one_thread = {**os.environ, "RAYON_NUM_THREADS": "1"}  # wasm-tools validates in parallel
         theirs_1t = _best(lambda: subprocess.run(cmd, check=True, env=one_thread), args.runs)
         printed = print_instruction_count(path)
-    result = {
-        "schema": "tinyrustlm.bench-parser.v1",
-        "input": source.name,
-        "module_bytes": len(big),
-        "functions": module.code.function_count,
-        "instructions": module.code.instruction_count,
-        "parse_seconds": round(ours, 3),
-        "parse_mb_per_s": round(len(big) / ours / 1e6, 2),
-        "wasm_tools_validate_seconds": round(theirs, 3),
-        "ratio_vs_wasm_tools": round(ours / theirs, 2),
-        "wasm_tools_validate_1_thread_seconds": round(theirs_1t, 3),
-        "ratio_vs_wasm_tools_1_thread": round(ours / theirs_1t, 2),
-        "print_instructions": printed,
-        "count_matches_print": module.code.instruction_count - module.code.function_count
-        == printed,
-    }
-    text = json.dumps(result, indent=2) + "\n"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(f".{args.out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(args.out)
+    result = ParserBench(
+        input=source.name,
+        module_bytes=len(big),
+        functions=module.code.function_count,
+        instructions=module.code.instruction_count,
+        parse_seconds=round(ours, 3),
+        parse_mb_per_s=round(len(big) / ours / 1e6, 2),
+        wasm_tools_validate_seconds=round(theirs, 3),
+        ratio_vs_wasm_tools=round(ours / theirs, 2),
+        wasm_tools_validate_1_thread_seconds=round(theirs_1t, 3),
+        ratio_vs_wasm_tools_1_thread=round(ours / theirs_1t, 2),
+        print_instructions=printed,
+        count_matches_print=module.code.instruction_count - module.code.function_count == printed,
+    )
+    text = json.dumps(result.model_dump(by_alias=True), indent=2) + "\n"
+    write_atomic(args.out, text.encode())
     if args.json:
         print(text, end="")
     else:
-        for key, value in result.items():
+        for key, value in result.model_dump(by_alias=True).items():
             print(f"{key:>28}: {value}")
     return 0
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from pipeline.atomicio import write_atomic
 from pipeline.bench_format import BENCH_SCHEMA, BenchDocument
+from pipeline.bench_parser import ParserBench
 from pipeline.errors import EXIT_OK
 from pipeline.lanebuild.lanes import LanesFile
 from pipeline.lanebuild.records import BuildIndex, BuildRecord
@@ -22,6 +23,7 @@ from verify.formats.registry import VERIFY_FORMATS, schema_json
 
 FORMATS: dict[str, type[BaseModel]] = {
     **VERIFY_FORMATS,
+    "tinyrustlm.bench-parser.v1": ParserBench,
     "tinyrustlm.lanes.v1": LanesFile,
     SEED_SCHEMA: ToolchainSeed,
     LOCK_SCHEMA: ToolchainLock,
