@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from pipeline import bench, formats, golden, keys, modelpack, release, reproduce, serve
+from pipeline.conformance import cli as conformance_cli
 from pipeline.errors import EXIT_ERROR, PipelineError
 from pipeline.lanebuild import cli as build_cli
 from pipeline.publish import cli_fetch, cli_publish, cli_repo
@@ -32,6 +33,7 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "publish": (cli_publish, "add a verified bundle to the TUF repository"),
     "fetch": (cli_fetch, "fetch a release through TUF, then verify it"),
     "serve": (serve, "serve a bundle and the example page on 127.0.0.1"),
+    "conformance": (conformance_cli, "every lane on every engine vs the native oracle"),
 }
 
 

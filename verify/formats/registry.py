@@ -11,6 +11,7 @@ import json
 from pydantic import BaseModel
 
 from verify.bundle.trusted_keys import TRUSTED_KEYS_SCHEMA, TrustedKeysFile
+from verify.formats.conformance import CONFORMANCE_SCHEMA, ConformanceReport
 from verify.formats.bundle_verification import BUNDLE_VERIFICATION_SCHEMA, BundleVerification
 from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
 from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
@@ -28,6 +29,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     POLICY_SCHEMA: LanePolicy,
     BUNDLE_VERIFICATION_SCHEMA: BundleVerification,
     FUZZ_CAMPAIGN_SCHEMA: FuzzCampaign,
+    CONFORMANCE_SCHEMA: ConformanceReport,
 }
 
 

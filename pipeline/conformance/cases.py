@@ -1,0 +1,78 @@
+"""N seeded prompt x seed x sampler cases, the same on every engine.
+
+Every float is a short dyadic decimal, so the native CLI's decimal parse, JavaScript's
+`Math.fround` and Python's struct agree on the exact f32 (no double rounding anywhere).
+The kinds cycle so any N >= 7 covers greedy decoding, temperature alone, top-k, top-p,
+repetition penalty, all of them at once, and long hot runs that are likely to sample EOS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+from verify.canonical import canonical_json
+from verify.formats.conformance import SamplerCase
+
+DEFAULT_CASES = 100
+DEFAULT_SEED = 20261130
+PROMPTS = (
+    "Hello, world",
+    "Once upon a time",
+    "The quick brown fox",
+    "tinyrustlm",
+    "0123456789",
+    "Q: what is a lane?\nA:",
+    "a",
+    "The rain in Spain stays mainly",
+)
+TEMPERATURES = (0.5, 0.75, 1.0, 1.25, 1.5)
+TOP_PS = (0.5, 0.75, 0.875, 0.9375)
+PENALTIES = (1.125, 1.25, 1.5, 2.0)
+# kind -> (temperature?, top_k?, top_p?, penalty?, long run?)
+KINDS: tuple[tuple[str, bool, bool, bool, bool, bool], ...] = (
+    ("greedy", False, False, False, False, False),
+    ("temperature", True, False, False, False, False),
+    ("top-k", True, True, False, False, False),
+    ("top-p", True, False, True, False, False),
+    ("penalty", False, False, False, True, False),
+    ("mixed", True, True, True, True, False),
+    ("eos-hunt", True, False, False, False, True),
+)
+
+
+def make_cases(count: int = DEFAULT_CASES, seed: int = DEFAULT_SEED) -> list[SamplerCase]:
+    rng = random.Random(seed)
+    cases: list[SamplerCase] = []
+    for i in range(count):
+        kind, hot, top_k, top_p, penalty, long_run = KINDS[i % len(KINDS)]
+        prompt = rng.choice(PROMPTS)
+        if rng.random() < 0.3:
+            prompt += " " + rng.choice(PROMPTS)
+        cases.append(
+            SamplerCase(
+                id=f"{i:03d}-{kind}",
+                prompt=prompt,
+                seed=rng.getrandbits(64),
+                stream=rng.getrandbits(16),
+                temperature=1.5 if long_run else (rng.choice(TEMPERATURES) if hot else 0.0),
+                top_k=rng.choice((1, 2, 5, 40)) if top_k else 0,
+                top_p=rng.choice(TOP_PS) if top_p else 1.0,
+                repetition_penalty=rng.choice(PENALTIES) if penalty else 1.0,
+                max_tokens=48 if long_run else rng.randint(4, 16),
+            )
+        )
+    return cases
+
+
+def case_record(case: SamplerCase) -> dict[str, object]:
+    """A case as JSON for JavaScript: u64 seeds as decimal strings (JSON numbers lose them)."""
+    return {**case.model_dump(), "seed": str(case.seed), "stream": str(case.stream)}
+
+
+def cases_json(cases: list[SamplerCase]) -> bytes:
+    return canonical_json([case_record(c) for c in cases])
+
+
+def cases_sha256(cases: list[SamplerCase]) -> str:
+    return hashlib.sha256(cases_json(cases)).hexdigest()

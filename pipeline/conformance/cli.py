@@ -1,0 +1,98 @@
+"""`tinyrustlm-release conformance BUNDLE [--engines ...] [--cases N] --out FILE`.
+
+Runs the conformance matrix on a bundle folder and writes `tinyrustlm.conformance-report.v1`
+(and the HTML matrix beside it). Exit 0 when no row failed, 1 when one did (the report is
+written either way: a failure is recorded, never hidden), 3 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import tempfile
+from pathlib import Path
+
+from pipeline.atomicio import write_atomic
+from pipeline.conformance import cases as case_gen
+from pipeline.conformance.html import render
+from pipeline.conformance.matrix import ALL_ENGINES, Options, run_matrix, run_speed
+from pipeline.conformance.subject import Subject, from_bundle
+from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, PipelineError
+from pipeline.modelpack import PRESETS, pack
+from verify.formats.conformance import ConformanceReport
+
+MODEL_SEED = 1
+CASES_MODEL = "small"
+
+
+def _names(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in allowed]
+    if unknown or not names:
+        raise PipelineError(f"{flag}: unknown or empty {', '.join(unknown) or text!r}",
+                            where=flag, hint=f"a comma-separated list of {', '.join(allowed)}")
+    return names
+
+
+def model_file(preset: str, folder: Path) -> tuple[Path, str]:
+    data = pack(PRESETS[preset], MODEL_SEED)
+    path = folder / f"{preset}.trlm"
+    path.write_bytes(data)
+    return path, hashlib.sha256(data).hexdigest()
+
+
+def report_bytes(report: ConformanceReport) -> bytes:
+    return (report.model_dump_json(by_alias=True, indent=2) + "\n").encode("utf-8")
+
+
+def conformance(subject: Subject, opts: Options) -> ConformanceReport:
+    with tempfile.TemporaryDirectory(prefix="tinyrustlm-conformance-") as tmp:
+        work = Path(tmp)
+        model, model_sha = model_file(CASES_MODEL, work)
+        report = run_matrix(subject, model, CASES_MODEL, model_sha, opts, work)
+        speed = []
+        for preset in opts.speed_models:
+            path, _ = model_file(preset, work)
+            speed += run_speed(subject, path, preset, opts, work)
+    return report.model_copy(update={"speed": speed})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("bundle", type=Path, help="a release bundle folder")
+    parser.add_argument("--engines", default=",".join(ALL_ENGINES),
+                        help=f"comma-separated (default: {','.join(ALL_ENGINES)})")
+    parser.add_argument("--cases", type=int, default=case_gen.DEFAULT_CASES,
+                        help=f"number of seeded cases (default {case_gen.DEFAULT_CASES})")
+    parser.add_argument("--seed", type=int, default=case_gen.DEFAULT_SEED, help="case seed")
+    parser.add_argument("--speed", default="", metavar="MODELS",
+                        help="also measure speed on these models (e.g. small,bench)")
+    parser.add_argument("--speed-runs", type=int, default=5, help="runs per speed median")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="bound on one browser run of the page, seconds")
+    parser.add_argument("--out", type=Path, required=True, help="report JSON to write")
+    parser.add_argument("--html", type=Path, default=None,
+                        help="HTML matrix to write (default: --out with .html)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.cases < 1 or args.speed_runs < 1:
+        raise PipelineError("--cases and --speed-runs must be >= 1", where="command line")
+    opts = Options(
+        engines=_names(args.engines, ALL_ENGINES, "--engines"),
+        cases=args.cases,
+        seed=args.seed,
+        speed_models=_names(args.speed, tuple(PRESETS), "--speed") if args.speed else (),
+        speed_runs=args.speed_runs,
+        page_timeout=args.timeout,
+    )
+    report = conformance(from_bundle(args.bundle), opts)
+    write_atomic(args.out, report_bytes(report))
+    html = args.html or args.out.with_suffix(".html")
+    write_atomic(html, render(report).encode("utf-8"))
+    failed = [r for r in report.rows if r.outcome == "fail"]
+    for r in report.rows:
+        iso = "" if r.isolated is None else (" isolated" if r.isolated else " not-isolated")
+        print(f"  {r.engine + iso:<24} {r.lane:<26} {r.outcome:<8} "
+              f"{r.cases_passed}/{r.cases_passed + r.cases_failed} {r.detail[:60]}")
+    print(f"report {args.out}, matrix {html}: {len(report.rows)} rows, {len(failed)} failed")
+    return EXIT_CHECK_FAILED if failed else EXIT_OK

@@ -1,0 +1,104 @@
+"""Rows: one runner's case results against the oracle's.
+
+Tokens and the final RNG state must be equal for every lane (the scalar lanes bit-identical by
+construction, the SIMD lanes within their tier so the same tokens, threads equal to simd128);
+the logits themselves are not visible through the ABI, so tokens and RNG are what is compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.conformance.results import CaseResult
+from verify.canonical import canonical_json
+from verify.formats.conformance import CaseDiff, ConformanceRow, EngineKind, SamplerCase
+
+
+@dataclass(frozen=True)
+class Tally:
+    passed: int
+    failed: int
+    first: CaseDiff | None
+
+
+def _first_index(a: Sequence[int], b: Sequence[int]) -> int:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def diff(expected: CaseResult, got: CaseResult | None) -> CaseDiff | None:
+    case = expected.case
+    if got is None:
+        return CaseDiff(case=case, field="error", expected="a result", got="nothing")
+    if got.error is not None or expected.error is not None:
+        if got.error == expected.error:
+            return None
+        return CaseDiff(case=case, field="error", expected=expected.error or "no error",
+                        got=got.error or "no error")
+    if got.tokens != expected.tokens:
+        return CaseDiff(case=case, field="tokens", expected=str(list(expected.tokens)),
+                        got=str(list(got.tokens)),
+                        first_index=_first_index(expected.tokens, got.tokens))
+    if got.rng_state != expected.rng_state:
+        return CaseDiff(case=case, field="rng_state", expected=expected.rng_state,
+                        got=got.rng_state)
+    return None
+
+
+def tally(cases: Sequence[SamplerCase], oracle: Mapping[str, CaseResult],
+          got: Sequence[CaseResult]) -> Tally:
+    by_case = {r.case: r for r in got}
+    passed, failed, first = 0, 0, None
+    for case in cases:
+        problem = diff(oracle[case.id], by_case.get(case.id))
+        if problem is None:
+            passed += 1
+        else:
+            failed += 1
+            first = first or problem
+    return Tally(passed, failed, first)
+
+
+@dataclass(frozen=True)
+class RowKey:
+    engine: str
+    kind: EngineKind
+    version: str
+    isolated: bool | None
+
+
+def ran_row(key: RowKey, lane: str, sha256: str, cases: Sequence[SamplerCase],
+            oracle: Mapping[str, CaseResult], got: Sequence[CaseResult], *, chosen: bool,
+            receipt: dict[str, Any] | None = None, detail: str = "") -> ConformanceRow:
+    t = tally(cases, oracle, got)
+    return ConformanceRow(
+        engine=key.engine, engine_kind=key.kind, engine_version=key.version,
+        isolated=key.isolated, lane=lane, artifact_sha256=sha256,
+        outcome="pass" if t.failed == 0 else "fail", chosen=chosen,
+        receipt_sha256=None if receipt is None else _sha(canonical_json(receipt)),
+        receipt=receipt, cases_passed=t.passed, cases_failed=t.failed, first_failure=t.first,
+        detail=detail,
+    )
+
+
+def blocked_row(key: RowKey, lane: str, sha256: str, cases: Sequence[SamplerCase], *,
+                refused: bool, why: str) -> ConformanceRow:
+    """A lane that did not run: `not-run` when that is correct here, else a failure."""
+    first = None if refused or not cases else CaseDiff(
+        case=cases[0].id, field="error", expected="the lane runs", got=why)
+    return ConformanceRow(
+        engine=key.engine, engine_kind=key.kind, engine_version=key.version,
+        isolated=key.isolated, lane=lane, artifact_sha256=sha256,
+        outcome="not-run" if refused else "fail", chosen=False, cases_passed=0,
+        cases_failed=0 if refused else len(cases), first_failure=first, detail=why,
+    )
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()

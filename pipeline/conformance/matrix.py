@@ -1,0 +1,312 @@
+"""Run the matrix: the oracle, then every engine's rows; and the per-engine speed table.
+
+Engines: the three browsers (each with and without COOP/COEP), node, wasmtime and the native
+lanes (this machine, qemu-user, wine). Each runner reports lane documents of one shape
+(lanerun.mjs); `compare` turns them into rows.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.conformance import browsers, cases as case_gen, compare, harness, native
+from pipeline.conformance.results import CaseResult, from_page
+from pipeline.conformance.subject import NativeLane, Subject, WasmLane
+from pipeline.errors import PipelineError
+from verify.formats.conformance import (
+    CaseSet,
+    ConformanceReport,
+    ConformanceRow,
+    SamplerCase,
+    SpeedRow,
+)
+
+PAGE = Path(__file__).parent / "page"
+PAGE_FILES = ("index.html", "main.mjs", "lanerun.mjs", "probes.mjs")
+HOSTS = ("node", "wasmtime", "native")
+ALL_ENGINES = (*browsers.BROWSERS, *HOSTS)
+NODE_TIMEOUT_SECONDS = 1800
+MODEL_URL = "/model/model.trlm"
+WORKERS = 2
+SPEED_PROMPT = "Once upon a time"
+
+
+@dataclass
+class Options:
+    engines: Sequence[str] = ALL_ENGINES
+    cases: int = case_gen.DEFAULT_CASES
+    seed: int = case_gen.DEFAULT_SEED
+    speed_models: Sequence[str] = ()
+    speed_runs: int = 5
+    speed_tokens: int = 16
+    page_timeout: float = 900.0
+    isolation: Sequence[bool] = (True, False)
+    # tests only: replace what the server sends for these urls (a broken probe, a wrong host)
+    overrides: dict[str, bytes] = field(default_factory=dict)
+    on_lane: Callable[[harness.Launched, dict[str, Any]], None] | None = None
+    say: Callable[[str], None] = print
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """One runner's lane documents, the lane its choice picked, and the engine's version."""
+
+    docs: list[dict[str, Any]]
+    chosen: str | None
+    version: str
+    error: str | None = None
+
+
+def _plan_lane(lane: WasmLane) -> dict[str, Any]:
+    return {"lane": lane.lane, "url": "/" + lane.url, "path": str(lane.path),
+            "sha256": lane.sha256, "simd": lane.simd, "threads": lane.threads}
+
+
+def _plan(subject: Subject, model: Path, cases: Sequence[SamplerCase]) -> dict[str, Any]:
+    return {"lanes": [_plan_lane(w) for w in subject.wasm], "model_url": MODEL_URL,
+            "model_path": str(model), "workers": WORKERS,
+            "cases": [case_gen.case_record(c) for c in cases]}
+
+
+# -- runners ------------------------------------------------------------------------------
+def run_browser(name: str, subject: Subject, model: Path, cases: Sequence[SamplerCase],
+                isolated: bool, opts: Options, workdir: Path) -> Lanes:
+    b = browsers.browser(name)
+    exe = b.executable()
+    if exe is None:
+        raise PipelineError(f"{name} is not installed", where="--engines",
+                            hint=".ci/run installs chromium, firefox-esr, webkit2gtk-driver "
+                            "and xvfb from Debian")
+    profile = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=workdir))
+    version = browsers.browser_version(b, exe, profile)
+    routes: dict[str, harness.Route] = {f"/{url}": path for url, path in subject.js_files}
+    routes.update({f"/{w.url}": w.path for w in subject.wasm})
+    routes.update({harness.PAGE_ROOT + f: PAGE / f for f in PAGE_FILES})
+    routes[harness.PAGE_ROOT + "plan.json"] = json.dumps(_plan(subject, model, cases)).encode()
+    routes[MODEL_URL] = model
+    routes.update(opts.overrides)
+    run = harness.run_page(b, exe, routes, isolated=isolated, timeout=opts.page_timeout,
+                           workdir=profile, on_lane=opts.on_lane)
+    shutil.rmtree(profile, ignore_errors=True)
+    chosen = (run.start or {}).get("chosen")
+    return Lanes(run.lanes, chosen if isinstance(chosen, str) else None, version, run.error)
+
+
+def _json_process(argv: list[str], timeout: float, what: str) -> dict[str, Any]:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"{what}: no answer within {timeout:.0f}s"}
+    except OSError as exc:
+        return {"error": f"{what}: {exc.strerror}"}
+    if done.returncode != 0:
+        tail = (done.stderr.strip() or done.stdout.strip()).splitlines()
+        return {"error": f"{what}: exit {done.returncode}: {tail[-1] if tail else ''}"}
+    try:
+        doc: dict[str, Any] = json.loads(done.stdout)
+    except ValueError as exc:
+        return {"error": f"{what}: unreadable output: {exc}"}
+    return doc
+
+
+def run_node(subject: Subject, model: Path, cases: Sequence[SamplerCase],
+             workdir: Path) -> Lanes:
+    site = Path(tempfile.mkdtemp(prefix="node-", dir=workdir))
+    for url, path in subject.js_files:
+        (site / url).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, site / url)
+    (site / "conformance").mkdir()
+    for f in (*PAGE_FILES[1:], "node_main.mjs"):
+        shutil.copy(PAGE / f, site / "conformance" / f)
+    plan_path = site / "plan.json"
+    plan_path.write_text(json.dumps(_plan(subject, model, cases)), encoding="utf-8")
+    doc = _json_process(["node", str(site / "conformance/node_main.mjs"), str(plan_path)],
+                        NODE_TIMEOUT_SECONDS, "node")
+    shutil.rmtree(site, ignore_errors=True)
+    return Lanes(doc.get("lanes", []), doc.get("chosen"), str(doc.get("version", "node")),
+                 doc.get("error"))
+
+
+def run_wasmtime(subject: Subject, model: Path, cases: Sequence[SamplerCase],
+                 workdir: Path) -> Lanes:
+    plan = _plan(subject, model, cases)
+    plan["lanes"] = [p for p in plan["lanes"] if not p["threads"]]
+    plan_path = workdir / "wasmtime-plan.json"
+    plan_path.write_text(json.dumps(plan), encoding="utf-8")
+    doc = _json_process([sys.executable, "-m", "pipeline.conformance.wasmtime_run",
+                         str(plan_path)], NODE_TIMEOUT_SECONDS, "wasmtime")
+    docs: list[dict[str, Any]] = doc.get("lanes", [])
+    docs += [{"lane": w.lane, "status": "refused", "results": [],
+              "error": "wasmtime-py here runs no shared-memory workers"}
+             for w in subject.wasm if w.threads]
+    return Lanes(docs, None, str(doc.get("version", "wasmtime-py")), doc.get("error"))
+
+
+# -- rows ---------------------------------------------------------------------------------
+def lane_rows(key: compare.RowKey, subject: Subject, lanes: Lanes, cases: Sequence[SamplerCase],
+              oracle: dict[str, CaseResult]) -> list[ConformanceRow]:
+    by_lane = {d.get("lane"): d for d in lanes.docs}
+    rows = []
+    for w in subject.wasm:
+        doc = by_lane.get(w.lane)
+        if doc is None:
+            why = lanes.error or "the runner reported nothing for this lane"
+            rows.append(compare.blocked_row(key, w.lane, w.sha256, cases, refused=False, why=why))
+        elif doc.get("status") != "ran":
+            rows.append(compare.blocked_row(key, w.lane, w.sha256, cases,
+                                            refused=doc.get("status") == "refused",
+                                            why=str(doc.get("error"))))
+        else:
+            got = [from_page(r) for r in doc.get("results", [])]
+            rows.append(compare.ran_row(key, w.lane, w.sha256, cases, oracle, got,
+                                        chosen=lanes.chosen == w.lane,
+                                        receipt=doc.get("receipt")))
+    return rows
+
+
+def oracle_lane(subject: Subject, scratch: Path) -> tuple[NativeLane, native.NativeEngine]:
+    for lane in subject.native:
+        engine = native.engine_for(lane.target, scratch)
+        if engine is not None and engine.name == "native":
+            return lane, engine
+    raise PipelineError("the bundle has no native binary this machine runs directly: no oracle",
+                        where="manifest.json: native_artifacts")
+
+
+def native_rows(subject: Subject, model: Path, cases: Sequence[SamplerCase],
+                oracle: dict[str, CaseResult], oracle_id: str, scratch: Path,
+                say: Callable[[str], None]) -> list[ConformanceRow]:
+    rows = []
+    for lane in subject.native:
+        engine = native.engine_for(lane.target, scratch)
+        if engine is None:
+            key = compare.RowKey("native", "native", "none", None)
+            rows.append(compare.blocked_row(key, lane.lane, lane.sha256, cases, refused=True,
+                                            why=f"this machine cannot run {lane.target}"))
+            continue
+        key = compare.RowKey(engine.name, "native", native.engine_version(engine), None)
+        if lane.lane == oracle_id:
+            got, detail = list(oracle.values()), "the oracle itself"
+        else:
+            say(f"  {engine.name}: {lane.lane} ({len(cases)} cases)")
+            got, detail = native.run_cases(engine, lane.path, model, list(cases)), ""
+        rows.append(compare.ran_row(key, lane.lane, lane.sha256, cases, oracle, got,
+                                    chosen=True, detail=detail))
+    return rows
+
+
+def run_matrix(subject: Subject, model: Path, model_name: str, model_sha256: str,
+               opts: Options, workdir: Path) -> ConformanceReport:
+    cases = case_gen.make_cases(opts.cases, opts.seed)
+    oracle_native, oracle_engine = oracle_lane(subject, workdir)
+    opts.say(f"oracle: {oracle_native.lane} on {len(cases)} cases")
+    oracle_list = native.run_cases(oracle_engine, oracle_native.path, model, cases)
+    broken = [r for r in oracle_list if r.error is not None]
+    if broken:
+        raise PipelineError(f"the oracle failed on case {broken[0].case}: {broken[0].error}",
+                            where=str(oracle_native.path))
+    oracle = {r.case: r for r in oracle_list}
+    stops: dict[str, int] = {}
+    for r in oracle_list:
+        stops[r.stop] = stops.get(r.stop, 0) + 1
+    rows: list[ConformanceRow] = []
+    for name in opts.engines:
+        if name in browsers.BROWSERS:
+            for isolated in opts.isolation:
+                opts.say(f"{name}: {'with' if isolated else 'without'} COOP/COEP")
+                lanes = run_browser(name, subject, model, cases, isolated, opts, workdir)
+                key = compare.RowKey(name, "browser", lanes.version, isolated)
+                rows += lane_rows(key, subject, lanes, cases, oracle)
+        elif name == "node":
+            opts.say("node")
+            lanes = run_node(subject, model, cases, workdir)
+            rows += lane_rows(compare.RowKey("node", "js-runtime", lanes.version, None),
+                              subject, lanes, cases, oracle)
+        elif name == "wasmtime":
+            opts.say("wasmtime")
+            lanes = run_wasmtime(subject, model, cases, workdir)
+            rows += lane_rows(compare.RowKey("wasmtime", "wasm-runtime", lanes.version, None),
+                              subject, lanes, cases, oracle)
+        elif name == "native":
+            opts.say("native lanes")
+            rows += native_rows(subject, model, cases, oracle, oracle_native.lane, workdir,
+                                opts.say)
+        else:
+            raise PipelineError(f"unknown engine {name!r}", where="--engines",
+                                hint=f"choose from {', '.join(ALL_ENGINES)}")
+    return ConformanceReport(
+        release_version=subject.version,
+        source_revision=subject.source_revision,
+        cases=CaseSet(count=len(cases), seed=opts.seed, sha256=case_gen.cases_sha256(cases),
+                      model=model_name, model_sha256=model_sha256,
+                      oracle_lane=oracle_native.lane, oracle_sha256=oracle_native.sha256,
+                      oracle_stops=stops),
+        rows=rows,
+        notes=[
+            "compared per case: every token and the final PCG32 state against the native "
+            "scalar oracle; logits are not visible through the tr_* ABI, so the SIMD tier "
+            "and 'threads == simd128 bit for bit' are checked at that level",
+            "browser receipts are provisional (js/host.js); js/loader.js gives the "
+            "capability receipt",
+        ],
+    )
+
+
+# -- speed --------------------------------------------------------------------------------
+def speed_cases(runs: int, tokens: int) -> list[SamplerCase]:
+    return [SamplerCase(id=f"speed-{i}", prompt=SPEED_PROMPT, seed=0, stream=0, temperature=0.0,
+                        top_k=0, top_p=1.0, repetition_penalty=1.0, max_tokens=tokens + 1)
+            for i in range(runs)]
+
+
+def speed_row(engine: str, version: str, lane: str, model: str,
+              results: Sequence[CaseResult]) -> SpeedRow | None:
+    ok = [r for r in results if r.error is None and r.decode_ms]
+    if not ok:
+        return None
+    ttft = [r.ttft_ms for r in ok]
+    tps = [len(r.decode_ms) / (sum(r.decode_ms) / 1e3) for r in ok]
+    return SpeedRow(engine=engine, engine_version=version, lane=lane, model=model, runs=len(ok),
+                    decode_tokens=len(ok[0].decode_ms),
+                    ttft_ms_median=round(statistics.median(ttft), 3),
+                    ttft_ms_min=round(min(ttft), 3), ttft_ms_max=round(max(ttft), 3),
+                    decode_tps_median=round(statistics.median(tps), 2),
+                    decode_tps_min=round(min(tps), 2), decode_tps_max=round(max(tps), 2))
+
+
+def run_speed(subject: Subject, model: Path, model_name: str, opts: Options,
+              workdir: Path) -> list[SpeedRow]:
+    cases = speed_cases(opts.speed_runs, opts.speed_tokens)
+    out: list[SpeedRow] = []
+
+    def add(engine: str, lanes: Lanes) -> None:
+        for doc in lanes.docs:
+            if doc.get("status") == "ran":
+                row = speed_row(engine, lanes.version, str(doc["lane"]), model_name,
+                                [from_page(r) for r in doc.get("results", [])])
+                if row is not None:
+                    out.append(row)
+
+    for name in opts.engines:
+        opts.say(f"speed: {name}, model {model_name}")
+        if name in browsers.BROWSERS:
+            add(name, run_browser(name, subject, model, cases, True, opts, workdir))
+        elif name == "node":
+            add(name, run_node(subject, model, cases, workdir))
+        elif name == "wasmtime":
+            add(name, run_wasmtime(subject, model, cases, workdir))
+        elif name == "native":
+            lane, engine = oracle_lane(subject, workdir)
+            row = speed_row(engine.name, native.engine_version(engine), lane.lane, model_name,
+                            native.run_cases(engine, lane.path, model, cases))
+            out += [row] if row is not None else []
+    return out

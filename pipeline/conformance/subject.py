@@ -1,0 +1,84 @@
+"""What the matrix runs: the lanes of a release, from a bundle folder or from a build index.
+
+A lane's needs come from the signed manifest's own fields (`required_features`,
+`requires_cross_origin_isolation`, a native `target`), never from its id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pipeline.errors import PipelineError
+from verify.bundle.layout import MANIFEST
+from verify.formats.manifest import ModuleManifest
+
+
+@dataclass(frozen=True)
+class WasmLane:
+    lane: str
+    url: str  # bundle-relative
+    path: Path
+    sha256: str
+    simd: bool
+    threads: bool
+
+
+@dataclass(frozen=True)
+class NativeLane:
+    lane: str
+    target: str
+    path: Path
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Subject:
+    version: str
+    source_revision: str
+    wasm: tuple[WasmLane, ...]
+    native: tuple[NativeLane, ...]
+    js_files: tuple[tuple[str, Path], ...]  # (bundle url, file)
+
+
+def _checked(root: Path, url: str, sha256: str) -> Path:
+    path = root / url
+    try:
+        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise PipelineError(f"cannot read {url}: {exc.strerror}", where=str(path)) from exc
+    if actual != sha256:
+        raise PipelineError(f"{url} has SHA-256 {actual}, the manifest says {sha256}",
+                            where=str(path), hint="verify the bundle first")
+    return path
+
+
+def from_bundle(bundle: Path) -> Subject:
+    where = str(bundle / MANIFEST)
+    try:
+        manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    except OSError as exc:
+        raise PipelineError(f"not a bundle: {exc.strerror}", where=where) from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise PipelineError(f"not a tinyrustlm.module-manifest.v1: {field}: {first['msg']}",
+                            where=where) from exc
+    return Subject(
+        version=manifest.version,
+        source_revision=manifest.source_revision,
+        wasm=tuple(
+            WasmLane(a.id, a.url, _checked(bundle, a.url, a.sha256), a.sha256,
+                     simd="simd128" in a.required_features,
+                     threads=a.requires_cross_origin_isolation)
+            for a in manifest.artifacts
+        ),
+        native=tuple(
+            NativeLane(a.id, a.target, _checked(bundle, a.url, a.sha256), a.sha256)
+            for a in manifest.native_artifacts
+        ),
+        js_files=tuple((f.url, _checked(bundle, f.url, f.sha256)) for f in manifest.js_files),
+    )

@@ -1,0 +1,109 @@
+"""`tinyrustlm.conformance-report.v1`: every lane of one release run on every engine.
+
+One row per engine x isolation x lane: which engine (and its version) ran which artifact
+(by SHA-256), whether the page was cross-origin isolated, whether the engine's lane choice
+picked this lane, the receipt it produced, and how many of the seeded cases gave the oracle's
+tokens and final RNG state. A row that failed keeps its first failing case with the diff, so
+a failure is recorded, never hidden. The speed table is measured, never asserted.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from verify.formats.base import Frozen, LaneId, Sha256Hex
+
+CONFORMANCE_SCHEMA = "tinyrustlm.conformance-report.v1"
+# pass: every case matched the oracle; fail: a case differed or the lane could not run where it
+# should; not-run: the lane legitimately cannot run here (threads without isolation).
+RowOutcome = Literal["pass", "fail", "not-run"]
+EngineKind = Literal["browser", "js-runtime", "wasm-runtime", "native"]
+
+
+class SamplerCase(Frozen):
+    """One prompt x seed x sampler case; floats are exact f32 values (dyadic decimals)."""
+
+    id: str
+    prompt: str
+    seed: int = Field(ge=0, lt=2**64)
+    stream: int = Field(ge=0, lt=2**64)
+    temperature: float = Field(ge=0)
+    top_k: int = Field(ge=0)
+    top_p: float = Field(gt=0, le=1)
+    repetition_penalty: float = Field(gt=0)
+    max_tokens: int = Field(ge=1)
+
+
+class CaseSet(Frozen):
+    count: int = Field(ge=0)
+    seed: int
+    sha256: Sha256Hex = Field(description="SHA-256 of the canonical JSON list of the cases")
+    model: str = Field(description="model preset the cases ran on")
+    model_sha256: Sha256Hex
+    oracle_lane: str = Field(description="the native scalar binary whose outputs are the truth")
+    oracle_sha256: Sha256Hex
+    oracle_stops: dict[str, int] = Field(
+        description="how the oracle's generations ended (eos, max-tokens, context): shows "
+        "which cases exercised EOS"
+    )
+
+
+class CaseDiff(Frozen):
+    case: str
+    field: Literal["tokens", "rng_state", "error"]
+    expected: str
+    got: str
+    first_index: int | None = Field(None, description="first differing token position")
+
+
+class ConformanceRow(Frozen):
+    engine: str = Field(description="chromium, firefox, webkit, node, wasmtime, native, ...")
+    engine_kind: EngineKind
+    engine_version: str
+    isolated: bool | None = Field(description="page was cross-origin isolated (browsers only)")
+    lane: LaneId
+    artifact_sha256: Sha256Hex
+    outcome: RowOutcome
+    chosen: bool = Field(description="the engine's lane choice picked this lane")
+    receipt_sha256: Sha256Hex | None = Field(
+        None, description="SHA-256 of the canonical JSON of the receipt the runner produced"
+    )
+    receipt: dict[str, Any] | None = None
+    cases_passed: int = Field(ge=0)
+    cases_failed: int = Field(ge=0)
+    first_failure: CaseDiff | None = None
+    detail: str = ""
+
+
+class SpeedRow(Frozen):
+    """Medians (and min..max) over `runs` runs of one fixed greedy prompt."""
+
+    engine: str
+    engine_version: str
+    lane: str
+    model: str
+    runs: int = Field(ge=1)
+    decode_tokens: int = Field(ge=0, description="tokens decoded after the first, per run")
+    ttft_ms_median: float
+    ttft_ms_min: float
+    ttft_ms_max: float
+    decode_tps_median: float
+    decode_tps_min: float
+    decode_tps_max: float
+
+
+class ConformanceReport(Frozen):
+    schema_: Literal["tinyrustlm.conformance-report.v1"] = Field(
+        CONFORMANCE_SCHEMA, alias="schema"
+    )
+    release_version: str
+    source_revision: str
+    cases: CaseSet
+    rows: list[ConformanceRow]
+    speed: list[SpeedRow] = []
+    notes: list[str] = Field(default=[], description="what this run could not check, and why")
+
+    def engines(self) -> list[str]:
+        return sorted({r.engine for r in self.rows})
