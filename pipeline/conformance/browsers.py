@@ -91,8 +91,13 @@ def _pref(value: bool | int | str) -> str:
 
 
 def _webkit(exe: str, url: str, profile: Path) -> Launch:
-    # -a: the first free display number; MiniBrowser --private keeps no data on disk
-    return Launch(["xvfb-run", "-a", exe, "--private", url], _base_env(profile))
+    # -a: the first free display number; MiniBrowser --private keeps no data on disk.
+    # WebKitGTK 2.50 reports crossOriginIsolated on a COOP/COEP page but exposes no
+    # SharedArrayBuffer (and cannot post a shared WebAssembly.Memory) unless JavaScriptCore's
+    # useSharedArrayBuffer option is on, as Safari has it; without it the threads lane is
+    # refused and the page falls back to simd128.
+    env = {**_base_env(profile), "JSC_useSharedArrayBuffer": "1"}
+    return Launch(["xvfb-run", "-a", exe, "--private", url], env)
 
 
 def _minibrowser() -> str | None:

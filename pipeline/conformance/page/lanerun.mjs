@@ -37,6 +37,9 @@ function obstacle(lane, env) {
   if (lane.threads && !env.cross_origin_isolated) {
     return { status: 'refused', error: 'the threads lane needs a cross-origin isolated page' };
   }
+  if (lane.threads && !env.shared_memory) {
+    return { status: 'refused', error: 'the page is isolated but has no SharedArrayBuffer' };
+  }
   if (lane.simd && !env.probes.simd128) return { status: 'failed', error: 'probe simd128 did not validate' };
   if (lane.threads && !env.probes.threads) return { status: 'failed', error: 'probe threads did not validate' };
   return null;
