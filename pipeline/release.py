@@ -51,8 +51,10 @@ from pipeline.sources import (
 )
 from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.layout import (
+    CONFORMANCE,
     MANIFEST,
     MANIFEST_SIGNATURE,
+    OPTIONAL_ATTESTED_FILES,
     PROVENANCE_SIGNATURE,
     REPORT,
     SBOM,
@@ -95,6 +97,7 @@ class ReleaseContext:
     manifest: ModuleManifest | None = None
     files: dict[str, bytes] = field(default_factory=dict)
     bundle: Path | None = None
+    conformance: bytes | None = None  # set by the optional conformance step (--conformance)
 
 
 StepFn = Callable[[ReleaseContext], str]
@@ -289,6 +292,8 @@ def step_sign(ctx: ReleaseContext) -> str:
     files: dict[str, bytes] = {f.url: f.source.read_bytes() for f in listed}
     files[MANIFEST] = manifest_bytes(manifest)
     files[REPORT] = canonical_json(report) + b"\n"
+    if ctx.conformance is not None:
+        files[CONFORMANCE] = ctx.conformance
     crates = crate_sources(ctx.repo_root)
     toolchain = _toolchain_packages(ctx.repo_root)
     steps = _records(ctx, index)
@@ -307,7 +312,8 @@ def step_sign(ctx: ReleaseContext) -> str:
     )
     check_sbom(files[SBOM])
     subjects = [(url, _sha(files[url])) for url, _ in manifest.listed_files()]
-    subjects += [(name, _sha(files[name])) for name in (MANIFEST, SBOM, REPORT)]
+    attested = (MANIFEST, SBOM, REPORT, *(n for n in OPTIONAL_ATTESTED_FILES if n in files))
+    subjects += [(name, _sha(files[name])) for name in attested]
     statement = statement_bytes(
         ProvenanceInputs(
             version=ctx.version,
@@ -431,6 +437,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rebuild", action="store_true", help="ignore the build cache")
     parser.add_argument(
+        "--conformance",
+        action="store_true",
+        help="run the conformance matrix (all engines) and ship conformance.json",
+    )
+    parser.add_argument(
+        "--conformance-cases", type=int, default=100, metavar="N", help="cases (default 100)"
+    )
+    parser.add_argument(
+        "--conformance-require",
+        default="",
+        metavar="ENGINES",
+        help="stop unless each of these engines has passing and no failing rows",
+    )
+    parser.add_argument(
         "--allow-dirty",
         action="store_true",
         help="release from a tree with uncommitted changes (local trials only)",
@@ -449,6 +469,13 @@ def run(args: argparse.Namespace) -> int:
         key_path=args.key,
         key_class=args.key_class,
     )
-    run_release(ctx)
+    steps = STEPS
+    if args.conformance or args.conformance_require:
+        from pipeline.conformance.matrix import Options
+        from pipeline.conformance.release_step import with_conformance
+
+        require = [n for n in args.conformance_require.split(",") if n]
+        steps = with_conformance(STEPS, Options(cases=args.conformance_cases), require)
+    run_release(ctx, steps)
     print(summary(ctx))
     return EXIT_OK

@@ -7,7 +7,6 @@ WebKitGTK's MiniBrowser (which has no headless mode) runs on a private virtual X
 
 from __future__ import annotations
 
-import glob
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -22,7 +21,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-component-update", "--disable-sync", "--no-default-browser-check")
 # Firefox: no first-run pages, updates, telemetry, studies, safe-browsing or captive-portal
 # probes; the only network it sees is the harness on 127.0.0.1.
-FIREFOX_PREFS = {
+FIREFOX_PREFS: dict[str, bool | int | str] = {
     "browser.shell.checkDefaultBrowser": False,
     "browser.startup.homepage_override.mstone": "ignore",
     "browser.startup.page": 0,
@@ -101,7 +100,7 @@ def _webkit(exe: str, url: str, profile: Path) -> Launch:
 
 
 def _minibrowser() -> str | None:
-    found = sorted(glob.glob(MINIBROWSER_GLOB))
+    found = sorted(str(p) for p in Path("/").glob(MINIBROWSER_GLOB.lstrip("/")))
     return found[-1] if found and shutil.which("xvfb-run") else None
 
 

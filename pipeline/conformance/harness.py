@@ -9,6 +9,7 @@ goes silent, or an engine that dies, ends the run with an error instead of a han
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -101,15 +102,15 @@ class Launched:
 
 def _children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            stat = (entry / "stat").read_text()
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        tree.setdefault(ppid, []).append(int(entry))
+        tree.setdefault(ppid, []).append(int(entry.name))
     return tree
 
 
@@ -130,15 +131,11 @@ def stop_group(proc: subprocess.Popen[bytes], grace: float = TERM_GRACE_SECONDS)
             deadline = time.monotonic() + grace
             while proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
         for pid in family:  # a descendant that started its own session left the group
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
     proc.wait()
 
 
@@ -178,7 +175,8 @@ def run_page(
                 path, doc = server.posts.get(timeout=min(0.25, left))
             except queue.Empty:
                 if proc.poll() is not None and server.posts.empty():
-                    run.error = f"{browser.name} exited (code {proc.returncode}) before the page finished"
+                    run.error = (f"{browser.name} exited (code {proc.returncode}) before the "
+                                 "page finished")
                     break
                 continue
             name = path.rsplit("/", 1)[-1]

@@ -19,7 +19,8 @@ def _cell(row: ConformanceRow | None) -> str:
     if row is None:
         return "<td>—</td>"
     mark = " ★" if row.chosen and row.engine_kind == "browser" else ""
-    text = f"{row.outcome}{mark}<br><small>{row.cases_passed}/{row.cases_passed + row.cases_failed}</small>"
+    total = row.cases_passed + row.cases_failed
+    text = f"{row.outcome}{mark}<br><small>{row.cases_passed}/{total}</small>"
     title = escape(row.detail or (row.first_failure.model_dump_json() if row.first_failure else ""))
     return f'<td style="background:{COLOURS[row.outcome]}" title="{title}">{text}</td>'
 
@@ -52,8 +53,8 @@ def render(report: ConformanceReport) -> str:
     return f"""<!doctype html>
 <meta charset="utf-8">
 <title>tinyrustlm {escape(report.release_version)} conformance</title>
-<style>body{{font-family:sans-serif}} td,th{{border:1px solid #999;padding:4px 8px;text-align:center}}
-table{{border-collapse:collapse}}</style>
+<style>body{{font-family:sans-serif}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #999;padding:4px 8px;text-align:center}}</style>
 <h1>tinyrustlm {escape(report.release_version)}: conformance matrix</h1>
 <p>revision {escape(report.source_revision)}; {c.count} cases (seed {c.seed}, sha256
 {c.sha256[:16]}…) on model <code>{escape(c.model)}</code>; oracle {escape(c.oracle_lane)}
@@ -62,6 +63,7 @@ engine's lane choice picked. Hover a cell for its detail.</p>
 <table><tr><th>engine</th>{head}</tr>{body}</table>
 <h2>Failures</h2><ul>{failures}</ul>
 <h2>Speed (medians of runs, min–max; measured, never asserted)</h2>
-<table><tr><th>engine</th><th>lane</th><th>model</th><th>first token ms</th><th>decode tokens/s</th><th>runs</th></tr>{speed}</table>
+<table><tr><th>engine</th><th>lane</th><th>model</th><th>first token ms</th>
+<th>decode tokens/s</th><th>runs</th></tr>{speed}</table>
 <h2>Notes</h2><ul>{notes}</ul>
 """

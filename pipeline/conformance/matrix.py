@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.conformance import browsers, cases as case_gen, compare, harness, native
+from pipeline.conformance import browsers, compare, harness, native
+from pipeline.conformance import cases as case_gen
 from pipeline.conformance.results import CaseResult, from_page
 from pipeline.conformance.subject import NativeLane, Subject, WasmLane
 from pipeline.errors import PipelineError

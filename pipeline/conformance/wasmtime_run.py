@@ -94,7 +94,9 @@ class Lane:
                 "eos": eos, "ttft_ms": ttft, "decode_ms": decode_ms}
 
 
-def run_lane(entry: dict[str, Any], model_bytes: bytes, cases: list[dict[str, Any]]) -> dict[str, Any]:
+def run_lane(
+    entry: dict[str, Any], model_bytes: bytes, cases: list[dict[str, Any]]
+) -> dict[str, Any]:
     try:
         lane = Lane(Path(entry["path"]), bool(entry["simd"]))
         model = lane.load_model(model_bytes)

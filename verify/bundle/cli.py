@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="accept a bundle signed by a development-role key",
     )
+    parser.add_argument(
+        "--require-engines",
+        default="",
+        metavar="ENGINES",
+        help="comma-separated engines (e.g. chromium,firefox,webkit) that must each have a "
+        "passing and no failing row in the bundle's conformance.json",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON result on stdout")
     parser.add_argument(
         "--at-epoch",
@@ -89,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=record,
                 one_signer=root.one_signer,
                 version_floor=args.not_before_version,
+                require_engines=[n.strip() for n in args.require_engines.split(",") if n.strip()],
             )
         )
     except VerifyError as exc:

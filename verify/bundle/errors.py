@@ -156,3 +156,24 @@ class ResourceLimit(VerifyError):
     bound above should refuse first; this turns a traceback into an id and exit 3."""
 
     error_id = "verify.resource-limit"
+
+
+# -- conformance --------------------------------------------------------------------------
+class ConformanceInvalid(BundleRejected):
+    error_id = "conformance.invalid"
+
+
+class ConformanceMismatch(BundleRejected):
+    error_id = "conformance.mismatch"
+
+
+class ConformanceMissing(BundleRejected):
+    error_id = "conformance.missing"
+
+
+class ConformanceEngineMissing(BundleRejected):
+    error_id = "conformance.engine-missing"
+
+
+class ConformanceRowFailed(BundleRejected):
+    error_id = "conformance.row-failed"

@@ -9,6 +9,7 @@ dist/tinyrustlm-<version>/
   provenance.sigstore.json                      DSSE over the in-toto/SLSA statement
   sbom.cdx.json                                 CycloneDX 1.6
   verification-report.json                     what `verify` found for every artifact
+  conformance.json                              optional: the conformance matrix (--conformance)
   SHA256SUMS                                    `sha256sum -c` list of every file above
   tinyrustlm-<version>.tar.gz                   all of the above under tinyrustlm-<version>/
 """
@@ -24,11 +25,14 @@ PROVENANCE_SIGNATURE = "provenance.sigstore.json"
 SBOM = "sbom.cdx.json"
 REPORT = "verification-report.json"
 CHECKSUMS = "SHA256SUMS"
+CONFORMANCE = "conformance.json"
 
 # Files every bundle has besides the ones the manifest lists.
 FIXED_FILES = (MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE, SBOM, REPORT, CHECKSUMS)
 # Bundle files that the provenance statement names as subjects, besides the manifest's files.
 ATTESTED_FIXED_FILES = (MANIFEST, SBOM, REPORT)
+# Files a bundle may have; when present they are attested and checksummed like the fixed ones.
+OPTIONAL_ATTESTED_FILES = (CONFORMANCE,)
 
 
 def bundle_name(version: str) -> str:

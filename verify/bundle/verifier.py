@@ -31,13 +31,15 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     release writer makes of the verified files (`tarball.deterministic_tarball`).
 11. Report: every artifact re-inspected with this verifier's own policy gives the findings
     recorded in verification-report.json, and all of them pass.
+12. Conformance: conformance.json, when present (required with --require-engines), is about
+    this release's artifacts, and each required engine has a passing row and no failing one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +48,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from verify.bundle import errors as e
+from verify.bundle.conformance_check import check_conformance
 from verify.bundle.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     SigstoreBundle,
@@ -55,9 +58,11 @@ from verify.bundle.dsse import (
 from verify.bundle.layout import (
     ATTESTED_FIXED_FILES,
     CHECKSUMS,
+    CONFORMANCE,
     FIXED_FILES,
     MANIFEST,
     MANIFEST_SIGNATURE,
+    OPTIONAL_ATTESTED_FILES,
     PROVENANCE_SIGNATURE,
     REPORT,
     SBOM,
@@ -100,6 +105,7 @@ STEP_TITLES = (
     "SBOM hashes == files",
     "SHA256SUMS and tarball",
     "report re-derived with the verifier's policy",
+    "conformance matrix",
 )
 
 
@@ -356,6 +362,7 @@ def _check_listed_digests(state: _State) -> str:
 def _expected_files(state: _State) -> set[str]:
     manifest = _manifest(state)
     expected = {url for url, _ in manifest.listed_files()} | set(FIXED_FILES)
+    expected |= {name for name in OPTIONAL_ATTESTED_FILES if name in state.files}
     if state.is_directory:
         expected.add(tarball_name(manifest.version))
     return expected
@@ -379,6 +386,7 @@ def _check_file_set(state: _State) -> str:
 # -- steps 8-10 ---------------------------------------------------------------------------
 def _attested(state: _State) -> dict[str, str]:
     names = [url for url, _ in _manifest(state).listed_files()] + list(ATTESTED_FIXED_FILES)
+    names += [name for name in OPTIONAL_ATTESTED_FILES if name in state.files]
     return {name: _sha(state.files[name]) for name in names}
 
 
@@ -553,8 +561,9 @@ def verify_bundle(
     one_signer: bool = True,
     version_floor: str | None = None,
     limits: ReadLimits = HARD_LIMITS,
+    require_engines: Sequence[str] = (),
 ) -> Verdict:
-    """Run steps 1-11; raises the first failing step's `BundleRejected` subclass.
+    """Run steps 1-12; raises the first failing step's `BundleRejected` subclass.
 
     `one_signer`: the trust policy's "one-key" (see `verify.bundle.trusted_keys`); `version_floor`:
     refuse a manifest version below it (dotted numbers; a bad floor is a ValueError)."""
@@ -580,6 +589,8 @@ def verify_bundle(
         done(9, _check_sbom(state))
         done(10, _check_checksums(state))
         done(11, _check_report(state, derive))
+        done(12, check_conformance(state.files.get(CONFORMANCE), _manifest(state),
+                                   require_engines))
         manifest = _manifest(state)
         signer = state.signer[MANIFEST_SIGNATURE]
         return Verdict(

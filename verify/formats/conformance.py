@@ -96,7 +96,7 @@ class SpeedRow(Frozen):
 
 class ConformanceReport(Frozen):
     schema_: Literal["tinyrustlm.conformance-report.v1"] = Field(
-        CONFORMANCE_SCHEMA, alias="schema"
+        "tinyrustlm.conformance-report.v1", alias="schema"
     )
     release_version: str
     source_revision: str

@@ -1,0 +1,72 @@
+"""Step 12: the bundle's conformance report (optional unless engines are required).
+
+When `conformance.json` is present it must be a valid `tinyrustlm.conformance-report.v1`
+about this release: same version and revision, and every row names an artifact of this
+manifest by its SHA-256. With `--require-engines`, each named engine needs at least one
+passing row and no failing row, except for a lane the manifest switches off in
+`disabled_lanes` (the loader's field; a manifest without it disables nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from verify.bundle import errors as e
+from verify.bundle.layout import CONFORMANCE
+from verify.formats.conformance import ConformanceReport
+from verify.formats.manifest import ModuleManifest
+
+
+def _row_name(engine: str, lane: str, isolated: bool | None) -> str:
+    return f"{engine}/{lane}" + ("" if isolated is None else f" (isolated={isolated})")
+
+
+def check_conformance(data: bytes | None, manifest: ModuleManifest,
+                      require: Sequence[str]) -> str:
+    if data is None:
+        if require:
+            raise e.ConformanceMissing(
+                f"engines {', '.join(require)} are required but the bundle has no "
+                f"{CONFORMANCE}", where=CONFORMANCE)
+        return "no conformance report (none required)"
+    try:
+        report = ConformanceReport.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise e.ConformanceInvalid(f"not a tinyrustlm.conformance-report.v1: {field}: "
+                                   f"{first['msg']}", where=f"{CONFORMANCE}: {field}") from exc
+    if (report.release_version, report.source_revision) != (manifest.version,
+                                                            manifest.source_revision):
+        raise e.ConformanceMismatch(
+            f"report is of {report.release_version} at {report.source_revision[:12]}, the "
+            f"manifest of {manifest.version} at {manifest.source_revision[:12]}",
+            where=f"{CONFORMANCE}: release_version")
+    digests = {a.id: a.sha256 for a in manifest.artifacts}
+    digests.update({a.id: a.sha256 for a in manifest.native_artifacts})
+    for i, row in enumerate(report.rows):
+        if digests.get(row.lane) != row.artifact_sha256:
+            raise e.ConformanceMismatch(
+                f"row {_row_name(row.engine, row.lane, row.isolated)} ran an artifact that is "
+                "not this manifest's", where=f"{CONFORMANCE}: rows[{i}].artifact_sha256")
+    disabled = set(getattr(manifest, "disabled_lanes", None) or ())
+    for engine in require:
+        rows = [r for r in report.rows if r.engine == engine and r.lane not in disabled]
+        failing = [r for r in rows if r.outcome == "fail"]
+        if failing:
+            r = failing[0]
+            first_case = r.first_failure.case if r.first_failure else "-"
+            raise e.ConformanceRowFailed(
+                f"engine {engine}: {len(failing)} failing row(s), first "
+                f"{_row_name(r.engine, r.lane, r.isolated)}: {r.cases_failed} case(s) failed "
+                f"(first {first_case}) {r.detail}".rstrip(),
+                where=f"{CONFORMANCE}: rows[{report.rows.index(r)}]")
+        if not any(r.outcome == "pass" for r in rows):
+            raise e.ConformanceEngineMissing(f"engine {engine} has no passing row",
+                                             where=CONFORMANCE)
+    passed = sum(r.outcome == "pass" for r in report.rows)
+    required = f", required engines {', '.join(require)} pass" if require else ""
+    return f"{len(report.rows)} rows, {passed} pass{required}"
+
