@@ -17,7 +17,7 @@ from pipeline.conformance import cases as case_gen
 from pipeline.conformance.html import render
 from pipeline.conformance.matrix import ALL_ENGINES, Options, run_matrix, run_speed
 from pipeline.conformance.subject import Subject, from_bundle
-from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, PipelineError
+from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, PipelineError
 from pipeline.modelpack import PRESETS, pack
 from verify.formats.conformance import ConformanceReport
 
@@ -25,12 +25,19 @@ MODEL_SEED = 1
 CASES_MODEL = "small"
 
 
+class UsageError(PipelineError):
+    """Bad command-line values (argparse's own exit code)."""
+
+    exit_code = EXIT_USAGE
+
+
 def _names(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in allowed]
     if unknown or not names:
-        raise PipelineError(f"{flag}: unknown or empty {', '.join(unknown) or text!r}",
-                            where=flag, hint=f"a comma-separated list of {', '.join(allowed)}")
+        what = f"unknown {', '.join(unknown)}" if unknown else "an empty list"
+        raise UsageError(f"{flag}: {what}", where=flag,
+                         hint=f"a comma-separated list of {', '.join(allowed)}")
     return names
 
 
@@ -76,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.cases < 1 or args.speed_runs < 1:
-        raise PipelineError("--cases and --speed-runs must be >= 1", where="command line")
+        raise UsageError("--cases and --speed-runs must be >= 1", where="command line")
     opts = Options(
         engines=_names(args.engines, ALL_ENGINES, "--engines"),
         cases=args.cases,

@@ -1,0 +1,121 @@
+"""conformance.json in a signed bundle, and `verify bundle --require-engines`.
+
+Each case releases the fake tree with a conformance step that ships a hand-made report
+(rows over the release's own artifacts), then runs the real verifier CLI: a required engine
+needs a passing row and no failing one; a failure nobody requires is recorded, not refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.release import ReleaseContext, Step
+from verify.bundle import verifier
+from verify.bundle.layout import CONFORMANCE, parse_checksums
+from verify.cli import main as verify_main
+from verify.formats.conformance import CaseSet, ConformanceReport, ConformanceRow
+
+from .conftest import Harness, fake_report
+
+SHA = "c" * 64
+# (engine, isolated, outcome) rows, applied to every lane of the release
+ALL_PASS = [("chromium", True, "pass"), ("firefox", True, "pass"), ("webkit", True, "pass")]
+WEBKIT_FAILS = [*ALL_PASS, ("webkit", False, "fail")]
+
+
+@pytest.fixture(autouse=True)
+def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verifier, "default_deriver", lambda: fake_report)
+
+
+def _report(ctx: ReleaseContext, rows: Sequence[tuple[str, bool, str]],
+            wrong_sha: bool = False) -> bytes:
+    assert ctx.index is not None and ctx.git is not None
+    out = []
+    for engine, isolated, outcome in rows:
+        for entry in ctx.index.lanes:
+            out.append(ConformanceRow(
+                engine=engine, engine_kind="browser", engine_version="1", isolated=isolated,
+                lane=entry.lane, artifact_sha256=SHA if wrong_sha else entry.sha256,
+                outcome=outcome, chosen=False, cases_passed=3 if outcome == "pass" else 0,
+                cases_failed=3 if outcome == "fail" else 0))
+    report = ConformanceReport(
+        release_version=ctx.version, source_revision=ctx.git.revision,
+        cases=CaseSet(count=3, seed=1, sha256=SHA, model="small", model_sha256=SHA,
+                      oracle_lane="oracle", oracle_sha256=SHA, oracle_stops={}),
+        rows=out)
+    return report.model_dump_json(by_alias=True).encode()
+
+
+def _release(harness: Harness, rows: Sequence[tuple[str, bool, str]] | None,
+             wrong_sha: bool = False) -> Path:
+    steps = list(harness.steps)
+    if rows is not None:
+        def step(ctx: ReleaseContext) -> str:
+            ctx.conformance = _report(ctx, rows, wrong_sha)
+            return "fake matrix"
+
+        at = [s.title for s in steps].index("smoke") + 1
+        steps.insert(at, Step("conformance", step))
+    ctx = replace(harness, steps=tuple(steps)).release()
+    assert ctx.bundle is not None
+    return ctx.bundle
+
+
+def _verify(harness: Harness, bundle: Path, require: str) -> tuple[int, dict[str, Any]]:
+    out, err = io.StringIO(), io.StringIO()
+    extra = ["--require-engines", require] if require else []
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = verify_main(["bundle", str(bundle), "--trusted-keys", str(harness.trusted),
+                            "--json", *extra])
+    assert "Traceback" not in err.getvalue()
+    return code, json.loads(out.getvalue())
+
+
+CASES = [
+    ("all-required-pass", ALL_PASS, False, "chromium,firefox,webkit", None),
+    ("missing-engine", ALL_PASS[:2], False, "chromium,firefox,webkit",
+     "conformance.engine-missing"),
+    ("failing-row", WEBKIT_FAILS, False, "chromium,webkit", "conformance.row-failed"),
+    ("only-not-run", [("webkit", False, "not-run")], False, "webkit",
+     "conformance.engine-missing"),
+    ("failure-recorded-not-required", WEBKIT_FAILS, False, "chromium,firefox", None),
+    ("nothing-required", WEBKIT_FAILS, False, "", None),
+    ("no-report", None, False, "chromium", "conformance.missing"),
+    ("no-report-none-required", None, False, "", None),
+    ("row-of-another-artifact", ALL_PASS, True, "", "conformance.mismatch"),
+]
+
+
+@pytest.mark.parametrize(("rows", "wrong_sha", "require", "error_id"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_require_engines(harness: Harness, rows: list[tuple[str, bool, str]] | None,
+                         wrong_sha: bool, require: str, error_id: str | None) -> None:
+    bundle = _release(harness, rows, wrong_sha)
+    code, doc = _verify(harness, bundle, require)
+    if error_id is None:
+        assert code == 0, doc
+        assert doc["steps"][-1]["title"] == "conformance matrix"
+    else:
+        assert code == 1
+        assert doc["error"]["id"] == error_id, doc["error"]
+        assert doc["error"]["step"] == 12
+
+
+def test_conformance_json_is_checksummed_and_attested(harness: Harness) -> None:
+    bundle = _release(harness, ALL_PASS)
+    sums = parse_checksums((bundle / "SHA256SUMS").read_bytes())
+    assert sums is not None and CONFORMANCE in sums
+    # one changed byte after signing: the provenance no longer names its digest
+    data = (bundle / CONFORMANCE).read_bytes().replace(b'"pass"', b'"fail"', 1)
+    (bundle / CONFORMANCE).write_bytes(data)
+    code, doc = _verify(harness, bundle, "")
+    assert (code, doc["error"]["id"]) == (1, "provenance.subjects")
