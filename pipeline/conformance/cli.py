@@ -101,5 +101,9 @@ def run(args: argparse.Namespace) -> int:
         iso = "" if r.isolated is None else (" isolated" if r.isolated else " not-isolated")
         print(f"  {r.engine + iso:<24} {r.lane:<26} {r.outcome:<8} "
               f"{r.cases_passed}/{r.cases_passed + r.cases_failed} {r.detail[:60]}")
+    for s in report.speed:
+        print(f"  speed {s.engine:<9} {s.lane:<26} {s.model:<6} first token "
+              f"{s.ttft_ms_median:9.1f} ms ({s.ttft_ms_min:.1f}-{s.ttft_ms_max:.1f}), decode "
+              f"{s.decode_tps_median:8.1f} tok/s ({s.decode_tps_min:.1f}-{s.decode_tps_max:.1f})")
     print(f"report {args.out}, matrix {html}: {len(report.rows)} rows, {len(failed)} failed")
     return EXIT_CHECK_FAILED if failed else EXIT_OK
