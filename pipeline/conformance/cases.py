@@ -29,6 +29,10 @@ PROMPTS = (
 TEMPERATURES = (0.5, 0.75, 1.0, 1.25, 1.5)
 TOP_PS = (0.5, 0.75, 0.875, 0.9375)
 PENALTIES = (1.125, 1.25, 1.5, 2.0)
+# The first long hot run: a prompt and seed whose greedy-free generation on the `small` model
+# (seed 1) reaches EOS after 47 tokens, so every N >= 7 exercises the EOS stop. The report's
+# `cases.oracle_stops` shows how many cases actually ended at EOS.
+EOS_PROMPT, EOS_SEED, HOT_TEMPERATURE, LONG_RUN_TOKENS = "Hello, world", 3, 2.0, 64
 # kind -> (temperature?, top_k?, top_p?, penalty?, long run?)
 KINDS: tuple[tuple[str, bool, bool, bool, bool, bool], ...] = (
     ("greedy", False, False, False, False, False),
@@ -49,17 +53,21 @@ def make_cases(count: int = DEFAULT_CASES, seed: int = DEFAULT_SEED) -> list[Sam
         prompt = rng.choice(PROMPTS)
         if rng.random() < 0.3:
             prompt += " " + rng.choice(PROMPTS)
+        seed, stream = rng.getrandbits(64), rng.getrandbits(16)
+        if long_run and i < len(KINDS):
+            prompt, seed, stream = EOS_PROMPT, EOS_SEED, 0
         cases.append(
             SamplerCase(
                 id=f"{i:03d}-{kind}",
                 prompt=prompt,
-                seed=rng.getrandbits(64),
-                stream=rng.getrandbits(16),
-                temperature=1.5 if long_run else (rng.choice(TEMPERATURES) if hot else 0.0),
+                seed=seed,
+                stream=stream,
+                temperature=HOT_TEMPERATURE if long_run else (
+                    rng.choice(TEMPERATURES) if hot else 0.0),
                 top_k=rng.choice((1, 2, 5, 40)) if top_k else 0,
                 top_p=rng.choice(TOP_PS) if top_p else 1.0,
                 repetition_penalty=rng.choice(PENALTIES) if penalty else 1.0,
-                max_tokens=48 if long_run else rng.randint(4, 16),
+                max_tokens=LONG_RUN_TOKENS if long_run else rng.randint(4, 16),
             )
         )
     return cases

@@ -35,6 +35,7 @@ def test_cases_are_seeded_and_cover_every_sampler_kind() -> None:
     assert any(c.repetition_penalty != 1 for c in cases)
     assert any(c.max_tokens >= 48 for c in cases)  # the EOS hunt
     assert len({c.seed for c in cases}) == 100
+    assert cases[6].max_tokens == 64 and cases[6].temperature == 2.0
     for c in cases:  # the CLI, JavaScript and Python must all read the same f32
         assert all(_f32_exact(v) for v in (c.temperature, c.top_p, c.repetition_penalty)), c
 
