@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.lanebuild.smoke import WINE
 from pipeline.conformance.results import CaseResult
+from pipeline.lanebuild.smoke import WINE
 from verify.formats.conformance import SamplerCase
 
 CASE_TIMEOUT_SECONDS = 120

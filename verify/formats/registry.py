@@ -11,8 +11,8 @@ import json
 from pydantic import BaseModel
 
 from verify.bundle.trusted_keys import TRUSTED_KEYS_SCHEMA, TrustedKeysFile
-from verify.formats.conformance import CONFORMANCE_SCHEMA, ConformanceReport
 from verify.formats.bundle_verification import BUNDLE_VERIFICATION_SCHEMA, BundleVerification
+from verify.formats.conformance import CONFORMANCE_SCHEMA, ConformanceReport
 from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
 from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
 from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
