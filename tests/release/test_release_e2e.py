@@ -25,7 +25,7 @@ def test_full_release_verifies(harness: Harness) -> None:
     assert verdict.version == VERSION
     assert verdict.key_class == "release"
     assert verdict.build_id == ctx.manifest.build_id if ctx.manifest else False
-    assert [s.number for s in verdict.steps] == list(range(1, 12))
+    assert [s.number for s in verdict.steps] == list(range(1, 13))
     names = set(_tree(ctx.bundle))
     assert {
         "manifest.json",
