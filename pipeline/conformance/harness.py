@@ -196,4 +196,16 @@ def run_page(
         server.shutdown()
         server.server_close()
         run.seconds = time.monotonic() - started
+    if run.error is not None and run.done is None:
+        run.error += f"; last output: {_tail(workdir / f'{browser.name}.log')}"
     return run
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    """The engine's last words (why it exited), for the row's detail."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+    return " | ".join(kept)[-600:] or "(empty)"

@@ -87,7 +87,9 @@ def run_browser(name: str, subject: Subject, model: Path, cases: Sequence[Sample
         raise PipelineError(f"{name} is not installed", where="--engines",
                             hint=".ci/run installs chromium, firefox-esr, webkit2gtk-driver "
                             "and xvfb from Debian")
-    profile = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=workdir))
+    # A short path under the system temp folder, whatever `workdir` is: engines put Unix
+    # sockets in their profile and TMPDIR, and a socket path over 107 bytes aborts Chromium.
+    profile = Path(tempfile.mkdtemp(prefix=f"trlm-{name}-"))
     version = browsers.browser_version(b, exe, profile)
     routes: dict[str, harness.Route] = {f"/{url}": path for url, path in subject.js_files}
     routes.update({f"/{w.url}": w.path for w in subject.wasm})
