@@ -97,9 +97,11 @@ def run_browser(name: str, subject: Subject, model: Path, cases: Sequence[Sample
     routes[harness.PAGE_ROOT + "plan.json"] = json.dumps(_plan(subject, model, cases)).encode()
     routes[MODEL_URL] = model
     routes.update(opts.overrides)
-    run = harness.run_page(b, exe, routes, isolated=isolated, timeout=opts.page_timeout,
-                           workdir=profile, on_lane=opts.on_lane)
-    shutil.rmtree(profile, ignore_errors=True)
+    try:
+        run = harness.run_page(b, exe, routes, isolated=isolated, timeout=opts.page_timeout,
+                               workdir=profile, on_lane=opts.on_lane)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
     chosen = (run.start or {}).get("chosen")
     return Lanes(run.lanes, chosen if isinstance(chosen, str) else None, version, run.error)
 
