@@ -113,6 +113,11 @@ def run_cases(engine: NativeEngine, binary: Path, model: Path, cases: list[Sampl
               progress: Callable[[int], None] | None = None) -> list[CaseResult]:
     out = []
     if engine.name == "wine":
+        # a fresh prefix is set up (and its server restarted) by the first program: do that
+        # first, or each case would still start a server of its own
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run([*engine.prefix, str(binary), "--help"], env=engine.env,
+                           capture_output=True, timeout=CASE_TIMEOUT_SECONDS)
         _wineserver(engine, SERVER_LINGER)
     try:
         for i, case in enumerate(cases):
