@@ -19,9 +19,12 @@ import pytest
 
 from pipeline.release import ReleaseContext, Step
 from verify.bundle import verifier
-from verify.bundle.layout import CONFORMANCE, parse_checksums
+from verify.bundle.conformance_check import check_conformance
+from verify.bundle.errors import ConformanceRowFailed
+from verify.bundle.layout import CONFORMANCE, MANIFEST, parse_checksums
 from verify.cli import main as verify_main
 from verify.formats.conformance import CaseSet, ConformanceReport, ConformanceRow
+from verify.formats.manifest import ModuleManifest
 
 from .conftest import Harness, fake_report
 
@@ -119,3 +122,20 @@ def test_conformance_json_is_checksummed_and_attested(harness: Harness) -> None:
     (bundle / CONFORMANCE).write_bytes(data)
     code, doc = _verify(harness, bundle, "")
     assert (code, doc["error"]["id"]) == (1, "provenance.subjects")
+
+
+
+def test_a_failing_lane_the_manifest_disables_is_not_held_against_the_engine(
+    harness: Harness,
+) -> None:
+    bundle = _release(harness, ALL_PASS)
+    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    doc = json.loads((bundle / CONFORMANCE).read_bytes())
+    lane = manifest.artifacts[0].id
+    webkit = next(r for r in doc["rows"] if r["engine"] == "webkit" and r["lane"] == lane)
+    doc["rows"].append({**webkit, "isolated": False, "outcome": "fail", "cases_passed": 0})
+    report = json.dumps(doc).encode()
+    with pytest.raises(ConformanceRowFailed):
+        check_conformance(report, manifest, ["webkit"])
+    switched_off = manifest.model_copy(update={"disabled_lanes": [lane]})
+    assert "required engines webkit pass" in check_conformance(report, switched_off, ["webkit"])

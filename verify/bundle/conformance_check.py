@@ -4,7 +4,7 @@ When `conformance.json` is present it must be a valid `tinyrustlm.conformance-re
 about this release: same version and revision, and every row names an artifact of this
 manifest by its SHA-256. With `--require-engines`, each named engine needs at least one
 passing row and no failing row, except for a lane the manifest switches off in
-`disabled_lanes` (the loader's field; a manifest without it disables nothing).
+`disabled_lanes` (the signed switch a loader obeys: a lane off for this release).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def check_conformance(data: bytes | None, manifest: ModuleManifest,
             raise e.ConformanceMismatch(
                 f"row {_row_name(row.engine, row.lane, row.isolated)} ran an artifact that is "
                 "not this manifest's", where=f"{CONFORMANCE}: rows[{i}].artifact_sha256")
-    disabled = set(getattr(manifest, "disabled_lanes", None) or ())
+    disabled = set(manifest.disabled_lanes or ())
     for engine in require:
         rows = [r for r in report.rows if r.engine == engine and r.lane not in disabled]
         failing = [r for r in rows if r.outcome == "fail"]
