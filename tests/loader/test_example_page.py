@@ -29,7 +29,7 @@ STATE = ("JSON.stringify({status: document.getElementById('status').textContent,
 
 
 def shown(bundle: Path, keys: Path, isolated: bool, prompt: str, profile: Path) -> dict[str, Any]:
-    args = Namespace(bundle=bundle, isolated=isolated, port=0, trusted_keys=None, model=None)
+    args = Namespace(bundle=bundle, isolated=isolated, port=0, trusted_keys=keys, model=None)
     site = serve.site_for(args)
     # the bundle's own development key, which the page then allows (serve's default role)
     site.overrides["/config.json"] = serve.page_config(
