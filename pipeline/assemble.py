@@ -9,10 +9,12 @@ packages, build commands, the verification report) is read beforehand into one f
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.errors import CheckFailed
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.manifest import BundleFile, LaneContract, build_manifest, manifest_bytes
 from pipeline.provenance import ProvenanceInputs, statement_bytes
@@ -21,6 +23,7 @@ from pipeline.sources import CrateSource, PythonRequirement
 from verify.bundle.layout import MANIFEST, REPORT, SBOM
 from verify.canonical import canonical_json
 from verify.formats.manifest import CompilerVersions, KeyClass, ModuleManifest
+from verify.placeholders import absolute_paths_outside
 
 
 @dataclass(frozen=True)
@@ -101,4 +104,21 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
             steps=material.steps,
         )
     )
+    _refuse_builder_paths({**files, "provenance statement": statement})
     return Documents(manifest, files, statement)
+
+
+def _refuse_builder_paths(documents: Mapping[str, bytes]) -> None:
+    """The release signs nothing `verify bundle` step 10 would refuse: no builder paths."""
+    for name, data in documents.items():
+        if not name.endswith(".json") and name != "provenance statement":
+            continue
+        leaked = absolute_paths_outside(json.loads(data))
+        if leaked:
+            raise CheckFailed(
+                f"would publish the builder's absolute path {leaked[0].path!r} "
+                f"({len(leaked)} in all)",
+                where=f"{name}: {leaked[0].where.lstrip('.')}",
+                hint="name builder locations by $WORKSPACE/... or $CARGO_HOME/... "
+                "(rebuild with --force if the build records predate that)",
+            )

@@ -156,3 +156,7 @@ class ResourceLimit(VerifyError):
     bound above should refuse first; this turns a traceback into an id and exit 3."""
 
     error_id = "verify.resource-limit"
+
+
+class BuilderPathLeaked(BundleRejected):
+    error_id = "paths.builder-path"

@@ -26,10 +26,13 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     are exactly the artifacts, JS files, manifest.json, sbom.cdx.json and
     verification-report.json with their SHA-256, for the manifest's source revision.
  9. SBOM: CycloneDX 1.6 whose `file` components are exactly the listed files and hashes.
-10. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
+10. Builder paths: no string in the manifest, the provenance, the SBOM or the report holds
+    an absolute path outside the machine-independent ones (`verify.placeholders`): the
+    builder's locations are named `$WORKSPACE/...` or `$CARGO_HOME/...`.
+11. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
     tarball (the input, or the one in the directory) is byte for byte the tarball the
     release writer makes of the verified files (`tarball.deterministic_tarball`).
-11. Report: every artifact re-inspected with this verifier's own policy gives the findings
+12. Report: every artifact re-inspected with this verifier's own policy gives the findings
     recorded in verification-report.json, and all of them pass.
 """
 
@@ -79,6 +82,7 @@ from verify.bundle.versions import version_key
 from verify.canonical import MalformedJson, canonical_json, parse_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id_of
 from verify.inputs import InputError, InputTooLarge, read_regular_file
+from verify.placeholders import absolute_paths_outside
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SLSA_PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -98,6 +102,7 @@ STEP_TITLES = (
     "no missing or extra files",
     "provenance subjects == files",
     "SBOM hashes == files",
+    "no builder paths in signed documents",
     "SHA256SUMS and tarball",
     "report re-derived with the verifier's policy",
 )
@@ -376,7 +381,7 @@ def _check_file_set(state: _State) -> str:
     return f"{len(expected)} files"
 
 
-# -- steps 8-10 ---------------------------------------------------------------------------
+# -- steps 8-9, 11 ------------------------------------------------------------------------
 def _attested(state: _State) -> dict[str, str]:
     names = [url for url, _ in _manifest(state).listed_files()] + list(ATTESTED_FIXED_FILES)
     return {name: _sha(state.files[name]) for name in names}
@@ -502,7 +507,31 @@ def _check_checksums(state: _State) -> str:
     return f"{len(listed)} checksums, tarball rebuilt byte for byte ({len(rebuilt)} bytes)"
 
 
-# -- step 11 ------------------------------------------------------------------------------
+# -- step 10 ------------------------------------------------------------------------------
+def _check_builder_paths(state: _State) -> str:
+    documents = {
+        MANIFEST: state.signed[MANIFEST_SIGNATURE].envelope.payload,
+        PROVENANCE_SIGNATURE: state.signed[PROVENANCE_SIGNATURE].envelope.payload,
+        SBOM: state.files[SBOM],
+        REPORT: state.files[REPORT],
+    }
+    for name, data in documents.items():
+        try:
+            doc = parse_json(data, name)
+        except MalformedJson as exc:
+            raise e.BuilderPathLeaked(exc.message, where=name, offset=exc.offset) from exc
+        leaked = absolute_paths_outside(doc)
+        if leaked:
+            first = leaked[0]
+            raise e.BuilderPathLeaked(
+                f"names the builder's absolute path {first.path!r} ({len(leaked)} in all); "
+                "signed documents name locations as $WORKSPACE/... or $CARGO_HOME/...",
+                where=f"{name}: {first.where.lstrip('.')}",
+            )
+    return f"{len(documents)} documents"
+
+
+# -- step 12 ------------------------------------------------------------------------------
 def _check_report(state: _State, derive: Deriver | None) -> str:
     manifest = _manifest(state)
     try:
@@ -554,7 +583,7 @@ def verify_bundle(
     version_floor: str | None = None,
     limits: ReadLimits = HARD_LIMITS,
 ) -> Verdict:
-    """Run steps 1-11; raises the first failing step's `BundleRejected` subclass.
+    """Run steps 1-12; raises the first failing step's `BundleRejected` subclass.
 
     `one_signer`: the trust policy's "one-key" (see `verify.bundle.trusted_keys`); `version_floor`:
     refuse a manifest version below it (dotted numbers; a bad floor is a ValueError)."""
@@ -578,8 +607,9 @@ def verify_bundle(
         done(7, _check_file_set(state))
         done(8, _check_provenance(state))
         done(9, _check_sbom(state))
-        done(10, _check_checksums(state))
-        done(11, _check_report(state, derive))
+        done(10, _check_builder_paths(state))
+        done(11, _check_checksums(state))
+        done(12, _check_report(state, derive))
         manifest = _manifest(state)
         signer = state.signer[MANIFEST_SIGNATURE]
         return Verdict(
