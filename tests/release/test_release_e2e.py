@@ -25,7 +25,7 @@ def test_full_release_verifies(harness: Harness) -> None:
     assert verdict.version == VERSION
     assert verdict.key_class == "release"
     assert verdict.build_id == done.manifest.build_id
-    assert [s.number for s in verdict.steps] == list(range(1, 13))
+    assert [s.number for s in verdict.steps] == list(range(1, 14))
     names = set(_tree(done.bundle))
     assert {
         "manifest.json",

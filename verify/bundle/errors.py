@@ -160,3 +160,7 @@ class ResourceLimit(VerifyError):
 
 class BuilderPathLeaked(BundleRejected):
     error_id = "paths.builder-path"
+
+
+class RebuildsInsufficient(BundleRejected):
+    error_id = "rebuilds.insufficient"

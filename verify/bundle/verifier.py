@@ -34,6 +34,8 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     release writer makes of the verified files (`tarball.deterministic_tarball`).
 12. Report: every artifact re-inspected with this verifier's own policy gives the findings
     recorded in verification-report.json, and all of them pass.
+13. Rebuilds (only with --require-rebuilds K): at least K rebuild attestations by distinct
+    keys of the rebuilders file attest to every artifact's digest (`rebuilds.py`).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from verify.bundle.layout import (
     parse_checksums,
     tarball_name,
 )
+from verify.bundle.rebuilds import RebuildPolicy, count_rebuilds, independent
 from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane
 from verify.bundle.tarball import (
     HARD_LIMITS,
@@ -105,6 +108,7 @@ STEP_TITLES = (
     "no builder paths in signed documents",
     "SHA256SUMS and tarball",
     "report re-derived with the verifier's policy",
+    "independent rebuilds (K of N)",
 )
 
 
@@ -560,6 +564,23 @@ def _check_report(state: _State, derive: Deriver | None) -> str:
     return f"{len(derived)} artifacts, {total} findings, all pass"
 
 
+# -- step 13 ------------------------------------------------------------------------------
+def _check_rebuilds(state: _State, policy: RebuildPolicy | None, now: int) -> str:
+    if policy is None or policy.required == 0:
+        return "not required"
+    verdicts = count_rebuilds(policy, _manifest(state), now)
+    have = independent(verdicts)
+    if have < policy.required:
+        reasons = "; ".join(f"{Path(v.path).name}: {v.reason}" for v in verdicts) or "none given"
+        raise e.RebuildsInsufficient(
+            f"{have} independent trusted rebuild(s) attest to every artifact, "
+            f"{policy.required} required ({reasons})",
+            where="--rebuild-attestation",
+        )
+    counted = ", ".join(f"{v.keyid[:16]}…" for v in verdicts if v.counts)
+    return f"{have} of {len(policy.rebuilders)} rebuilders ({counted}), {policy.required} required"
+
+
 def _manifest(state: _State) -> ModuleManifest:
     assert state.manifest is not None, "step 5 sets the manifest"
     return state.manifest
@@ -582,11 +603,13 @@ def verify_bundle(
     one_signer: bool = True,
     version_floor: str | None = None,
     limits: ReadLimits = HARD_LIMITS,
+    rebuilds: RebuildPolicy | None = None,
 ) -> Verdict:
-    """Run steps 1-12; raises the first failing step's `BundleRejected` subclass.
+    """Run steps 1-13; raises the first failing step's `BundleRejected` subclass.
 
     `one_signer`: the trust policy's "one-key" (see `verify.bundle.trusted_keys`); `version_floor`:
-    refuse a manifest version below it (dotted numbers; a bad floor is a ValueError)."""
+    refuse a manifest version below it (dotted numbers; a bad floor is a ValueError);
+    `rebuilds`: step 13's K-of-N rebuild policy (None: not required)."""
     if version_floor is not None and version_key(version_floor) is None:
         raise ValueError(f"version floor {version_floor!r} is not dotted numbers")
     results: list[StepResult] = []
@@ -610,6 +633,7 @@ def verify_bundle(
         done(10, _check_builder_paths(state))
         done(11, _check_checksums(state))
         done(12, _check_report(state, derive))
+        done(13, _check_rebuilds(state, rebuilds, now))
         manifest = _manifest(state)
         signer = state.signer[MANIFEST_SIGNATURE]
         return Verdict(
