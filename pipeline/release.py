@@ -212,6 +212,32 @@ def step_build(checked: Checked) -> Built:
     return built_from_index(checked, index)
 
 
+def build_from_records(folders: Sequence[Path]) -> Callable[[Checked], Built]:
+    """Step 2 for `release --from-records DIR...`: lanes built elsewhere, each checked
+    against this tree (pipeline.lanebuild.handoff), instead of building here."""
+
+    def from_records(checked: Checked) -> Built:
+        from pipeline.lanebuild.handoff import import_records
+        from pipeline.toolchain.lockfile import lock_digest
+
+        root = checked.request.repo_root
+        handed = import_records(root, checked.git, folders)
+        if checked.request.lanes:
+            handed = [h for h in handed if h.entry.lane in set(checked.request.lanes)]
+        index = BuildIndex(
+            source_revision=checked.git.revision,
+            source_date_epoch=checked.git.commit_time,
+            toolchain_lock_sha256=lock_digest(root / "toolchain.lock"),
+            lanes=[h.entry for h in handed],
+        )
+        lanes = ", ".join(f"{h.entry.lane} ({h.folder.name})" for h in handed)
+        return Built(checked, index, {h.entry.lane: h.artifact for h in handed},
+                     {h.entry.lane: h.record for h in handed},
+                     f"{len(handed)} lane(s) from records: {lanes}")
+
+    return from_records
+
+
 def _check_index(checked: Checked, index: BuildIndex) -> None:
     """The build must be of this commit and this toolchain.lock."""
     git = checked.git
@@ -463,6 +489,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rebuild", action="store_true", help="ignore the build cache")
     parser.add_argument(
+        "--from-records",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="assemble from lanes built elsewhere (`build --lane X --records-out DIR`) "
+        "instead of building here",
+    )
+    parser.add_argument(
         "--allow-dirty",
         action="store_true",
         help="release from a tree with uncommitted changes (local trials only)",
@@ -481,5 +516,8 @@ def run(args: argparse.Namespace) -> int:
         key_path=args.key,
         key_class=args.key_class,
     )
-    print(summary(run_release(request)))
+    steps = STEPS
+    if args.from_records:
+        steps = replace(STEPS, build=build_from_records(args.from_records))
+    print(summary(run_release(request, steps)))
     return EXIT_OK
