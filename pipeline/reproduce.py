@@ -269,11 +269,8 @@ def reproduce(bundle: Path, source: str, workdir: Path, say: Say, *, trusted_key
     documents = compare_documents(bundle, manifest,
                                   rebuilt_documents(bundle, manifest, index, checkout), scratch)
     say("[6/6] explaining differences")
-    rebuilt_paths = {e.artifact.rsplit("/", 1)[-1]: checkout / e.artifact for e in index.lanes}
-    paths: dict[str, Path] = {
-        v.name: rebuilt_paths[Path(v.name).name] for v in artifacts
-        if Path(v.name).name in rebuilt_paths
-    }
+    paths = {v.name: checkout / e.artifact for v in artifacts for e in index.lanes
+             if e.lane == v.lane}
     paths.update({v.name: scratch / v.name.replace(" ", "-") for v in documents})
     out = diff_dir or Path.cwd()
     return Reproduction(manifest, tuple(explain(artifacts, bundle, paths, out)),
