@@ -13,9 +13,9 @@ from pathlib import Path
 from pipeline.atomicio import write_atomic
 from pipeline.keys import SigningKey
 from pipeline.sign import sign_to_sigstore_bundle
+from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.layout import bundle_name
 from verify.canonical import canonical_json
-from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.formats.manifest import ModuleManifest
 from verify.formats.rebuild import (
     REBUILD_BUILD_TYPE,

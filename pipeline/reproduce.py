@@ -34,6 +34,7 @@ from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.inputs import sha256_file
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.check import check_installed
+from verify.bundle.dsse import parse_sigstore_bundle
 from verify.bundle.layout import (
     CHECKSUMS,
     MANIFEST,

@@ -24,10 +24,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pipeline.atomicio import write_atomic
+from pipeline.errors import CheckFailed, PipelineError
 from pipeline.lanebuild.inputs import lane_inputs, sha256_file, source_files
 from pipeline.lanebuild.lanes import load_lanes
 from pipeline.lanebuild.records import BuildIndex, BuildInputs, BuildRecord, IndexEntry
-from pipeline.errors import CheckFailed, PipelineError
 from pipeline.sources import GitFacts, tree_digest
 
 INDEX = "index.json"

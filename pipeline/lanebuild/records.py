@@ -41,7 +41,9 @@ class BuildRecord(Frozen):
     lane: str
     target: str
     kind: Literal["wasm", "native"]
-    argv: list[str] = Field(description="as run, with $WORKSPACE/$CARGO_HOME for the builder's paths")
+    argv: list[str] = Field(
+        description="as run, with $WORKSPACE/$CARGO_HOME for the builder's paths"
+    )
     post_link_argv: list[list[str]] = Field(
         [], description="commands run on cargo's output, in order (e.g. wasm-tools strip)"
     )

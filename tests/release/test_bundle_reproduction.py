@@ -26,8 +26,8 @@ import pytest
 
 from pipeline.lanebuild.lanes import load_lanes
 from tests.clones import clone_head
-from verify.bundle.verifier import verify_bundle
 from verify.bundle.trusted_keys import load_trusted_keys
+from verify.bundle.verifier import verify_bundle
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 # faketime: 17 days and 5 hours later (another day and time of day). `-m`: the multi-threaded

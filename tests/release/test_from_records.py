@@ -37,6 +37,7 @@ def _commit(repo: Path, commit_time: int) -> None:
 
 
 def _prepare(harness: Harness) -> None:
+    (harness.repo / "manifests").mkdir(exist_ok=True)
     shutil.copy(REPO_ROOT / "manifests/lanes.toml", harness.repo / "manifests/lanes.toml")
     (harness.repo / "crates/Cargo.lock").write_text("# fake lock\nversion = 3\n")
     _commit(harness.repo, harness.commit_time)

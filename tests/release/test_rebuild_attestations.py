@@ -21,11 +21,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pipeline.attest import Compared, rebuild_statement, write_attestation
 from pipeline.keys import SigningKey
 from verify.bundle import verifier
-from verify.cli import main as verify_main
 from verify.bundle.dsse import keyid_of
+from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
+from verify.cli import main as verify_main
 from verify.formats.manifest import ModuleManifest
 from verify.formats.rebuild import RebuildStatement
-from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 
 from .conftest import Harness, fake_report
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from pipeline.lanebuild.lanes import load_lanes
 from pipeline.errors import CheckFailed
+from pipeline.lanebuild.lanes import load_lanes
 from pipeline.sign import sign_to_sigstore_bundle
 from verify.bundle import verifier
-from verify.bundle.errors import BuilderPathLeaked
 from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
+from verify.bundle.errors import BuilderPathLeaked
 from verify.placeholders import absolute_paths_in, to_placeholders
 
 from .conftest import REPO_ROOT, Harness, fake_report

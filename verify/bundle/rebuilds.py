@@ -19,13 +19,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from verify.bundle.errors import BundleRejected
-from verify.canonical import MalformedJson, parse_json
 from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE, parse_sigstore_bundle, verify_signature
+from verify.bundle.errors import BundleRejected
+from verify.bundle.trusted_keys import TrustedKey
+from verify.canonical import MalformedJson, parse_json
 from verify.formats.manifest import ModuleManifest
 from verify.formats.rebuild import RebuildStatement
-from verify.inputs import InputError, read_regular_file
 from verify.bundle.trusted_keys import TrustedKey
+from verify.inputs import InputError, read_regular_file
 
 
 ATTESTATION_LIMIT = 1 << 20  # bytes; a real one is ~5 KiB

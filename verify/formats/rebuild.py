@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from verify.formats.manifest import GitRevision, Sha256Hex
+from verify.formats.base import Frozen, Sha256Hex
+from verify.formats.manifest import GitRevision
 
+REBUILD_ATTESTATION_SCHEMA = "tinyrustlm.rebuild-attestation.v1"
 REBUILD_BUILD_TYPE = "https://tinyrustlm.dev/release/build-type/rebuild/v1"
 REBUILDER_ID_PREFIX = "https://tinyrustlm.dev/release/rebuilder/"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -34,7 +36,9 @@ UPSTREAM = "upstream:"
 REBUILT = "rebuilt:"
 
 
-class _Camel(BaseModel):
+class _Camel(Frozen):
+    """A Frozen format whose JSON keys are in-toto's camelCase."""
+
     model_config = ConfigDict(
         frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True
     )

@@ -15,6 +15,7 @@ from verify.formats.bundle_verification import BUNDLE_VERIFICATION_SCHEMA, Bundl
 from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
 from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
 from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
+from verify.formats.rebuild import REBUILD_ATTESTATION_SCHEMA, RebuildStatement
 from verify.formats.receipt import CapabilityReceipt
 from verify.formats.report import VerificationReport
 from verify.policy.models import POLICY_SCHEMA, LanePolicy
@@ -28,6 +29,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     POLICY_SCHEMA: LanePolicy,
     BUNDLE_VERIFICATION_SCHEMA: BundleVerification,
     FUZZ_CAMPAIGN_SCHEMA: FuzzCampaign,
+    REBUILD_ATTESTATION_SCHEMA: RebuildStatement,
 }
 
 
