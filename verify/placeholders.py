@@ -6,8 +6,9 @@ location on the builder's machine by a placeholder, never by its absolute path: 
 releasing one commit with one key sign the same bytes, and no directory layout is published.
 
 What counts as a leaked path (`absolute_paths_outside`): a `/` that starts a path — at the
-start of a string or after a separator (whitespace, `=`, `:`, `,`, `;`, quotes, control
-characters), not after a scheme's `:` or another `/` (URLs, purls) — whose path is not under
+start of a string or after a character that cannot end a name (not a letter, digit, `_`, `.`,
+`/`, `~`, `$`, `@`, `%`, `-`), and not followed by another `/` (URLs; purls' `/` follow a
+letter) — up to the next whitespace, `=`, `:`, `,`, `;` or quote, whose path is not under
 one of `MACHINE_INDEPENDENT_ROOTS`. Those are the only absolute paths that are the same on
 every machine: the Debian system folders the pinned toolchain lives in (`/usr/bin/rustc`,
 `/usr/bin:/bin`), and the fixed targets `--remap-path-prefix` maps the builder's paths to
