@@ -44,7 +44,6 @@ from verify.bundle.layout import (
     SBOM,
     tarball_name,
 )
-from verify.bundle.dsse import parse_sigstore_bundle
 from verify.bundle.trusted_keys import load_trust_root
 from verify.bundle.verifier import verify_bundle
 from verify.errors import VerifyError

@@ -21,14 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from pipeline.atomicio import write_atomic
 from pipeline.errors import CheckFailed, PipelineError
+from pipeline.inputs import load_model
 from pipeline.lanebuild.inputs import lane_inputs, sha256_file, source_files
 from pipeline.lanebuild.lanes import load_lanes
 from pipeline.lanebuild.records import BuildIndex, BuildInputs, BuildRecord, IndexEntry
 from pipeline.sources import GitFacts, tree_digest
+from verify.errors import VerifyError
+from verify.inputs import read_regular_file
 
 INDEX = "index.json"
 RECORD = "build-record.json"
@@ -77,23 +78,12 @@ def tree_inputs(repo_root: Path) -> dict[str, BuildInputs]:
 
 
 def _read_index(folder: Path) -> BuildIndex:
-    path = folder / INDEX
-    try:
-        return BuildIndex.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise PipelineError(f"no build index in the records folder: {exc.strerror}",
-                            where=str(path)) from exc
-    except ValidationError as exc:
-        raise PipelineError(f"not a build index: {exc.errors()[0]['msg']}",
-                            where=str(path)) from exc
+    return load_model(BuildIndex, folder / INDEX, "build-index")
 
 
 def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> HandedLane:
     where = f"{folder / entry.record}"
-    try:
-        record = BuildRecord.model_validate_json((folder / entry.record).read_bytes())
-    except (OSError, ValidationError) as exc:
-        raise PipelineError(f"unreadable build record: {exc}", where=where) from exc
+    record = load_model(BuildRecord, folder / entry.record, "build-record")
     if want is None:
         raise RecordRefused(f"lane {entry.lane} is not in this tree's manifests/lanes.toml",
                             where=where)
@@ -114,10 +104,9 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
             )
     lane = HandedLane(entry, record, folder)
     try:
-        actual = hashlib.sha256(lane.artifact.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise PipelineError(f"cannot read artifact: {exc.strerror}",
-                            where=str(lane.artifact)) from exc
+        actual = hashlib.sha256(read_regular_file(lane.artifact, "artifact")).hexdigest()
+    except VerifyError as exc:
+        raise PipelineError(exc.message, where=str(lane.artifact)) from exc
     if not actual == entry.sha256 == record.output.sha256:
         raise RecordRefused(
             f"lane {entry.lane}: artifact sha256 {actual[:16]}… is not the recorded "

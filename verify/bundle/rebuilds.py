@@ -25,11 +25,7 @@ from verify.bundle.trusted_keys import TrustedKey
 from verify.canonical import MalformedJson, parse_json
 from verify.formats.manifest import ModuleManifest
 from verify.formats.rebuild import RebuildStatement
-from verify.bundle.trusted_keys import TrustedKey
 from verify.inputs import InputError, read_regular_file
-
-
-ATTESTATION_LIMIT = 1 << 20  # bytes; a real one is ~5 KiB
 
 
 @dataclass(frozen=True)
@@ -51,9 +47,8 @@ class Counted:
 def _judge(path: Path, policy: RebuildPolicy, manifest: ModuleManifest, now: int,
            seen: set[str]) -> Counted:
     where = str(path)
-    try:  # bounded: an attestation is a few KiB, never a reason to read without limit
-        bundle = parse_sigstore_bundle(read_regular_file(path, "rebuild attestation",
-                                                         ATTESTATION_LIMIT), where)
+    try:  # bounded like every input (verify/inputs.py LIMITS)
+        bundle = parse_sigstore_bundle(read_regular_file(path, "rebuild-attestation"), where)
     except InputError as exc:
         return Counted(where, "", False, f"unreadable: {exc.message}")
     except BundleRejected as exc:
