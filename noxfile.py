@@ -68,10 +68,11 @@ def release(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def reproduce(session: nox.Session) -> None:
-    """Rebuild a release bundle's revision from a fresh clone and compare byte for byte."""
+    """Verify a bundle, rebuild its revision from a fresh clone, compare the whole bundle."""
     install(session)
     if not session.posargs:
-        session.error("usage: nox -s reproduce -- dist/tinyrustlm-<version> [--source REPO]")
+        session.error("usage: nox -s reproduce -- dist/tinyrustlm-<version> --trusted-keys FILE "
+                      "[--source REPO] [--attest --key PEM]")
     session.run("tinyrustlm-release", "reproduce", *session.posargs)
 
 

@@ -1,7 +1,8 @@
 """Build the signed module manifest from a build index (plus the JS host files).
 
 The manifest names every file of the bundle that is a release artifact by a bundle-relative
-url and its SHA-256; the build id binds the manifest to those bytes. Nothing here signs;
+url and its SHA-256; the build id binds the manifest to those bytes. `build_manifest` is pure
+(bytes in, manifest out); reading files is `artifact_files`/`js_host_files`. Nothing here signs;
 `pipeline.sign` signs the canonical bytes this module returns.
 """
 
@@ -51,7 +52,7 @@ class BundleFile:
     """One file placed in the bundle: where its bytes come from and what they must hash to."""
 
     url: str
-    source: Path
+    data: bytes
     sha256: str
     size: int
     lane: str = ""
@@ -72,14 +73,15 @@ def _read_checked(path: Path, sha256: str, where: str) -> bytes:
     return data
 
 
-def artifact_files(index: BuildIndex, repo_root: Path) -> list[BundleFile]:
-    """One BundleFile per lane, named by the build's content-addressed file name."""
+def artifact_files(index: BuildIndex, sources: Mapping[str, Path]) -> list[BundleFile]:
+    """One BundleFile per lane (its bytes read from `sources[lane]` and checked against the
+    index), named by the build's content-addressed file name."""
     files: list[BundleFile] = []
     for entry in index.lanes:
-        source = repo_root / entry.artifact
+        source = sources[entry.lane]
         data = _read_checked(source, entry.sha256, f"build index lane {entry.lane}: {source}")
         url = f"{ARTIFACTS_DIR}/{source.name}"
-        files.append(BundleFile(url, source, entry.sha256, len(data), entry.lane))
+        files.append(BundleFile(url, data, entry.sha256, len(data), entry.lane))
     urls = [f.url for f in files]
     if len(set(urls)) != len(urls):
         raise PipelineError("two lanes produced the same artifact file name", where="build index")
@@ -95,7 +97,7 @@ def js_host_files(repo_root: Path) -> list[BundleFile]:
     for path in sorted(folder.glob("*.js")):
         data = path.read_bytes()
         files.append(
-            BundleFile(f"{JS_DIR}/{path.name}", path, hashlib.sha256(data).hexdigest(), len(data))
+            BundleFile(f"{JS_DIR}/{path.name}", data, hashlib.sha256(data).hexdigest(), len(data))
         )
     return files
 
@@ -185,7 +187,7 @@ def build_manifest(
     except ValidationError as exc:
         raise PipelineError(f"manifest does not validate: {exc}", where="manifest") from exc
     fields["build_id"] = build_id_of(
-        manifest_without_build_id(draft), (f.source.read_bytes() for f in listed)
+        manifest_without_build_id(draft), (f.data for f in listed)
     )
     return ModuleManifest.model_validate(fields)
 

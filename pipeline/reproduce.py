@@ -1,95 +1,104 @@
-"""Compare two builds byte for byte and, where they differ, name the first differing section."""
+"""`tinyrustlm-release reproduce BUNDLE`: verify a release, rebuild it from source, compare.
+
+    1 verify      the whole bundle, as `tinyrustlm-verify bundle` does (trusted keys): nothing
+                  is read from the manifest before its signature verified
+    2 checkout    a fresh clone at the manifest's source revision; its toolchain.lock is the
+                  one the manifest cites
+    3 toolchain   this machine matches that lock
+    4 build       every lane of the release
+    5 compare     every artifact byte for byte; then the unsigned documents re-assembled from
+                  the rebuild (manifest, SBOM, report, provenance statement) and, with the
+                  release's own signatures, SHA256SUMS and the tarball: the whole bundle
+    6 explain     for each difference the first differing section and, when diffoscope is
+                  installed, its HTML report in --diff-dir
+    7 attest      with --attest --key: a signed rebuild attestation (pipeline.attest)
+"""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import lief
-
-from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, PipelineError
-from pipeline.inputs import load_model
+from pipeline.attest import Compared, rebuild_statement, write_attestation
+from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, PipelineError
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.inputs import sha256_file
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.check import check_installed
+from verify.bundle.dsse import parse_sigstore_bundle
+from verify.bundle.layout import (
+    CHECKSUMS,
+    MANIFEST,
+    MANIFEST_SIGNATURE,
+    PROVENANCE_SIGNATURE,
+    REPORT,
+    SBOM,
+    tarball_name,
+)
+from verify.bundle.trusted_keys import load_trust_root
+from verify.bundle.verifier import verify_bundle
+from verify.errors import VerifyError
 from verify.formats.manifest import ModuleManifest
-from verify.wasm.errors import MalformedWasm
-from verify.wasm.sections import parse_module
+from verify.section_diff import first_difference
 
-
-def _wasm_sections(data: bytes) -> list[tuple[str, int, int]]:
-    module = parse_module(data)
-    standard = [(f"{s.name} (id {s.id})", s.offset, s.size) for s in module.sections]
-    return standard + [(f"{s.name} (custom)", s.offset, s.size) for s in module.custom]
-
-
-def _native_sections(data: bytes) -> list[tuple[str, int, int]]:
-    binary = lief.parse(list(data))
-    if binary is None:
-        return []
-    spans = []
-    for section in binary.sections:
-        name = section.name
-        spans.append((name if isinstance(name, str) else name.decode(errors="replace"),
-                      section.offset, section.size))
-    return spans
-
-
-def section_spans(data: bytes) -> list[tuple[str, int, int]]:
-    """(name, file offset, size) of every section, in file order; [] if not a known format."""
-    try:
-        spans = _wasm_sections(data) if data[:4] == b"\0asm" else _native_sections(data)
-    except MalformedWasm:
-        return []
-    return sorted(spans, key=lambda span: span[1])
-
-
-def first_difference(a: bytes, b: bytes) -> str | None:
-    """None when identical; else where they first differ, by section when it can tell."""
-    if a == b:
-        return None
-    offset = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
-                  min(len(a), len(b)))
-    sizes = f"sizes {len(a)} vs {len(b)}"
-    # Section layout up to the first difference is shared; take it from whichever side parses
-    # (a tampered file may no longer be a well-formed module).
-    spans = section_spans(a) or section_spans(b)
-    for name, start, size in spans:
-        if start <= offset < start + size:
-            return f"first difference at byte {offset} in section {name} ({sizes})"
-    if spans and offset < spans[0][1]:
-        return f"first difference at byte {offset} in the file headers ({sizes})"
-    return f"first difference at byte {offset}, outside any section ({sizes})"
+Say = Callable[[str], None]
+DIFFOSCOPE_TIMEOUT_SECONDS = 600
 
 
 def compare_files(a: Path, b: Path) -> str | None:
     return first_difference(a.read_bytes(), b.read_bytes())
 
 
-# --- `tinyrustlm-release reproduce BUNDLE`: rebuild a release from source and compare ---------
-
-
 class ReproduceError(PipelineError):
     """The rebuild could not be set up (no manifest, unknown revision, different lock)."""
 
 
+class BundleNotVerified(CheckFailed):
+    """`reproduce` refuses a bundle that `verify bundle` rejects, before any clone or build."""
+
+    def __init__(self, message: str, *, error_id: str, where: str = "", hint: str = "") -> None:
+        super().__init__(f"the bundle does not verify, nothing was rebuilt: "
+                         f"error[{error_id}] {message}", where=where, hint=hint)
+        self.error_id = error_id
+
+
 @dataclass(frozen=True)
 class LaneVerdict:
+    """One bundle file against its rebuilt twin (`lane` is "" for a document)."""
+
     lane: str
+    name: str  # bundle path
     expected_sha256: str
     rebuilt_sha256: str
     difference: str | None  # None: bit-identical
+    diffoscope: str | None = None  # path of diffoscope's HTML report, when it ran
 
     @property
     def identical(self) -> bool:
         return self.expected_sha256 == self.rebuilt_sha256
+
+    def compared(self) -> Compared:
+        return Compared(self.name, self.expected_sha256, self.rebuilt_sha256)
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    manifest: ModuleManifest
+    artifacts: tuple[LaneVerdict, ...]
+    documents: tuple[LaneVerdict, ...]
+
+    @property
+    def identical(self) -> bool:
+        return all(v.identical for v in (*self.artifacts, *self.documents))
 
 
 def _git(args: list[str], cwd: Path) -> str:
@@ -113,72 +122,239 @@ def prepare_checkout(source: str, revision: str, workdir: Path) -> Path:
 def compare_bundle(bundle: Path, manifest: ModuleManifest, index: BuildIndex,
                    rebuilt_root: Path) -> list[LaneVerdict]:
     rebuilt = {entry.lane: entry for entry in index.lanes}
+    digests = dict(manifest.listed_files())
     verdicts = []
     for url, lane in manifest.lanes():
-        expected = next(sha for u, sha in manifest.listed_files() if u == url)
+        expected = digests[url]
         entry = rebuilt.get(lane)
         if entry is None:
-            verdicts.append(LaneVerdict(lane, expected, "<not rebuilt>", "lane missing"))
+            verdicts.append(LaneVerdict(lane, url, expected, "<not rebuilt>", "lane missing"))
             continue
         difference = None
         if entry.sha256 != expected:
             difference = compare_files(bundle / url, rebuilt_root / entry.artifact)
-        verdicts.append(LaneVerdict(lane, expected, entry.sha256, difference))
+        verdicts.append(LaneVerdict(lane, url, expected, entry.sha256, difference))
     return verdicts
 
 
-def reproduce(bundle: Path, source: str, workdir: Path, say: Callable[[str], None]
-              ) -> list[LaneVerdict]:
+def rebuilt_documents(bundle: Path, manifest: ModuleManifest, index: BuildIndex,
+                      checkout: Path) -> dict[str, bytes]:
+    """The bundle's unsigned files as the rebuild makes them: the release's own steps 3-5
+    (inspect, smoke, assemble) over the rebuilt lanes, never its signing; then SHA256SUMS
+    and the tarball over them plus the release's two signature files."""
+    from pipeline.assemble import assemble
+    from pipeline.bundle import bundle_contents
+    from pipeline.release import (
+        Checked,
+        ReleaseRequest,
+        built_from_index,
+        read_material,
+        step_smoke,
+        step_verify,
+    )
+    from pipeline.sources import git_facts
+
+    lanes = tuple(lane for _, lane in manifest.lanes())
+    request = ReleaseRequest(repo_root=checkout, dist=checkout / "dist", lanes=lanes, env={})
+    checked = Checked(request, git_facts(checkout), manifest.version, "rebuild")
+    tested = step_smoke(step_verify(built_from_index(checked, index)))
+    documents = assemble(read_material(tested), manifest.key_class)
+    signatures = {name: (bundle / name).read_bytes()
+                  for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)}
+    native = frozenset(a.url for a in manifest.native_artifacts)
+    files = bundle_contents(manifest.version, {**documents.files, **signatures},
+                            manifest.source_date_epoch, native)
+    files["provenance statement"] = documents.statement
+    return files
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def compare_documents(bundle: Path, manifest: ModuleManifest,
+                      rebuilt: Mapping[str, bytes], scratch: Path) -> list[LaneVerdict]:
+    """Manifest, SBOM, report, the provenance statement, SHA256SUMS and the tarball."""
+    statement = parse_sigstore_bundle((bundle / PROVENANCE_SIGNATURE).read_bytes(),
+                                      PROVENANCE_SIGNATURE).envelope.payload
+    expected = {name: (bundle / name).read_bytes()
+                for name in (MANIFEST, SBOM, REPORT, CHECKSUMS, tarball_name(manifest.version))}
+    expected["provenance statement"] = statement
+    verdicts = []
+    for name, data in expected.items():
+        again = rebuilt[name]
+        difference = None if data == again else first_difference(data, again)
+        if difference is not None:  # keep the rebuilt bytes for diffoscope
+            (scratch / name.replace(" ", "-")).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / name.replace(" ", "-")).write_bytes(again)
+        verdicts.append(LaneVerdict("", name, _sha(data), _sha(again), difference))
+    return verdicts
+
+
+def run_diffoscope(expected: Path, rebuilt: Path, html: Path) -> str | None:
+    """diffoscope's HTML report of two files, or None when diffoscope is not installed."""
+    tool = shutil.which("diffoscope")
+    if tool is None:
+        return None
+    html.parent.mkdir(parents=True, exist_ok=True)
     try:
-        manifest = load_model(ModuleManifest, bundle / "manifest.json", "json")
-    except PipelineError as exc:
-        raise ReproduceError(f"cannot read the bundle's manifest: {exc.message}",
-                             where=exc.where) from exc
-    say(f"[1/4] checking out {manifest.source_revision[:12]} from {source}")
+        subprocess.run([tool, "--html", str(html), "--no-progress", str(expected), str(rebuilt)],
+                       capture_output=True, timeout=DIFFOSCOPE_TIMEOUT_SECONDS, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return str(html) if html.is_file() else None
+
+
+def explain(verdicts: list[LaneVerdict], bundle: Path, rebuilt_paths: Mapping[str, Path],
+            diff_dir: Path) -> list[LaneVerdict]:
+    """Each differing file with diffoscope's report attached (when it ran)."""
+    explained = []
+    for v in verdicts:
+        rebuilt = rebuilt_paths.get(v.name)
+        if v.identical or rebuilt is None:
+            explained.append(v)
+            continue
+        expected = bundle / v.name
+        if not expected.is_file():  # the provenance statement: write the bundle's payload
+            expected = rebuilt.with_name(f"bundle.{rebuilt.name}")
+            expected.write_bytes(parse_sigstore_bundle(
+                (bundle / PROVENANCE_SIGNATURE).read_bytes(), PROVENANCE_SIGNATURE
+            ).envelope.payload)
+        report = run_diffoscope(expected, rebuilt,
+                                diff_dir / f"diffoscope.{Path(v.name).name.replace(' ', '-')}.html")
+        explained.append(LaneVerdict(v.lane, v.name, v.expected_sha256, v.rebuilt_sha256,
+                                     v.difference, report))
+    return explained
+
+
+def verify_first(bundle: Path, trusted_keys: Path, allow_dev_key: bool, say: Say) -> ModuleManifest:
+    """Step 1: the whole `verify bundle` procedure; only then is manifest.json read."""
+    try:
+        root = load_trust_root(trusted_keys)
+        verdict = verify_bundle(bundle, root.keys, allow_dev_key=allow_dev_key,
+                                now=int(time.time()), one_signer=root.one_signer)
+    except VerifyError as exc:
+        error_id = getattr(exc, "error_id", "verify.error")
+        raise BundleNotVerified(
+            exc.message,
+            error_id=error_id,
+            where=exc.where or str(bundle),
+            hint=f"tinyrustlm-verify bundle {bundle} --trusted-keys {trusted_keys} shows each step",
+        ) from exc
+    say(f"[1/6] bundle verified: tinyrustlm {verdict.version}, key {verdict.keyid[:16]}… "
+        f"({verdict.key_class})")
+    return ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+
+
+def reproduce(bundle: Path, source: str, workdir: Path, say: Say, *, trusted_keys: Path,
+              allow_dev_key: bool = False, diff_dir: Path | None = None) -> Reproduction:
+    manifest = verify_first(bundle, trusted_keys, allow_dev_key, say)
+    say(f"[2/6] checking out {manifest.source_revision[:12]} from {source}")
     checkout = prepare_checkout(source, manifest.source_revision, workdir)
     lock_sha = sha256_file(checkout / "toolchain.lock")
     if lock_sha != manifest.toolchain_lock_sha256:
         raise ReproduceError("the checkout's toolchain.lock is not the one the release cites",
                              where=str(checkout / "toolchain.lock"))
-    say("[2/4] checking the installed toolchain against that lock")
+    say("[3/6] checking the installed toolchain against that lock")
     check_installed(checkout)
-    say("[3/4] building every lane")
+    say("[4/6] building every lane")
     index = build_lanes(checkout, None, False, say)
     if index.source_date_epoch != manifest.source_date_epoch:
         raise ReproduceError(
             f"SOURCE_DATE_EPOCH {index.source_date_epoch} differs from the release's "
             f"{manifest.source_date_epoch}", where="git log -1 --format=%ct")
-    say("[4/4] comparing byte for byte")
-    return compare_bundle(bundle, manifest, index, checkout)
+    say("[5/6] comparing every artifact and every unsigned document byte for byte")
+    artifacts = compare_bundle(bundle, manifest, index, checkout)
+    scratch = workdir / "rebuilt-documents"
+    documents = compare_documents(bundle, manifest,
+                                  rebuilt_documents(bundle, manifest, index, checkout), scratch)
+    say("[6/6] explaining differences")
+    paths = {v.name: checkout / e.artifact for v in artifacts for e in index.lanes
+             if e.lane == v.lane}
+    paths.update({v.name: scratch / v.name.replace(" ", "-") for v in documents})
+    out = diff_dir or Path.cwd()
+    return Reproduction(manifest, tuple(explain(artifacts, bundle, paths, out)),
+                        tuple(explain(documents, bundle, paths, out)))
 
 
 def render_verdicts(verdicts: list[LaneVerdict]) -> str:
     lines = []
     for v in verdicts:
         state = "identical" if v.identical else f"DIFFERS: {v.difference}"
-        lines.append(f"  {v.lane:<28} {v.expected_sha256[:16]}  {state}")
-    same = sum(v.identical for v in verdicts)
-    lines.append(f"{same}/{len(verdicts)} artifact(s) reproduced bit for bit")
+        if v.diffoscope:
+            state += f"\n{'':<30}diffoscope: {v.diffoscope}"
+        lines.append(f"  {v.lane or v.name:<28} {v.expected_sha256[:16]}  {state}")
     return "\n".join(lines)
+
+
+def render(result: Reproduction) -> str:
+    same = sum(v.identical for v in result.artifacts)
+    docs = sum(v.identical for v in result.documents)
+    return "\n".join([
+        render_verdicts(list(result.artifacts)),
+        f"{same}/{len(result.artifacts)} artifact(s) reproduced bit for bit",
+        render_verdicts(list(result.documents)),
+        f"{docs}/{len(result.documents)} document(s) reproduced bit for bit",
+    ])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="an unpacked release bundle (dist/tinyrustlm-*)")
+    parser.add_argument("--trusted-keys", type=Path, required=True, metavar="FILE",
+                        help="trusted-keys JSON: the bundle is verified with it before anything "
+                        "is read from its manifest")
+    parser.add_argument("--allow-dev-key", action="store_true",
+                        help="accept a bundle signed by a development-role key")
     parser.add_argument("--source", default=".",
                         help="git repository to clone the release's revision from (default: .)")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="where to clone and build (default: a new temporary folder)")
+    parser.add_argument("--diff-dir", type=Path, default=None, metavar="DIR",
+                        help="where diffoscope's HTML reports go (default: the current folder)")
+    parser.add_argument("--attest", action="store_true",
+                        help="sign a rebuild attestation of what reproduced (needs --key)")
+    parser.add_argument("--key", type=Path, default=None, metavar="PEM",
+                        help="the rebuilder's Ed25519 private key (for --attest)")
+    parser.add_argument("--attest-out", type=Path, default=None, metavar="FILE",
+                        help="attestation path (default: ./rebuild.<keyid[:16]>.sigstore.json)")
     parser.add_argument("--json", action="store_true", help="print the verdicts as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipeline.keys import SigningKey, load_private_key
+    from verify.bundle.dsse import keyid_of
+
+    key = None
+    if args.attest:  # bad key input first, before an hour of building
+        if args.key is None:
+            raise PipelineError("--attest needs --key PEM (the rebuilder's key)",
+                                where="reproduce --attest")
+        private = load_private_key(args.key)
+        key = SigningKey(private, keyid_of(private.public_key()), "release", str(args.key))
     source = str(Path(args.source).resolve()) if Path(args.source).exists() else args.source
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-reproduce-") as tmp:
         workdir = args.workdir or Path(tmp)
-        verdicts = reproduce(args.bundle.resolve(), source, workdir.resolve(),
-                             lambda s: print(s, file=sys.stderr, flush=True))
+        result = reproduce(args.bundle.resolve(), source, workdir.resolve(),
+                           lambda s: print(s, file=sys.stderr, flush=True),
+                           trusted_keys=args.trusted_keys, allow_dev_key=args.allow_dev_key,
+                           diff_dir=args.diff_dir)
+    seconds = time.monotonic() - started
     if args.json:
-        print(json.dumps([{**asdict(v), "identical": v.identical} for v in verdicts], indent=2))
+        print(json.dumps({
+            "artifacts": [{**asdict(v), "identical": v.identical} for v in result.artifacts],
+            "documents": [{**asdict(v), "identical": v.identical} for v in result.documents],
+            "seconds": round(seconds, 1),
+        }, indent=2))
     else:
-        print(render_verdicts(verdicts))
-    return EXIT_OK if all(v.identical for v in verdicts) else EXIT_CHECK_FAILED
+        print(render(result))
+        print(f"whole-bundle reproduction took {seconds:.0f}s")
+    if key is not None and not any(v.identical for v in result.artifacts):
+        print("no artifact reproduced: no rebuild attestation written", file=sys.stderr)
+    elif key is not None:
+        statement = rebuild_statement(result.manifest, [v.compared() for v in result.artifacts],
+                                      [v.compared() for v in result.documents], key.keyid)
+        path = write_attestation(statement, key, args.attest_out or Path.cwd())
+        print(f"rebuild attestation: {path} ({len(statement.subject)} subject(s))",
+              file=sys.stderr)
+    return EXIT_OK if result.identical else EXIT_CHECK_FAILED

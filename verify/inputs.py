@@ -24,6 +24,7 @@ LIMITS: dict[str, int] = {
     "policy": 4 * MiB,
     "build-index": 4 * MiB,
     "build-record": 4 * MiB,
+    "rebuild-attestation": 1 * MiB,  # a real one is ~5 KiB
     "json": MAX_JSON_BYTES,
     "artifact": 256 * MiB,
     "model": 1024 * MiB,

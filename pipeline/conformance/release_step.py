@@ -1,4 +1,4 @@
-"""`release --conformance`: the matrix as a release step between smoke and sign.
+"""`release --conformance`: the matrix runs at the end of step 4 (smoke), before signing.
 
 It runs on the very files the bundle will hold (the build index's artifacts, the JS host),
 so `conformance.json` can be signed with the rest: listed in SHA256SUMS and a subject of the
@@ -8,24 +8,24 @@ the release stop when one of those engines has a failing row or no passing one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from pipeline.conformance.cli import conformance, report_bytes
 from pipeline.conformance.matrix import Options
 from pipeline.conformance.subject import NativeLane, Subject, WasmLane
-from pipeline.errors import CheckFailed, PipelineError
-from pipeline.manifest import artifact_files, js_host_files
-from pipeline.release import ReleaseContext, Step, lane_contracts
+from pipeline.errors import CheckFailed
+from pipeline.manifest import JS_SOURCE_DIR, artifact_files, js_host_files
+from pipeline.release import Tested, Verified, lane_contracts
 from verify.formats.conformance import ConformanceReport
 
 
-def subject_of(ctx: ReleaseContext) -> Subject:
+def subject_of(tested: Tested) -> Subject:
     """The lanes of the release being made, as the bundle will list them."""
-    if ctx.index is None or ctx.git is None:
-        raise PipelineError("internal: conformance runs after the build", where="release")
-    files = artifact_files(ctx.index, ctx.repo_root)
-    kinds = {e.lane: e for e in ctx.index.lanes}
+    built = tested.verified.built
+    files = artifact_files(built.index, built.artifacts)
+    kinds = {e.lane: e for e in built.index.lanes}
     wasm_ids = [f.lane for f in files if kinds[f.lane].kind == "wasm"]
     contracts = lane_contracts(wasm_ids)
     wasm, native = [], []
@@ -33,13 +33,15 @@ def subject_of(ctx: ReleaseContext) -> Subject:
         entry = kinds[f.lane]
         if entry.kind == "wasm":
             c = contracts[f.lane]
-            wasm.append(WasmLane(f.lane, f.url, f.source, f.sha256,
+            wasm.append(WasmLane(f.lane, f.url, built.artifacts[f.lane], f.sha256,
                                  simd="simd128" in c.required_features,
                                  threads=c.requires_cross_origin_isolation))
         else:
-            native.append(NativeLane(f.lane, entry.target, f.source, f.sha256))
-    return Subject(ctx.version, ctx.git.revision, tuple(wasm), tuple(native),
-                   tuple((j.url, j.source) for j in js_host_files(ctx.repo_root)))
+            native.append(NativeLane(f.lane, entry.target, built.artifacts[f.lane], f.sha256))
+    root = built.checked.request.repo_root
+    js = tuple((j.url, root / JS_SOURCE_DIR / Path(j.url).name) for j in js_host_files(root))
+    return Subject(built.checked.version, built.checked.git.revision, tuple(wasm),
+                   tuple(native), js)
 
 
 def _isolation(isolated: bool | None) -> str:
@@ -59,25 +61,23 @@ def unmet(report: ConformanceReport, engines: Sequence[str]) -> list[str]:
     return problems
 
 
-def with_conformance(steps: Sequence[Step], opts: Options,
-                     require: Sequence[str] = ()) -> tuple[Step, ...]:
-    def run(ctx: ReleaseContext) -> str:
-        say = ctx.say
-        report = conformance(subject_of(ctx), replace(opts, say=lambda line: say(f"    {line}")))
+def with_conformance(smoke: Callable[[Verified], Tested], opts: Options,
+                     require: Sequence[str] = ()) -> Callable[[Verified], Tested]:
+    """Step 4 followed by the matrix over the tested lanes; its report rides on `Tested`."""
+
+    def smoke_then_conformance(verified: Verified) -> Tested:
+        tested = smoke(verified)
+        say = verified.built.checked.request.say
+        say("    conformance matrix ...")
+        report = conformance(subject_of(tested), replace(opts, say=lambda line: say(f"    {line}")))
         problems = unmet(report, require)
         if problems:
             raise CheckFailed(f"conformance: {'; '.join(problems)}", where="conformance matrix",
                               hint="fix the lane, or switch it off with the manifest's "
                               "disabled_lanes")
-        ctx.conformance = report_bytes(report)
         failed = sum(r.outcome == "fail" for r in report.rows)
-        return f"{len(report.rows)} rows on {len(report.engines())} engines, {failed} failing"
+        summary = f"{len(report.rows)} rows on {len(report.engines())} engines, {failed} failing"
+        return replace(tested, detail=f"{tested.detail}; conformance: {summary}",
+                       conformance=report_bytes(report))
 
-    out: list[Step] = []
-    for step in steps:
-        out.append(step)
-        if step.title == "smoke":
-            out.append(Step("conformance", run))
-    if len(out) == len(steps):
-        raise KeyError("smoke")
-    return tuple(out)
+    return smoke_then_conformance

@@ -13,6 +13,7 @@ from pipeline.errors import PipelineError
 from pipeline.lanebuild.lanes import Lane, LanesFile
 from pipeline.toolchain import wasmtools
 from pipeline.toolchain.lockfile import ToolchainLock
+from verify.placeholders import CARGO_HOME, WORKSPACE, to_placeholders
 
 Say = Callable[[str], None]
 HEARTBEAT_SECONDS = 15.0
@@ -74,6 +75,29 @@ def plan_run(lane: Lane, lanes: LanesFile, lock: ToolchainLock, workspace: Path,
         post_link.append([str(wasmtools.executable()), "strip", *deletes, str(output),
                           "-o", str(final)])
     return CargoRun(argv, env, workspace, output, post_link, final)
+
+
+def as_recorded(run: CargoRun, repo_root: Path) -> CargoRun:
+    """`run` as a build record states it: the checkout is `$WORKSPACE`, cargo's home
+    `$CARGO_HOME`, and the post-link tool its toolchain.lock name (its folder is the Python
+    environment's), so records, SBOM and provenance are the same on every machine."""
+    places = [
+        (str(repo_root), WORKSPACE),
+        (run.env["CARGO_HOME"], CARGO_HOME),
+        *((argv[0], Path(argv[0]).name) for argv in run.post_link),
+    ]
+
+    def fix(text: str) -> str:
+        return to_placeholders(text, places)
+
+    return CargoRun(
+        argv=[fix(a) for a in run.argv],
+        env={k: fix(v) for k, v in run.env.items()},
+        cwd=Path(fix(str(run.cwd))),
+        output=Path(fix(str(run.output))),
+        post_link=[[fix(a) for a in argv] for argv in run.post_link],
+        final=Path(fix(str(run.final))),
+    )
 
 
 def run_cargo(lane: Lane, run: CargoRun, say: Say) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK
 from pipeline.lanebuild.driver import build_lanes
+from pipeline.lanebuild.handoff import export_records
 from pipeline.lanebuild.lanes import load_lanes
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.check import check_installed
@@ -19,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="build only this lane (repeatable; default: every lane)")
     parser.add_argument("--force", action="store_true", help="rebuild even if inputs are unchanged")
     parser.add_argument("--repo", type=Path, default=Path(), help="repository root")
+    parser.add_argument("--records-out", type=Path, default=None, metavar="DIR",
+                        help="also write the built lanes (artifact, record, index) into DIR "
+                        "for `release --from-records`")
 
 
 def say(text: str) -> None:
@@ -42,5 +46,9 @@ def run(args: argparse.Namespace) -> int:
     index = build_lanes(args.repo, args.lanes, args.force, say)
     print(summary_table(index))
     print(f"build/index.json: {len(index.lanes)} lane(s) in {time.monotonic() - started:.2f}s")
+    if args.records_out is not None:
+        wanted = args.lanes or [e.lane for e in index.lanes]
+        out = export_records(args.repo.resolve(), index, wanted, args.records_out.resolve())
+        print(f"records for {', '.join(wanted)}: {out}")
     failed = [e for e in index.lanes if e.smoke.status == "fail"]
     return EXIT_CHECK_FAILED if failed else EXIT_OK

@@ -19,7 +19,7 @@ from pipeline.errors import CheckFailed, PipelineError
 from pipeline.filelock import hold_lock
 from pipeline.inputs import load_model
 from pipeline.lanebuild import smoke
-from pipeline.lanebuild.cargo import CompileError, plan_run, run_cargo
+from pipeline.lanebuild.cargo import CompileError, as_recorded, plan_run, run_cargo
 from pipeline.lanebuild.inputs import lane_inputs, sha256_file, source_files
 from pipeline.lanebuild.lanes import Lane, load_lanes
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
@@ -137,9 +137,10 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
             artifact, sha, size = _publish(lane, run.final, lane_dir)
             say(f"    compiled in {time.monotonic() - started:.1f}s; smoke-testing")
             result = smoke.smoke(lane.smoke, artifact, repo_root, scratch)
+            stated = as_recorded(run, repo_root)
             record = BuildRecord(
-                lane=lane.id, target=lane.target, kind=lane.kind, argv=run.argv,
-                post_link_argv=run.post_link, env=run.env,
+                lane=lane.id, target=lane.target, kind=lane.kind, argv=stated.argv,
+                post_link_argv=stated.post_link, env=stated.env,
                 source_date_epoch=epoch, inputs=inputs,
                 output=BuildOutput(path=artifact.relative_to(repo_root).as_posix(),
                                    sha256=sha, size=size),

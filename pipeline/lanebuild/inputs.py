@@ -10,7 +10,7 @@ from pipeline.lanebuild.lanes import Lane
 from pipeline.lanebuild.records import BuildInputs
 
 # Bump when the driver changes how it invokes cargo (argv/env): old cache entries then miss.
-DRIVER_VERSION = "2"
+DRIVER_VERSION = "3"  # 3: records name paths by placeholders ($WORKSPACE, $CARGO_HOME)
 _SKIPPED_DIRS = {"target", ".git"}
 
 

@@ -41,11 +41,16 @@ class BuildRecord(Frozen):
     lane: str
     target: str
     kind: Literal["wasm", "native"]
-    argv: list[str]
+    argv: list[str] = Field(
+        description="as run, with $WORKSPACE/$CARGO_HOME for the builder's paths"
+    )
     post_link_argv: list[list[str]] = Field(
         [], description="commands run on cargo's output, in order (e.g. wasm-tools strip)"
     )
-    env: dict[str, str] = Field(description="the complete environment the compiler ran with")
+    env: dict[str, str] = Field(
+        description="the complete environment the compiler ran with ($WORKSPACE/$CARGO_HOME "
+        "for the builder's paths)"
+    )
     source_date_epoch: int
     inputs: BuildInputs
     output: BuildOutput

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.reproduce import first_difference
+from verify.section_diff import first_difference
 
 
 def _module(code_body: bytes) -> bytes:

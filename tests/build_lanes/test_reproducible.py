@@ -1,24 +1,34 @@
 """Third-party reproduction: rebuild a release's revision elsewhere and compare byte for byte.
 
 The rebuild runs in a clone at another path, with another HOME, TZ, locale and umask, and at
-another time of day than the release's build; every one of the six artifacts must match.
+another time of day than the release's build; it verifies the bundle first, then every one
+of the six artifacts and every unsigned document (manifest, SBOM, report, provenance
+statement, SHA256SUMS, tarball) must match, and it signs a rebuild attestation that
+`verify bundle --require-rebuilds 1` accepts.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from pipeline.keys import generate_key_files
 from pipeline.lanebuild.records import BuildIndex
-from pipeline.reproduce import compare_bundle
+from pipeline.reproduce import compare_bundle, explain
 from tests.clones import run_build
+from verify.bundle.rebuilds import RebuildPolicy
+from verify.bundle.trusted_keys import load_trusted_keys
+from verify.bundle.verifier import verify_bundle
 from verify.formats.manifest import ModuleManifest
 
 pytestmark = pytest.mark.integration
@@ -28,6 +38,9 @@ pytestmark = pytest.mark.integration
 class Reproduction:
     workdir: Path
     done: subprocess.CompletedProcess[str]
+    attestation: Path
+    rebuilders: Path
+    trusted: Path
 
 
 @pytest.fixture(scope="module")
@@ -36,19 +49,42 @@ def reproduction(
 ) -> Reproduction:
     workdir = tmp_path_factory.mktemp("third-party") / "a" / "much" / "deeper" / "place"
     home = tmp_path_factory.mktemp("home")
+    rebuilder = generate_key_files(home / "keys", "rebuilder", "release")
+    trusted = built_clone / ".dev-keys" / "development.trusted-keys.json"
+    attestation = home / "attestations" / "rebuild.json"
+    attestation.parent.mkdir()
     env = {**os.environ, "PYTHONPATH": str(built_clone), "HOME": str(home),
            "TZ": "Pacific/Kiritimati", "LANG": "de_DE.UTF-8", "LC_ALL": "de_DE.UTF-8"}
     done = subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "reproduce", str(released_bundle),
-         "--source", str(built_clone), "--workdir", str(workdir)],
+         "--trusted-keys", str(trusted), "--allow-dev-key",
+         "--source", str(built_clone), "--workdir", str(workdir),
+         "--attest", "--key", str(rebuilder.private_pem), "--attest-out", str(attestation)],
         capture_output=True, text=True, env=env, umask=0o077, cwd=home,
     )
-    return Reproduction(workdir, done)
+    return Reproduction(workdir, done, attestation, rebuilder.trusted_keys, trusted)
 
 
 def test_every_lane_reproduces_bit_for_bit(reproduction: Reproduction) -> None:
     assert reproduction.done.returncode == 0, reproduction.done.stderr[-3000:]
     assert "6/6 artifact(s) reproduced bit for bit" in reproduction.done.stdout
+    assert "6/6 document(s) reproduced bit for bit" in reproduction.done.stdout
+    assert "[1/6] bundle verified" in reproduction.done.stderr
+
+
+def test_the_rebuild_attestation_satisfies_a_one_of_one_policy(
+    reproduction: Reproduction, released_bundle: Path
+) -> None:
+    policy = RebuildPolicy(load_trusted_keys(reproduction.rebuilders), 1,
+                           (reproduction.attestation,), allow_dev_key=True)
+    verdict = verify_bundle(released_bundle, load_trusted_keys(reproduction.trusted),
+                            allow_dev_key=True, now=int(time.time()), rebuilds=policy)
+    assert verdict.steps[12].detail.startswith("1 of 1 rebuilders")
+    statement = json.loads(base64.b64decode(
+        json.loads(reproduction.attestation.read_text())["dsseEnvelope"]["payload"]))
+    assert len(statement["subject"]) == 6
+    matched = statement["predicate"]["runDetails"]["byproducts"]
+    assert all(m["annotations"]["matched"] for m in matched) and len(matched) == 6
 
 
 def test_an_artifact_not_built_from_the_source_is_named_with_its_section(
@@ -73,6 +109,15 @@ def test_an_artifact_not_built_from_the_source_is_named_with_its_section(
     assert [v.lane for v in verdicts if not v.identical] == [lane]
     difference = next(v.difference for v in verdicts if v.lane == lane) or ""
     assert "in section" in difference
+    # diffoscope's HTML report of the changed lane lands in the diff folder
+    if shutil.which("diffoscope") is None:
+        pytest.fail("Debian's diffoscope is not installed (.ci/run installs diffoscope-minimal)")
+    rebuilt = {v.name: rebuilt_root / e.artifact for v in verdicts for e in index.lanes
+               if e.lane == v.lane}
+    explained = explain(verdicts, bundle, rebuilt, tmp_path / "diffs")
+    (report,) = [v.diffoscope for v in explained if v.diffoscope]
+    assert report is not None and Path(report).name == f"diffoscope.{Path(url).name}.html"
+    assert b"diffoscope" in Path(report).read_bytes()
 
 
 def test_a_noop_rebuild_is_served_from_the_cache(built_clone: Path) -> None:

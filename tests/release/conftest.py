@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,14 @@ from pipeline.keys import KeyFiles, generate_key_files
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.release import (
     STEPS,
-    ReleaseContext,
-    Step,
+    Built,
+    Bundled,
+    Checked,
+    ReleaseRequest,
+    Steps,
+    built_from_index,
     preflight,
     run_release,
-    with_step,
 )
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import Verdict, verify_bundle
@@ -183,14 +186,12 @@ def write_build(repo: Path, commit_time: int, smoke: str = "pass") -> None:
     (repo / "build/index.json").write_text(json.dumps(index))
 
 
-def fake_build(ctx: ReleaseContext) -> str:
-    ctx.index = BuildIndex.model_validate_json((ctx.repo_root / "build/index.json").read_bytes())
-    return "fake index"
+def fake_build(checked: Checked) -> Built:
+    index_path = checked.request.repo_root / "build/index.json"
+    return built_from_index(checked, BuildIndex.model_validate_json(index_path.read_bytes()))
 
 
-FAKE_STEPS: tuple[Step, ...] = with_step(
-    with_step(STEPS, "toolchain check", preflight), "build", fake_build
-)
+FAKE_STEPS = replace(STEPS, toolchain_check=preflight, build=fake_build)
 
 
 @dataclass
@@ -199,7 +200,7 @@ class Harness:
     repo: Path
     key: KeyFiles
     commit_time: int
-    steps: tuple[Step, ...] = FAKE_STEPS
+    steps: Steps = FAKE_STEPS
     log: list[str] = field(default_factory=list)
 
     def repo_head(self) -> str:
@@ -209,11 +210,11 @@ class Harness:
     def trusted(self) -> Path:
         return self.key.trusted_keys
 
-    def release(self, dist: Path | None = None, **overrides: Any) -> ReleaseContext:
+    def release(self, dist: Path | None = None, **overrides: Any) -> Bundled:
         options: dict[str, Any] = {"key_path": self.key.private_pem, "derive": fake_report}
         options.update(overrides)
-        ctx = ReleaseContext(repo_root=self.repo, dist=dist or self.tmp / "dist", **options)
-        return run_release(ctx, self.steps, say=self.log.append)
+        request = ReleaseRequest(repo_root=self.repo, dist=dist or self.tmp / "dist", **options)
+        return run_release(request, self.steps, say=self.log.append)
 
     def verify(self, bundle: Path, trusted: Path | None = None, **kwargs: Any) -> Verdict:
         options: dict[str, Any] = {
@@ -241,6 +242,4 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Harness, Path]:
     repo = make_repo(tmp, commit_time)
     key = generate_key_files(tmp / "keys", "release", "release")
     h = Harness(tmp, repo, key, commit_time)
-    ctx = h.release()
-    assert ctx.bundle is not None
-    return h, ctx.bundle
+    return h, h.release().bundle

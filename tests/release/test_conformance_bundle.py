@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.release import ReleaseContext, Step
+from pipeline.release import Tested, Verified
 from verify.bundle import verifier
 from verify.bundle.conformance_check import check_conformance
 from verify.bundle.errors import ConformanceRowFailed
@@ -39,19 +39,19 @@ def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verifier, "default_deriver", lambda: fake_report)
 
 
-def _report(ctx: ReleaseContext, rows: Sequence[tuple[str, bool, str]],
+def _report(tested: Tested, rows: Sequence[tuple[str, bool, str]],
             wrong_sha: bool = False) -> bytes:
-    assert ctx.index is not None and ctx.git is not None
+    built = tested.verified.built
     out = []
     for engine, isolated, outcome in rows:
-        for entry in ctx.index.lanes:
+        for entry in built.index.lanes:
             out.append(ConformanceRow(
                 engine=engine, engine_kind="browser", engine_version="1", isolated=isolated,
                 lane=entry.lane, artifact_sha256=SHA if wrong_sha else entry.sha256,
                 outcome=outcome, chosen=False, cases_passed=3 if outcome == "pass" else 0,
                 cases_failed=3 if outcome == "fail" else 0))
     report = ConformanceReport(
-        release_version=ctx.version, source_revision=ctx.git.revision,
+        release_version=built.checked.version, source_revision=built.checked.git.revision,
         cases=CaseSet(count=3, seed=1, sha256=SHA, model="small", model_sha256=SHA,
                       oracle_lane="oracle", oracle_sha256=SHA, oracle_stops={}),
         rows=out)
@@ -60,17 +60,16 @@ def _report(ctx: ReleaseContext, rows: Sequence[tuple[str, bool, str]],
 
 def _release(harness: Harness, rows: Sequence[tuple[str, bool, str]] | None,
              wrong_sha: bool = False) -> Path:
-    steps = list(harness.steps)
+    steps = harness.steps
     if rows is not None:
-        def step(ctx: ReleaseContext) -> str:
-            ctx.conformance = _report(ctx, rows, wrong_sha)
-            return "fake matrix"
+        smoke = steps.smoke
 
-        at = [s.title for s in steps].index("smoke") + 1
-        steps.insert(at, Step("conformance", step))
-    ctx = replace(harness, steps=tuple(steps)).release()
-    assert ctx.bundle is not None
-    return ctx.bundle
+        def smoke_and_matrix(verified: Verified) -> Tested:
+            tested = smoke(verified)
+            return replace(tested, conformance=_report(tested, rows, wrong_sha))
+
+        steps = replace(steps, smoke=smoke_and_matrix)
+    return replace(harness, steps=steps).release().bundle
 
 
 def _verify(harness: Harness, bundle: Path, require: str) -> tuple[int, dict[str, Any]]:
@@ -106,11 +105,11 @@ def test_require_engines(harness: Harness, rows: list[tuple[str, bool, str]] | N
     code, doc = _verify(harness, bundle, require)
     if error_id is None:
         assert code == 0, doc
-        assert doc["steps"][-1]["title"] == "conformance matrix"
+        assert doc["steps"][12]["title"] == "conformance matrix"
     else:
         assert code == 1
         assert doc["error"]["id"] == error_id, doc["error"]
-        assert doc["error"]["step"] == 12
+        assert doc["error"]["step"] == 13
 
 
 def test_conformance_json_is_checksummed_and_attested(harness: Harness) -> None:

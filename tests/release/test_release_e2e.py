@@ -19,14 +19,14 @@ def _tree(folder: Path) -> dict[str, str]:
 
 
 def test_full_release_verifies(harness: Harness) -> None:
-    ctx = harness.release()
-    assert ctx.bundle == harness.tmp / "dist" / f"tinyrustlm-{VERSION}"
-    verdict = harness.verify(ctx.bundle)
+    done = harness.release()
+    assert done.bundle == harness.tmp / "dist" / f"tinyrustlm-{VERSION}"
+    verdict = harness.verify(done.bundle)
     assert verdict.version == VERSION
     assert verdict.key_class == "release"
-    assert verdict.build_id == ctx.manifest.build_id if ctx.manifest else False
-    assert [s.number for s in verdict.steps] == list(range(1, 13))
-    names = set(_tree(ctx.bundle))
+    assert verdict.build_id == done.manifest.build_id
+    assert [s.number for s in verdict.steps] == list(range(1, 15))
+    names = set(_tree(done.bundle))
     assert {
         "manifest.json",
         "SHA256SUMS",
@@ -38,9 +38,8 @@ def test_full_release_verifies(harness: Harness) -> None:
 
 
 def test_tarball_verifies_on_its_own(harness: Harness) -> None:
-    ctx = harness.release()
-    assert ctx.bundle is not None
-    verdict = harness.verify(ctx.bundle / f"tinyrustlm-{VERSION}.tar.gz")
+    done = harness.release()
+    verdict = harness.verify(done.bundle / f"tinyrustlm-{VERSION}.tar.gz")
     assert verdict.steps[0].detail.endswith("(tarball)")
 
 
@@ -53,7 +52,6 @@ def test_numbered_progress_and_steps(harness: Harness) -> None:
 def test_releasing_twice_gives_identical_bundles(harness: Harness) -> None:
     first = harness.release(dist=harness.tmp / "a").bundle
     second = harness.release(dist=harness.tmp / "b").bundle
-    assert first is not None and second is not None
     one, two = _tree(first), _tree(second)
     assert one == two
     assert len(one) >= 12
@@ -61,7 +59,6 @@ def test_releasing_twice_gives_identical_bundles(harness: Harness) -> None:
 
 def test_tarball_is_deterministic(harness: Harness) -> None:
     bundle = harness.release().bundle
-    assert bundle is not None
     data = (bundle / f"tinyrustlm-{VERSION}.tar.gz").read_bytes()
     assert data[3] & 0x08 == 0, "gzip FNAME flag set: the header carries a file name"
     assert data[4:8] == b"\0\0\0\0", "gzip header carries a time"
@@ -81,10 +78,9 @@ def test_tarball_is_deterministic(harness: Harness) -> None:
 
 
 def test_dev_key_release_verifies_only_when_allowed(harness: Harness) -> None:
-    ctx = harness.release(key_path=None, env={})
-    assert ctx.bundle is not None and ctx.key is not None
-    assert ctx.key.key_class == "development"
+    done = harness.release(key_path=None, env={})
+    assert done.key.key_class == "development"
     trusted = harness.repo / ".dev-keys/development.trusted-keys.json"
-    assert harness.verify(ctx.bundle, trusted, allow_dev_key=True).key_class == "development"
+    assert harness.verify(done.bundle, trusted, allow_dev_key=True).key_class == "development"
     again = harness.release(dist=harness.tmp / "again", key_path=None, env={})
-    assert again.key is not None and again.key.keyid == ctx.key.keyid, "dev key made twice"
+    assert again.key.keyid == done.key.keyid, "dev key made twice"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.release import ReleaseContext, run_release
+from pipeline.release import ReleaseRequest, run_release
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import verify_bundle
 
@@ -31,10 +31,8 @@ def _tree(folder: Path) -> dict[str, str]:
 def test_real_release_verifies_and_reproduces(built_clone: Path, tmp_path: Path) -> None:
     bundles = []
     for name in ("first", "second"):
-        ctx = ReleaseContext(repo_root=built_clone, dist=tmp_path / name, env={})
-        run_release(ctx, say=lambda line: None)
-        assert ctx.bundle is not None
-        bundles.append(ctx.bundle)
+        request = ReleaseRequest(repo_root=built_clone, dist=tmp_path / name, env={})
+        bundles.append(run_release(request, say=lambda line: None).bundle)
     trusted = load_trusted_keys(built_clone / ".dev-keys/development.trusted-keys.json")
     verdict = verify_bundle(bundles[0], trusted, allow_dev_key=True, now=int(time.time()))
     assert verdict.key_class == "development"

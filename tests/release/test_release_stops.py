@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from pipeline.errors import CheckFailed, PipelineError
-from pipeline.release import ReleaseContext, with_step
+from pipeline.errors import CheckFailed
+from pipeline.release import Built, Checked
 
 from .conftest import Harness, fake_report, write_build
 
@@ -47,11 +48,11 @@ def test_existing_version_refused_before_building(harness: Harness) -> None:
     harness.release()
     built: list[str] = []
 
-    def build(ctx: ReleaseContext) -> str:
+    def build(checked: Checked) -> Built:
         built.append("built")
-        return "x"
+        raise AssertionError("the build must not start")
 
-    harness.steps = with_step(harness.steps, "build", build)
+    harness.steps = replace(harness.steps, build=build)
     with pytest.raises(CheckFailed, match="already exists"):
         harness.release()
     assert built == []
@@ -90,12 +91,6 @@ def test_artifact_changed_after_build_is_refused(harness: Harness) -> None:
 def test_commit_older_than_validity_is_refused(harness: Harness) -> None:
     with pytest.raises(CheckFailed, match="born expired"):
         harness.release(now=harness.commit_time + 400 * 86400)
-
-
-def test_step_table_rejects_unknown_title(harness: Harness) -> None:
-    with pytest.raises(KeyError):
-        with_step(harness.steps, "no such step", lambda ctx: "")
-    assert issubclass(CheckFailed, PipelineError)
 
 
 def test_concurrent_release_is_refused(harness: Harness) -> None:

@@ -261,7 +261,7 @@ def test_pristine_copy_verifies(pristine: tuple[Harness, Path], tmp_path: Path) 
     """The control for every case above: an untouched copy passes through the same CLI."""
     bundle = _copy(pristine, tmp_path)
     code, result = _run(bundle, pristine[0].trusted)
-    assert (code, result["ok"], len(result["steps"])) == (0, True, 12)
+    assert (code, result["ok"], len(result["steps"])) == (0, True, 14)
 
 
 def test_expired_manifest(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
@@ -346,7 +346,7 @@ def test_human_output_names_the_failed_step(
     code = verify_main(["bundle", str(bundle), "--trusted-keys", str(pristine[0].trusted)])
     out, err = capsys.readouterr()
     assert code == 1
-    assert "[ 7/12] no missing or extra files: FAILED" in out
+    assert "[ 7/14] no missing or extra files: FAILED" in out
     assert err.startswith("error[files.extra]:") and "js/extra.js" in err
 
 

@@ -1,5 +1,6 @@
 """`tinyrustlm-verify bundle DIR|TARBALL --trusted-keys FILE [--allow-dev-key]
-[--not-before-version V] [--json]`.
+[--not-before-version V] [--json] [--rebuilders FILE --require-rebuilds K
+--rebuild-attestation FILE ...]`.
 
 Exit codes: 0 verified; 1 rejected (a step failed: the error id names which check);
 2 bad arguments; 3 the bundle or the trusted-keys file could not be read at all.
@@ -17,10 +18,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from verify.bundle.errors import ResourceLimit
-from verify.bundle.trusted_keys import TrustRoot, load_trust_root
+from verify.bundle.rebuilds import RebuildPolicy
+from verify.bundle.trusted_keys import TrustRoot, load_trust_root, load_trusted_keys
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
 from verify.bundle.versions import version_key
-from verify.errors import EXIT_OK, VerifyError
+from verify.errors import EXIT_OK, EXIT_USAGE, VerifyError
 from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
 
 
@@ -46,6 +48,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "passing and no failing row in the bundle's conformance.json",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON result on stdout")
+    parser.add_argument(
+        "--rebuilders",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="trusted-keys JSON of independent rebuilders (for --require-rebuilds)",
+    )
+    parser.add_argument(
+        "--require-rebuilds",
+        type=int,
+        default=0,
+        metavar="K",
+        help="accept only if K rebuilders attested to every artifact (default 0)",
+    )
+    parser.add_argument(
+        "--rebuild-attestation",
+        type=Path,
+        action="append",
+        default=[],
+        dest="rebuild_attestations",
+        metavar="FILE",
+        help="a rebuild.<keyid>.sigstore.json from `reproduce --attest` (repeatable)",
+    )
     parser.add_argument(
         "--at-epoch",
         type=int,
@@ -82,8 +107,19 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             _progress(result)
 
+    if args.require_rebuilds < 0 or (args.require_rebuilds and args.rebuilders is None):
+        print("error: --require-rebuilds K needs K >= 0 and --rebuilders FILE", file=sys.stderr)
+        return EXIT_USAGE
     try:
         root: TrustRoot = _guarded(lambda: load_trust_root(args.trusted_keys))
+        rebuilds = None
+        if args.rebuilders is not None:
+            rebuilds = RebuildPolicy(
+                _guarded(lambda: load_trusted_keys(args.rebuilders)),
+                args.require_rebuilds,
+                tuple(args.rebuild_attestations),
+                args.allow_dev_key,
+            )
     except VerifyError as exc:  # no step ran at all
         return _failed(args, steps, exc, step=None)
     try:
@@ -97,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
                 one_signer=root.one_signer,
                 version_floor=args.not_before_version,
                 require_engines=[n.strip() for n in args.require_engines.split(",") if n.strip()],
+                rebuilds=rebuilds,
             )
         )
     except VerifyError as exc:

@@ -1,4 +1,4 @@
-"""Step 12: the bundle's conformance report (optional unless engines are required).
+"""Step 13: the bundle's conformance report (optional unless engines are required).
 
 When `conformance.json` is present it must be a valid `tinyrustlm.conformance-report.v1`
 about this release: same version and revision, and every row names an artifact of this

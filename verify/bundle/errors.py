@@ -177,3 +177,12 @@ class ConformanceEngineMissing(BundleRejected):
 
 class ConformanceRowFailed(BundleRejected):
     error_id = "conformance.row-failed"
+
+
+# -- builder paths and rebuilds -----------------------------------------------------------
+class BuilderPathLeaked(BundleRejected):
+    error_id = "paths.builder-path"
+
+
+class RebuildsInsufficient(BundleRejected):
+    error_id = "rebuilds.insufficient"

@@ -26,13 +26,18 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     are exactly the artifacts, JS files, manifest.json, sbom.cdx.json and
     verification-report.json with their SHA-256, for the manifest's source revision.
  9. SBOM: CycloneDX 1.6 whose `file` components are exactly the listed files and hashes.
-10. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
+10. Builder paths: no string in the manifest, the provenance, the SBOM or the report holds
+    an absolute path outside the machine-independent ones (`verify.placeholders`): the
+    builder's locations are named `$WORKSPACE/...` or `$CARGO_HOME/...`.
+11. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
     tarball (the input, or the one in the directory) is byte for byte the tarball the
     release writer makes of the verified files (`tarball.deterministic_tarball`).
-11. Report: every artifact re-inspected with this verifier's own policy gives the findings
+12. Report: every artifact re-inspected with this verifier's own policy gives the findings
     recorded in verification-report.json, and all of them pass.
-12. Conformance: conformance.json, when present (required with --require-engines), is about
+13. Conformance: conformance.json, when present (required with --require-engines), is about
     this release's artifacts, and each required engine has a passing row and no failing one.
+14. Rebuilds (only with --require-rebuilds K): at least K rebuild attestations by distinct
+    keys of the rebuilders file attest to every artifact's digest (`rebuilds.py`).
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ from verify.bundle.layout import (
     parse_checksums,
     tarball_name,
 )
+from verify.bundle.rebuilds import RebuildPolicy, count_rebuilds, independent
 from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane
 from verify.bundle.tarball import (
     HARD_LIMITS,
@@ -84,6 +90,7 @@ from verify.bundle.versions import version_key
 from verify.canonical import MalformedJson, canonical_json, parse_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id_of
 from verify.inputs import InputError, InputTooLarge, read_regular_file
+from verify.placeholders import absolute_paths_outside
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SLSA_PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -103,9 +110,11 @@ STEP_TITLES = (
     "no missing or extra files",
     "provenance subjects == files",
     "SBOM hashes == files",
+    "no builder paths in signed documents",
     "SHA256SUMS and tarball",
     "report re-derived with the verifier's policy",
     "conformance matrix",
+    "independent rebuilds (K of N)",
 )
 
 
@@ -383,7 +392,7 @@ def _check_file_set(state: _State) -> str:
     return f"{len(expected)} files"
 
 
-# -- steps 8-10 ---------------------------------------------------------------------------
+# -- steps 8-9, 11 ------------------------------------------------------------------------
 def _attested(state: _State) -> dict[str, str]:
     names = [url for url, _ in _manifest(state).listed_files()] + list(ATTESTED_FIXED_FILES)
     names += [name for name in OPTIONAL_ATTESTED_FILES if name in state.files]
@@ -510,7 +519,31 @@ def _check_checksums(state: _State) -> str:
     return f"{len(listed)} checksums, tarball rebuilt byte for byte ({len(rebuilt)} bytes)"
 
 
-# -- step 11 ------------------------------------------------------------------------------
+# -- step 10 ------------------------------------------------------------------------------
+def _check_builder_paths(state: _State) -> str:
+    documents = {
+        MANIFEST: state.signed[MANIFEST_SIGNATURE].envelope.payload,
+        PROVENANCE_SIGNATURE: state.signed[PROVENANCE_SIGNATURE].envelope.payload,
+        SBOM: state.files[SBOM],
+        REPORT: state.files[REPORT],
+    }
+    for name, data in documents.items():
+        try:
+            doc = parse_json(data, name)
+        except MalformedJson as exc:
+            raise e.BuilderPathLeaked(exc.message, where=name, offset=exc.offset) from exc
+        leaked = absolute_paths_outside(doc)
+        if leaked:
+            first = leaked[0]
+            raise e.BuilderPathLeaked(
+                f"names the builder's absolute path {first.path!r} ({len(leaked)} in all); "
+                "signed documents name locations as $WORKSPACE/... or $CARGO_HOME/...",
+                where=f"{name}: {first.where.lstrip('.')}",
+            )
+    return f"{len(documents)} documents"
+
+
+# -- step 12 ------------------------------------------------------------------------------
 def _check_report(state: _State, derive: Deriver | None) -> str:
     manifest = _manifest(state)
     try:
@@ -539,6 +572,23 @@ def _check_report(state: _State, derive: Deriver | None) -> str:
     return f"{len(derived)} artifacts, {total} findings, all pass"
 
 
+# -- step 14 ------------------------------------------------------------------------------
+def _check_rebuilds(state: _State, policy: RebuildPolicy | None, now: int) -> str:
+    if policy is None or policy.required == 0:
+        return "not required"
+    verdicts = count_rebuilds(policy, _manifest(state), now)
+    have = independent(verdicts)
+    if have < policy.required:
+        reasons = "; ".join(f"{Path(v.path).name}: {v.reason}" for v in verdicts) or "none given"
+        raise e.RebuildsInsufficient(
+            f"{have} independent trusted rebuild(s) attest to every artifact, "
+            f"{policy.required} required ({reasons})",
+            where="--rebuild-attestation",
+        )
+    counted = ", ".join(f"{v.keyid[:16]}…" for v in verdicts if v.counts)
+    return f"{have} of {len(policy.rebuilders)} rebuilders ({counted}), {policy.required} required"
+
+
 def _manifest(state: _State) -> ModuleManifest:
     assert state.manifest is not None, "step 5 sets the manifest"
     return state.manifest
@@ -562,11 +612,13 @@ def verify_bundle(
     version_floor: str | None = None,
     limits: ReadLimits = HARD_LIMITS,
     require_engines: Sequence[str] = (),
+    rebuilds: RebuildPolicy | None = None,
 ) -> Verdict:
-    """Run steps 1-12; raises the first failing step's `BundleRejected` subclass.
+    """Run steps 1-14; raises the first failing step's `BundleRejected` subclass.
 
     `one_signer`: the trust policy's "one-key" (see `verify.bundle.trusted_keys`); `version_floor`:
-    refuse a manifest version below it (dotted numbers; a bad floor is a ValueError)."""
+    refuse a manifest version below it (dotted numbers; a bad floor is a ValueError);
+    `rebuilds`: step 14's K-of-N rebuild policy (None: not required)."""
     if version_floor is not None and version_key(version_floor) is None:
         raise ValueError(f"version floor {version_floor!r} is not dotted numbers")
     results: list[StepResult] = []
@@ -587,10 +639,12 @@ def verify_bundle(
         done(7, _check_file_set(state))
         done(8, _check_provenance(state))
         done(9, _check_sbom(state))
-        done(10, _check_checksums(state))
-        done(11, _check_report(state, derive))
-        done(12, check_conformance(state.files.get(CONFORMANCE), _manifest(state),
+        done(10, _check_builder_paths(state))
+        done(11, _check_checksums(state))
+        done(12, _check_report(state, derive))
+        done(13, check_conformance(state.files.get(CONFORMANCE), _manifest(state),
                                    require_engines))
+        done(14, _check_rebuilds(state, rebuilds, now))
         manifest = _manifest(state)
         signer = state.signer[MANIFEST_SIGNATURE]
         return Verdict(

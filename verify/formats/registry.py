@@ -16,6 +16,7 @@ from verify.formats.conformance import CONFORMANCE_SCHEMA, ConformanceReport
 from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
 from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
 from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
+from verify.formats.rebuild import REBUILD_ATTESTATION_SCHEMA, RebuildStatement
 from verify.formats.receipt import CapabilityReceipt
 from verify.formats.report import VerificationReport
 from verify.policy.models import POLICY_SCHEMA, LanePolicy
@@ -30,6 +31,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     BUNDLE_VERIFICATION_SCHEMA: BundleVerification,
     FUZZ_CAMPAIGN_SCHEMA: FuzzCampaign,
     CONFORMANCE_SCHEMA: ConformanceReport,
+    REBUILD_ATTESTATION_SCHEMA: RebuildStatement,
 }
 
 
