@@ -100,4 +100,19 @@ def bench(session: nox.Session) -> None:
     """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
     install(session)
     session.run("tinyrustlm-release", "bench", *session.posargs)
+<<<<<<< HEAD
     session.run("python", "-m", "pipeline.bench_parser")
+=======
+    session.run("python", "-m", "verify.bench_parser")
+
+
+@nox.session(python=PYTHON)
+def mutants(session: nox.Session) -> None:
+    """Mutation testing of verify/ (mutmut; score and survivors) and the planted-bug list.
+
+    Not in the default run. `-- --full` mutates every listed module (slow);
+    `-- --planted-only` / `-- --mutmut-only` run one half (tests/mutants/run.py).
+    """
+    install(session)
+    session.run("python", "-m", "tests.mutants.run", *session.posargs)
+>>>>>>> 71ff197 (nox -s mutants: mutmut over verify/ (score, survivors by file) and the planted list; mutants/ ignored by git, ruff and mypy)

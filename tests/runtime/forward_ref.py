@@ -197,10 +197,11 @@ class Session:
     def _embedding(self, token: int) -> Vec:
         m = self.model.m("token_embedding")
         if m.dense is not None:
-            return m.dense[token].copy()
+            dense_row: Vec = m.dense[token].copy()
+            return dense_row
         assert m.codes is not None and m.scales is not None
-        row = (m.scales[token, :, None] * m.codes[token]).reshape(-1)
-        return row[:m.cols].astype(F32)
+        row: Vec = (m.scales[token, :, None] * m.codes[token]).reshape(-1)[:m.cols].astype(F32)
+        return row
 
     def _attention(self, q: Vec, layer: int) -> Vec:
         md, k = self.model, self.k
