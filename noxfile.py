@@ -100,10 +100,7 @@ def bench(session: nox.Session) -> None:
     """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
     install(session)
     session.run("tinyrustlm-release", "bench", *session.posargs)
-<<<<<<< HEAD
     session.run("python", "-m", "pipeline.bench_parser")
-=======
-    session.run("python", "-m", "verify.bench_parser")
 
 
 @nox.session(python=PYTHON)
@@ -115,4 +112,3 @@ def mutants(session: nox.Session) -> None:
     """
     install(session)
     session.run("python", "-m", "tests.mutants.run", *session.posargs)
->>>>>>> 71ff197 (nox -s mutants: mutmut over verify/ (score, survivors by file) and the planted list; mutants/ ignored by git, ruff and mypy)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.build import inputs
-from pipeline.build.lanes import load_lanes
+from pipeline.lanebuild import inputs
+from pipeline.lanebuild.lanes import load_lanes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LANE = load_lanes(REPO_ROOT / "manifests" / "lanes.toml").lane[0]

@@ -1,4 +1,4 @@
-"""Each lane's cargo command as planned by the driver (pipeline/build/cargo.py): the exact argv
+"""Each lane's cargo command as planned by the driver (pipeline/lanebuild/cargo.py): the exact argv
 and the complete environment, the remap prefixes included. Dropping a flag that changes no
 byte today (e.g. --remap-path-prefix) must still fail here. Fast: nothing is built."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.build.cargo import plan_run
-from pipeline.build.lanes import load_lanes
+from pipeline.lanebuild.cargo import plan_run
+from pipeline.lanebuild.lanes import load_lanes
 from pipeline.toolchain.lockfile import load_lock
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

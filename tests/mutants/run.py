@@ -5,7 +5,7 @@ caught whole. The mutation score is reported, not gated.
 
     python -m tests.mutants.run [--full] [--planted-only | --mutmut-only] [--max-children N]
 
-Default (quick): only verify/dsse.py and verify/canonical.py are mutated; `--full` mutates
+Default (quick): only verify/bundle/dsse.py and verify/canonical.py are mutated; `--full` mutates
 every listed module (about 1,800 mutants: over an hour on two cores).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from tests.mutants import planted
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-QUICK = ("verify.dsse.*", "verify.canonical.*")
+QUICK = ("verify.bundle.dsse.*", "verify.canonical.*")
 LOG = REPO_ROOT / "mutants" / "run.log"
 RESULT = re.compile(r"^\s+(\S+): (.+)$")
 KILLED = {"killed", "caught by type check"}
