@@ -19,6 +19,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIST = Path(__file__).with_name("planted.toml")
+LOGS = REPO_ROOT / "mutants" / "planted"  # one pytest log per bug (git-ignored)
 TIMEOUT_S = 3600
 # pytest's exit code when tests ran and some failed (or errored): the only "caught"
 PYTEST_TESTS_FAILED = 1
@@ -74,11 +75,19 @@ def _tail(done: subprocess.CompletedProcess[str], lines: int = 3) -> str:
     return " | ".join(out[-lines:])
 
 
-def run_one(bug: Bug, workdir: Path) -> Outcome:
+def _failed_tests(output: str) -> str:
+    """The `FAILED`/`ERROR` summary lines pytest prints (`-ra`): which test caught it."""
+    lines = [ln.split(" - ")[0] for ln in output.splitlines()
+             if ln.startswith(("FAILED ", "ERROR "))]
+    return "; ".join(lines[:3])
+
+
+def run_one(bug: Bug, workdir: Path, revision: str) -> Outcome:
     started = time.monotonic()
     clone = workdir / bug.id
-    subprocess.run(["git", "clone", "--quiet", "--shared", str(REPO_ROOT), str(clone)],
-                   check=True)
+    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(REPO_ROOT),
+                    str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", revision], check=True)
     problem = apply(bug, clone)
     if problem is not None:
         return Outcome(bug, "STALE", problem, time.monotonic() - started)
@@ -96,8 +105,11 @@ def run_one(bug: Bug, workdir: Path) -> Outcome:
         cwd=clone, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
     )
     seconds = time.monotonic() - started
+    LOGS.mkdir(parents=True, exist_ok=True)
+    (LOGS / f"{bug.id}.log").write_text(done.stdout + done.stderr)
     if done.returncode == PYTEST_TESTS_FAILED:
-        return Outcome(bug, "caught", _tail(done, 1), seconds)
+        return Outcome(bug, "caught", f"{_tail(done, 1)} [{_failed_tests(done.stdout)}]",
+                       seconds)
     if done.returncode == 0:
         return Outcome(bug, "SURVIVED", _tail(done, 1), seconds)
     return Outcome(bug, "BROKEN", f"pytest exit {done.returncode}: {_tail(done)}", seconds)
@@ -122,11 +134,14 @@ def main(argv: list[str] | None = None) -> int:
                            cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     if dirty.strip():
         print("note: uncommitted changes are not in the clones (they test HEAD)")
+    revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    print(f"testing {revision[:12]}; logs in {LOGS.relative_to(REPO_ROOT)}/")
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="planted-") as tmp:
         for bug in chosen:
             print(f"-- {bug.id}: {bug.what}", flush=True)
-            outcome = run_one(bug, Path(tmp))
+            outcome = run_one(bug, Path(tmp), revision)
             outcomes.append(outcome)
             print(f"   {outcome.verdict} in {outcome.seconds:.0f}s: {outcome.detail}", flush=True)
     caught = sum(o.verdict == "caught" for o in outcomes)
