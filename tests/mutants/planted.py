@@ -26,6 +26,14 @@ PYTEST_TESTS_FAILED = 1
 
 
 @dataclass(frozen=True)
+class Edit:
+    file: str
+    find: str
+    replace: str
+    count: int = 1
+
+
+@dataclass(frozen=True)
 class Bug:
     id: str
     what: str
@@ -35,6 +43,9 @@ class Bug:
     tests: tuple[str, ...]
     count: int = 1
     prepare: tuple[tuple[str, ...], ...] = ()
+    # scaffolding, not the bug: lets the run reach the tests under study (e.g. past a build
+    # step that would already refuse the artifact)
+    also: tuple[Edit, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,8 @@ def load(path: Path = LIST) -> list[Bug]:
     rows = tomllib.loads(path.read_text(encoding="utf-8"))["bug"]
     bugs = [Bug(id=r["id"], what=r["what"], file=r["file"], find=r["find"],
                 replace=r["replace"], tests=tuple(r["tests"]), count=r.get("count", 1),
-                prepare=tuple(tuple(c) for c in r.get("prepare", ())))
+                prepare=tuple(tuple(c) for c in r.get("prepare", ())),
+                also=tuple(Edit(**e) for e in r.get("also", ())))
             for r in rows]
     ids = [b.id for b in bugs]
     if len(ids) != len(set(ids)):
@@ -57,16 +69,24 @@ def load(path: Path = LIST) -> list[Bug]:
     return bugs
 
 
-def apply(bug: Bug, clone: Path) -> str | None:
-    """Plant the bug; the reason it cannot be planted, or None."""
-    path = clone / bug.file
+def _edit(edit: Edit, clone: Path) -> str | None:
+    path = clone / edit.file
     if not path.is_file():
-        return f"{bug.file} does not exist"
+        return f"{edit.file} does not exist"
     text = path.read_text(encoding="utf-8")
-    found = text.count(bug.find)
-    if found != bug.count:
-        return f"{bug.file}: `find` occurs {found} times, expected {bug.count}"
-    path.write_text(text.replace(bug.find, bug.replace), encoding="utf-8")
+    found = text.count(edit.find)
+    if found != edit.count:
+        return f"{edit.file}: `find` occurs {found} times, expected {edit.count}"
+    path.write_text(text.replace(edit.find, edit.replace), encoding="utf-8")
+    return None
+
+
+def apply(bug: Bug, clone: Path) -> str | None:
+    """Plant the bug (and its scaffolding); the reason it cannot be planted, or None."""
+    for edit in (Edit(bug.file, bug.find, bug.replace, bug.count), *bug.also):
+        problem = _edit(edit, clone)
+        if problem is not None:
+            return problem
     return None
 
 
