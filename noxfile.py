@@ -101,3 +101,14 @@ def bench(session: nox.Session) -> None:
     install(session)
     session.run("tinyrustlm-release", "bench", *session.posargs)
     session.run("python", "-m", "pipeline.bench_parser")
+
+
+@nox.session(python=PYTHON)
+def mutants(session: nox.Session) -> None:
+    """Mutation testing of verify/ (mutmut; score and survivors) and the planted-bug list.
+
+    Not in the default run. `-- --full` mutates every listed module (slow);
+    `-- --planted-only` / `-- --mutmut-only` run one half (tests/mutants/run.py).
+    """
+    install(session)
+    session.run("python", "-m", "tests.mutants.run", *session.posargs)

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from pipeline.inputs import load_json, parse_output
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.lanes import Lane, load_lanes
 from pipeline.modelpack import PRESETS, pack, tensor_plan
+from pipeline.toolchain import nodejs
 from verify.errors import VerifyError
 from verify.inputs import read_regular_file
 
@@ -289,8 +289,7 @@ def table(doc: dict[str, Any]) -> str:
 
 def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, Path, str]:
     """The runner's configuration, the native lane and its binary, the model's SHA-256."""
-    if shutil.which("node") is None:
-        raise BenchError("node is not installed", where="PATH")
+    nodejs.executable()  # before any build: a missing node fails fast
     wasm_lanes, native_lane = measured_lanes(load_lanes(repo_root / "manifests/lanes.toml").lane)
     ids = [lane.id for lane in (*wasm_lanes, native_lane)]
     index = build_lanes(repo_root, lanes=ids, say=lambda _line: None)
@@ -339,7 +338,7 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
             # bursts spread over all figures instead of biasing one
             say(f"repetition {rep + 1}/{reps} ...")
             done = subprocess.run(
-                ["node", str(RUNNER), str(cfg_path)],
+                [str(nodejs.executable()), str(RUNNER), str(cfg_path)],
                 capture_output=True,
                 text=True,
                 timeout=3600,

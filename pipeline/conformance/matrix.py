@@ -23,6 +23,7 @@ from pipeline.conformance import cases as case_gen
 from pipeline.conformance.results import CaseResult, from_page
 from pipeline.conformance.subject import NativeLane, Subject, WasmLane
 from pipeline.errors import PipelineError
+from pipeline.toolchain import nodejs
 from verify.formats.conformance import (
     CaseSet,
     ConformanceReport,
@@ -134,7 +135,8 @@ def run_node(subject: Subject, model: Path, cases: Sequence[SamplerCase],
         shutil.copy(PAGE / f, site / "conformance" / f)
     plan_path = site / "plan.json"
     plan_path.write_text(json.dumps(_plan(subject, model, cases)), encoding="utf-8")
-    doc = _json_process(["node", str(site / "conformance/node_main.mjs"), str(plan_path)],
+    node = str(nodejs.executable())  # the project's node (requirements.lock), never PATH's
+    doc = _json_process([node, str(site / "conformance/node_main.mjs"), str(plan_path)],
                         NODE_TIMEOUT_SECONDS, "node")
     shutil.rmtree(site, ignore_errors=True)
     return Lanes(doc.get("lanes", []), doc.get("chosen"), str(doc.get("version", "node")),

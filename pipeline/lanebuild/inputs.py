@@ -9,8 +9,10 @@ from pipeline.errors import PipelineError
 from pipeline.lanebuild.lanes import Lane
 from pipeline.lanebuild.records import BuildInputs
 
-# Bump when the driver changes how it invokes cargo (argv/env): old cache entries then miss.
-DRIVER_VERSION = "3"  # 3: records name paths by placeholders ($WORKSPACE, $CARGO_HOME)
+# The driver's own code is part of every lane's cache key: any change to how this package
+# plans, runs, post-links or smoke-tests a lane makes old cache entries miss (no hand-bumped
+# version constant to forget).
+DRIVER_DIR = Path(__file__).resolve().parent
 _SKIPPED_DIRS = {"target", ".git"}
 
 
@@ -31,6 +33,13 @@ def source_files(root: Path) -> list[str]:
     )
 
 
+def driver_digest(folder: Path | None = None) -> str:
+    """SHA-256 over `name  sha256` lines of every .py file of the driver package."""
+    root = folder or DRIVER_DIR
+    lines = [f"{p.name}  {sha256_file(p)}\n" for p in sorted(root.glob("*.py"))]
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
 def lane_inputs(lane: Lane, workspace: Path, lock_path: Path, sources: str) -> BuildInputs:
     cargo_lock = workspace / "Cargo.lock"
     if not cargo_lock.is_file():
@@ -42,5 +51,5 @@ def lane_inputs(lane: Lane, workspace: Path, lock_path: Path, sources: str) -> B
         "lane_entry_sha256": lane.digest(),
         "toolchain_lock_sha256": sha256_file(lock_path),
     }
-    key = "\n".join(f"{k}={v}" for k, v in sorted(parts.items())) + f"\ndriver={DRIVER_VERSION}\n"
+    key = "\n".join(f"{k}={v}" for k, v in sorted(parts.items())) + f"\ndriver={driver_digest()}\n"
     return BuildInputs(**parts, input_digest=hashlib.sha256(key.encode()).hexdigest())

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pipeline.inputs import parse_output
 from pipeline.lanebuild.records import SmokeResult
+from pipeline.toolchain import nodejs
 
 TIMEOUT_SECONDS = 120
 QEMU = "/usr/bin/qemu-aarch64-static"
@@ -56,7 +57,12 @@ def _node_threads(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult
     if not host.is_file():
         return SmokeResult(status="not-run", engine="node",
                            detail=f"{NODE_HOST_SELFTEST} does not exist yet")
-    return _run(["node", str(host), str(artifact), "--workers", "2"], "node worker_threads x2")
+    try:
+        node = nodejs.executable()
+    except nodejs.NodeMissing as exc:
+        return SmokeResult(status="not-run", engine="node", detail=exc.message)
+    return _run([str(node), str(host), str(artifact), "--workers", "2"],
+                "node worker_threads x2")
 
 
 def _native(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:

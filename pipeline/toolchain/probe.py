@@ -11,13 +11,20 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.toolchain import wasmtools
+from pipeline.toolchain import nodejs, wasmtools
 from pipeline.toolchain.lockfile import PackageSeed, SysrootSeed, ToolSeed
 
 MISSING = "<missing>"
+# Tools shipped in a hash-pinned wheel of requirements.lock: argv[0] in the seed names the
+# tool, resolved to the binary inside the running Python's environment.
+WHEEL_TOOLS: dict[str, Callable[[], Path]] = {
+    "wasm-tools": wasmtools.executable,
+    "node": nodejs.executable,
+}
 
 
 def run_text(argv: list[str]) -> str | None:
@@ -68,10 +75,11 @@ def cargo_version(cargo: str) -> str:
 
 def tool_version(tool: ToolSeed) -> str:
     argv = list(tool.argv)
-    if argv[0] == "wasm-tools":  # the wheel's real binary, never its Python wrapper
+    wheel_binary = WHEEL_TOOLS.get(argv[0])
+    if wheel_binary is not None:  # the wheel's real binary, never a PATH lookup or a wrapper
         try:
-            argv[0] = str(wasmtools.executable())
-        except wasmtools.WasmToolsMissing:
+            argv[0] = str(wheel_binary())
+        except (wasmtools.WasmToolsMissing, nodejs.NodeMissing):
             return MISSING
     out = run_text(argv)
     if out is None:

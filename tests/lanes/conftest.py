@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from pipeline.bench import build_kernel_harness
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, pack
+from pipeline.toolchain import nodejs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -32,8 +32,7 @@ Drive = Callable[..., Any]
 def _require_tools() -> None:
     if not Path("/usr/bin/rustc").exists():
         pytest.skip("pinned toolchain not installed: run `tinyrustlm-release toolchain install`")
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed")
+    nodejs.executable()  # the project's node (requirements.lock); missing -> NodeMissing
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +77,7 @@ def drive() -> Drive:
 
     def run(*args: str | Path, timeout: float = DRIVE_TIMEOUT_S) -> Any:
         done = subprocess.run(
-            ["node", str(HERE / "drive.mjs"), *map(str, args)],
+            [str(nodejs.executable()), str(HERE / "drive.mjs"), *map(str, args)],
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -2,6 +2,7 @@
 // Python (tests/lanes/test_*.py) owns every assertion; this program only measures.
 //
 //   node drive.mjs kernels HARNESS.wasm GOLDEN_DIR
+//   node drive.mjs cases HARNESS.wasm CASES.json   (the lane's kernels on the given inputs)
 //   node drive.mjs e2e LANE.wasm WORKERS GOLDEN_DIR MODEL
 //   node drive.mjs cancel LANE.wasm WORKERS MODEL
 //   node drive.mjs kill LANE.wasm WORKERS MODEL FALLBACK.wasm LIVENESS_MS VICTIM
@@ -172,6 +173,19 @@ async function kernels(harnessPath, goldenDir) {
     cases.push({ id, operator: c.op, source: 'sweep', shape: c.shape, oracle, got });
   }
   return { simd: instance.exports.h_simd() === 1, cases };
+}
+
+// ---- cases: the lane's kernel set on inputs written by Python (tests/lanes/simd_cases.py) --
+
+async function cases(harnessPath, casesPath) {
+  const { instance } = await WebAssembly.instantiate(readFileSync(harnessPath), {});
+  const h = new Harness(instance.exports);
+  const out = [];
+  for (const c of JSON.parse(readFileSync(casesPath, 'utf8'))) {
+    const got = runCase(h, 1, c.operator, c.shape, c.params || {}, goldenInputs(c));
+    out.push({ id: c.id, got });
+  }
+  return { simd: instance.exports.h_simd() === 1, cases: out };
 }
 
 // ---- end to end through the shipped lane modules -----------------------------------------
@@ -448,6 +462,7 @@ async function hash(lanePath, workers) {
 const [command, ...args] = process.argv.slice(2);
 const commands = {
   kernels: () => kernels(args[0], args[1]),
+  cases: () => cases(args[0], args[1]),
   e2e: () => e2e(args[0], Number(args[1]), args[2], args[3]),
   cancel: () => cancel(args[0], Number(args[1]), args[2]),
   kill: () => kill(args[0], Number(args[1]), args[2], args[3], Number(args[4]), Number(args[5])),

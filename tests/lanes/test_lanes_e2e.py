@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from tests.lanes.conftest import GOLDEN, Drive
+from tests.runtime import forward_ref
+from tests.runtime.test_e2e_reference import E2E, reference_run
 
 RUNS = [
     ("scalar-wasm32", 0),
@@ -64,3 +66,25 @@ def test_threads_bit_identical_to_simd(
     simd = _run(drive, wasm_lanes, small_model, "simd128-wasm32", 0)["results"]
     threads = _run(drive, wasm_lanes, small_model, "simd128-threads-wasm32", workers)["results"]
     assert threads == simd  # same tokens, same final PRNG state, same codes
+
+
+SIMD_RUNS = RUNS[1:]
+_model: dict[str, forward_ref.Generated] = {}  # vector id -> the simd model's run (~5 s each)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("lane", "workers"), SIMD_RUNS, ids=IDS[1:])
+def test_simd_lanes_match_the_documented_simd_model(
+    lane: str, workers: int, wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
+) -> None:
+    """The simd128 lane and the threads lane with 1, 2 and 3 workers against the independent
+    forward pass with the documented simd128 trees (tests/runtime/forward_ref.py): every
+    token and the final PRNG state."""
+    doc = _run(drive, wasm_lanes, small_model, lane, workers)
+    got = {r["id"]: (r["code"], r["tokens"], r["rng_state"]) for r in doc["results"]}
+    for vector in E2E:
+        if vector.id not in _model:
+            _model[vector.id] = reference_run(vector, forward_ref.SIMD128)
+        model = _model[vector.id]
+        want = (0, model.tokens, f"0x{model.rng_state:016x}")
+        assert got[vector.id] == want, vector.id

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pipeline.serve import Site
+from pipeline.toolchain import nodejs
 from tests.loader.cases import AFTER_INSTANTIATION, REFUSALS, Case, Env
 from tests.loader.checks import by_name, check_ran, check_refused
 from tests.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
@@ -53,7 +54,8 @@ def results(site: Path, isolated_server: tuple[Site, str], golden: dict[str, Any
               stalled_worker=(site / "silent-worker.mjs").as_uri())
     spec = tmp_path_factory.mktemp("node") / "cases.json"
     spec.write_text(json.dumps([c.spec(env) for c in node_cases(golden["prompt"])]))
-    done = subprocess.run(["node", str(site / "drive.mjs"), str(spec)], capture_output=True,
+    done = subprocess.run([str(nodejs.executable()), str(site / "drive.mjs"), str(spec)],
+                          capture_output=True,
                           text=True, timeout=NODE_TIMEOUT_SECONDS, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     return by_name(json.loads(done.stdout))

@@ -27,13 +27,17 @@ CANONICAL_CASES = [
     ({"b": 1, "a": [True, None]}, b'{"a":[true,null],"b":1}'),
     ({"n": 1.0, "m": 1e21, "s": "\u00e9\n"}, b'{"m":1e+21,"n":1,"s":"\xc3\xa9\\n"}'),
     ({"\u20ac": 1, "\r": 2, "1": 3}, b'{"\\r":2,"1":3,"\xe2\x82\xac":1}'),
+    # U+1F600 is the surrogate pair D83D DE00 in UTF-16, before U+E000; in code points (or
+    # UTF-8 bytes) it sorts after U+E000: only UTF-16 order gives these bytes
+    ({"\ue000": 1, "\U0001f600": 2, "\uffff": 3},
+     b'{"\xf0\x9f\x98\x80":2,"\xee\x80\x80":1,"\xef\xbf\xbf":3}'),
 ]
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
     CANONICAL_CASES,
-    ids=["sorted-compact", "numbers-utf8", "utf16-key-order"],
+    ids=["sorted-compact", "numbers-utf8", "utf16-key-order", "utf16-key-order-non-bmp"],
 )
 def test_canonical_json_is_rfc8785(value: Any, expected: bytes) -> None:
     assert canonical_json(value) == expected

@@ -7,6 +7,7 @@ Each case copies the pristine bundle, changes one thing, and runs the real CLI e
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -228,6 +229,18 @@ def _with_tlog_entry(b: Path, h: Harness) -> Path:
     return h.trusted
 
 
+def _checksum_of_other_bytes(b: Path, h: Harness) -> Path:
+    """A well-formed line whose digest is the SHA-256 of other bytes: only the digest
+    comparison can reject it (a non-hex digit would stop at the parser)."""
+    lines = (b / "SHA256SUMS").read_text().splitlines(keepends=True)
+    digest, sep, name = lines[0].partition("  ")
+    other = hashlib.sha256(b"other bytes than " + name.encode()).hexdigest()
+    assert other != digest and len(other) == len(digest)
+    lines[0] = other + sep + name
+    (b / "SHA256SUMS").write_text("".join(lines))
+    return h.trusted
+
+
 # name -> (tamper, extra CLI args, error id)
 CASES: dict[str, tuple[Callable[[Path, Harness], Path], tuple[str, ...], str]] = {
     "drop-artifact": (_drop_artifact, (), "files.missing"),
@@ -245,6 +258,7 @@ CASES: dict[str, tuple[Callable[[Path, Harness], Path], tuple[str, ...], str]] =
     "role-development": (_role_mismatch, (), "signature.development-key"),
     "two-signatures": (_extra_signature, (), "signature.malformed"),
     "tlog-entry": (_with_tlog_entry, (), "signature.malformed"),
+    "sha256sums-digest-of-other-bytes": (_checksum_of_other_bytes, (), "checksums.mismatch"),
 }
 
 

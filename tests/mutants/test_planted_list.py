@@ -1,0 +1,28 @@
+"""The planted-bug list stays applicable: every patch (and its scaffolding) finds its text in
+today's tree exactly as often as it says, and names tests that exist. Fast: nothing runs; the
+bugs themselves run under `nox -s mutants`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.mutants import planted
+
+BUGS = planted.load()
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_twelve_bugs_with_unique_ids() -> None:
+    assert len(BUGS) == 12 and len({b.id for b in BUGS}) == 12
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
+def test_patch_applies_to_this_tree(bug: planted.Bug) -> None:
+    for edit in (planted.Edit(bug.file, bug.find, bug.replace, bug.count), *bug.also):
+        text = (REPO_ROOT / edit.file).read_text(encoding="utf-8")
+        assert text.count(edit.find) == edit.count, f"{edit.file}: stale `find`"
+        assert edit.find != edit.replace
+    paths = [t for t in bug.tests if t.startswith("tests/")]
+    assert paths and all((REPO_ROOT / p).exists() for p in paths)
