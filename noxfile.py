@@ -37,9 +37,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff and mypy --strict over pipeline/, verify/, tests/ and this file."""
+    """ruff check, ruff format --check and mypy --strict over every tracked Python file."""
     install(session)
     session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
     session.run("mypy")
 
 
@@ -54,8 +55,9 @@ def build(session: nox.Session) -> None:
 def verify(session: nox.Session) -> None:
     """Inspect every artifact of the last build against its lane policy."""
     install(session)
-    session.run("tinyrustlm-verify", "artifact", "--build-index", "build/index.json",
-                *session.posargs)
+    session.run(
+        "tinyrustlm-verify", "artifact", "--build-index", "build/index.json", *session.posargs
+    )
 
 
 @nox.session(python=PYTHON)
@@ -71,8 +73,10 @@ def reproduce(session: nox.Session) -> None:
     """Verify a bundle, rebuild its revision from a fresh clone, compare the whole bundle."""
     install(session)
     if not session.posargs:
-        session.error("usage: nox -s reproduce -- dist/tinyrustlm-<version> --trusted-keys FILE "
-                      "[--source REPO] [--attest --key PEM]")
+        session.error(
+            "usage: nox -s reproduce -- dist/tinyrustlm-<version> --trusted-keys FILE "
+            "[--source REPO] [--attest --key PEM]"
+        )
     session.run("tinyrustlm-release", "reproduce", *session.posargs)
 
 

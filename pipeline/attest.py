@@ -76,13 +76,17 @@ def rebuild_statement(
                 },
                 "resolvedDependencies": [
                     {"name": "source", "digest": {"gitCommit": manifest.source_revision}},
-                    {"name": "toolchain.lock",
-                     "digest": {"sha256": manifest.toolchain_lock_sha256}},
+                    {
+                        "name": "toolchain.lock",
+                        "digest": {"sha256": manifest.toolchain_lock_sha256},
+                    },
                     *(
                         {"name": f"{side}{a.name}", "digest": {"sha256": sha}}
                         for a in artifacts
-                        for side, sha in ((UPSTREAM, a.expected_sha256),
-                                          (REBUILT, a.rebuilt_sha256))
+                        for side, sha in (
+                            (UPSTREAM, a.expected_sha256),
+                            (REBUILT, a.rebuilt_sha256),
+                        )
                     ),
                 ],
             },
@@ -90,8 +94,11 @@ def rebuild_statement(
                 "builder": {"id": REBUILDER_ID_PREFIX + keyid},
                 "metadata": {"invocationId": manifest.build_id},
                 "byproducts": [
-                    {"name": d.name, "digest": {"sha256": d.rebuilt_sha256},
-                     "annotations": {"matched": d.identical}}
+                    {
+                        "name": d.name,
+                        "digest": {"sha256": d.rebuilt_sha256},
+                        "annotations": {"matched": d.identical},
+                    }
                     for d in documents
                 ],
             },

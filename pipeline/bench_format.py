@@ -17,6 +17,7 @@ from verify.formats.base import Frozen, Sha256Hex
 
 BENCH_SCHEMA = "tinyrustlm.bench.v2"
 
+
 class Machine(Frozen):
     platform: str
     cpus: int | None

@@ -140,8 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=float, default=12.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--out", type=Path, default=Path("build/bench/parser-latest.json"),
-                        help="where the JSON result is written (default: build/bench/)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("build/bench/parser-latest.json"),
+        help="where the JSON result is written (default: build/bench/)",
+    )
     args = parser.parse_args(argv)
     source = args.input or _default_input()
     big = pack(source.read_bytes(), int(args.size_mb * 1_000_000))

@@ -25,8 +25,12 @@ SMALL_SEED = 7
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo", type=Path, default=Path(), help="repository root")
-    parser.add_argument("--out", type=Path, default=Path("tests/golden"),
-                        help="folder of golden vectors (default: tests/golden)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("tests/golden"),
+        help="folder of golden vectors (default: tests/golden)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,11 +44,23 @@ def run(args: argparse.Namespace) -> int:
     write_atomic(model, pack(PRESETS["small"], SMALL_SEED))
     revision = git_facts(repo).revision
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    argv = [str(oracle), "golden", "--out", str(args.out), "--small-model", str(model),
-            "--source-revision", revision, "--generated-utc", generated]
+    argv = [
+        str(oracle),
+        "golden",
+        "--out",
+        str(args.out),
+        "--small-model",
+        str(model),
+        "--source-revision",
+        revision,
+        "--generated-utc",
+        generated,
+    ]
     done = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
     if done.returncode != 0:
-        raise PipelineError(f"the oracle failed (exit {done.returncode}): "
-                            f"{done.stderr.strip()[-500:]}", where=" ".join(argv))
+        raise PipelineError(
+            f"the oracle failed (exit {done.returncode}): {done.stderr.strip()[-500:]}",
+            where=" ".join(argv),
+        )
     print(done.stdout.strip())
     return EXIT_OK

@@ -186,9 +186,7 @@ def build_manifest(
         draft = ModuleManifest.model_validate({**fields, "build_id": "0" * 64})
     except ValidationError as exc:
         raise PipelineError(f"manifest does not validate: {exc}", where="manifest") from exc
-    fields["build_id"] = build_id_of(
-        manifest_without_build_id(draft), (f.data for f in listed)
-    )
+    fields["build_id"] = build_id_of(manifest_without_build_id(draft), (f.data for f in listed))
     return ModuleManifest.model_validate(fields)
 
 

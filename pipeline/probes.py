@@ -47,13 +47,16 @@ def _assemble(source: Path, tool: Path) -> bytes:
         try:
             done = subprocess.run(
                 [str(tool), "parse", str(source), "-o", str(out)],
-                capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_SECONDS,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise PipelineError(f"cannot run wasm-tools: {exc}", where=str(source)) from None
         if done.returncode != 0:
-            raise PipelineError(f"wasm-tools parse failed: {done.stderr.strip()}",
-                                where=str(source))
+            raise PipelineError(
+                f"wasm-tools parse failed: {done.stderr.strip()}", where=str(source)
+            )
         return out.read_bytes()
 
 
@@ -69,8 +72,9 @@ def read_probes(repo_root: Path = REPO_ROOT) -> list[Probe]:
                 "first line must be ';; probe <id> version <n>: purpose' with <id> = file name",
                 where=f"{source}:1",
             )
-        probes.append(Probe(match.group(1), int(match.group(2)), match.group(3),
-                            _assemble(source, tool)))
+        probes.append(
+            Probe(match.group(1), int(match.group(2)), match.group(3), _assemble(source, tool))
+        )
     if not probes:
         raise PipelineError("no probe sources", where=str(repo_root / SOURCE_DIR))
     return probes
@@ -100,8 +104,13 @@ def render(probes: list[Probe], tool_version: str) -> bytes:
 
 
 def tool_version() -> str:
-    done = subprocess.run([str(executable()), "--version"], capture_output=True, text=True,
-                          timeout=TIMEOUT_SECONDS, check=False)
+    done = subprocess.run(
+        [str(executable()), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_SECONDS,
+        check=False,
+    )
     # "wasm-tools 1.262.0 (e22db44da 2026-10-13)" -> "wasm-tools 1.262.0"
     return " ".join(done.stdout.split()[:2])
 
@@ -115,8 +124,11 @@ def main(argv: list[str]) -> int:
     target = REPO_ROOT / OUTPUT
     if "--check" in argv:
         if not target.is_file() or target.read_bytes() != text:
-            raise CheckFailed("probes.js differs from its .wat sources", where=str(target),
-                              hint="python -m pipeline.probes")
+            raise CheckFailed(
+                "probes.js differs from its .wat sources",
+                where=str(target),
+                hint="python -m pipeline.probes",
+            )
         return 0
     write_atomic(target, text)
     print(f"wrote {OUTPUT}")

@@ -232,9 +232,13 @@ def build_from_records(folders: Sequence[Path]) -> Callable[[Checked], Built]:
             lanes=[h.entry for h in handed],
         )
         lanes = ", ".join(f"{h.entry.lane} ({h.folder.name})" for h in handed)
-        return Built(checked, index, {h.entry.lane: h.artifact for h in handed},
-                     {h.entry.lane: h.record for h in handed},
-                     f"{len(handed)} lane(s) from records: {lanes}")
+        return Built(
+            checked,
+            index,
+            {h.entry.lane: h.artifact for h in handed},
+            {h.entry.lane: h.record for h in handed},
+            f"{len(handed)} lane(s) from records: {lanes}",
+        )
 
     return from_records
 
@@ -281,8 +285,11 @@ def step_verify(built: Built) -> Verified:
 # -- 4 smoke ------------------------------------------------------------------------------
 def step_smoke(verified: Verified) -> Tested:
     lanes = verified.built.index.lanes
-    bad = [f"{e.lane}: {e.smoke.status} {e.smoke.detail}".strip()
-           for e in lanes if e.smoke.status != "pass"]
+    bad = [
+        f"{e.lane}: {e.smoke.status} {e.smoke.detail}".strip()
+        for e in lanes
+        if e.smoke.status != "pass"
+    ]
     if bad:
         raise CheckFailed(
             f"self-test did not pass for {len(bad)} lane(s): {'; '.join(bad)}",
@@ -336,8 +343,11 @@ def read_material(tested: Tested) -> ReleaseMaterial:
     index = built.index
     wasm_lanes = [e.lane for e in index.lanes if e.kind == "wasm"]
     steps = tuple(
-        BuildStep(e.lane, tuple(built.records[e.lane].argv),
-                  tuple(sorted(built.records[e.lane].env.items())))
+        BuildStep(
+            e.lane,
+            tuple(built.records[e.lane].argv),
+            tuple(sorted(built.records[e.lane].env.items())),
+        )
         for e in index.lanes
     )
     return ReleaseMaterial(
@@ -371,8 +381,9 @@ def sign_documents(documents: Documents, key: SigningKey) -> dict[str, bytes]:
 
 def step_sign(tested: Tested) -> Signed:
     request = tested.verified.built.checked.request
-    key = resolve_signing_key(request.repo_root, request.key_path, dict(request.env),
-                              request.key_class)
+    key = resolve_signing_key(
+        request.repo_root, request.key_path, dict(request.env), request.key_class
+    )
     documents = assemble(read_material(tested), key.key_class)
     build_id = documents.manifest.build_id
     detail = f"key {key.keyid[:16]}… ({key.key_class}), build id {build_id[:16]}…"
@@ -416,9 +427,7 @@ A = TypeVar("A")
 R = TypeVar("R", bound=_Result)
 
 
-def run_release(
-    request: ReleaseRequest, steps: Steps = STEPS, say: Say = print
-) -> Bundled:
+def run_release(request: ReleaseRequest, steps: Steps = STEPS, say: Say = print) -> Bundled:
     """Run the six steps in order, holding build/.release.lock so two releases never
     interleave (dist/ has its own lock for the final write; nothing goes there before 6)."""
     from pipeline.bundle import release_lock

@@ -1,17 +1,17 @@
 """`tinyrustlm-release reproduce BUNDLE`: verify a release, rebuild it from source, compare.
 
-    1 verify      the whole bundle, as `tinyrustlm-verify bundle` does (trusted keys): nothing
-                  is read from the manifest before its signature verified
-    2 checkout    a fresh clone at the manifest's source revision; its toolchain.lock is the
-                  one the manifest cites
-    3 toolchain   this machine matches that lock
-    4 build       every lane of the release
-    5 compare     every artifact byte for byte; then the unsigned documents re-assembled from
-                  the rebuild (manifest, SBOM, report, provenance statement) and, with the
-                  release's own signatures, SHA256SUMS and the tarball: the whole bundle
-    6 explain     for each difference the first differing section and, when diffoscope is
-                  installed, its HTML report in --diff-dir
-    7 attest      with --attest --key: a signed rebuild attestation (pipeline.attest)
+1 verify      the whole bundle, as `tinyrustlm-verify bundle` does (trusted keys): nothing
+              is read from the manifest before its signature verified
+2 checkout    a fresh clone at the manifest's source revision; its toolchain.lock is the
+              one the manifest cites
+3 toolchain   this machine matches that lock
+4 build       every lane of the release
+5 compare     every artifact byte for byte; then the unsigned documents re-assembled from
+              the rebuild (manifest, SBOM, report, provenance statement) and, with the
+              release's own signatures, SHA256SUMS and the tarball: the whole bundle
+6 explain     for each difference the first differing section and, when diffoscope is
+              installed, its HTML report in --diff-dir
+7 attest      with --attest --key: a signed rebuild attestation (pipeline.attest)
 """
 
 from __future__ import annotations
@@ -66,8 +66,11 @@ class BundleNotVerified(CheckFailed):
     """`reproduce` refuses a bundle that `verify bundle` rejects, before any clone or build."""
 
     def __init__(self, message: str, *, error_id: str, where: str = "", hint: str = "") -> None:
-        super().__init__(f"the bundle does not verify, nothing was rebuilt: "
-                         f"error[{error_id}] {message}", where=where, hint=hint)
+        super().__init__(
+            f"the bundle does not verify, nothing was rebuilt: error[{error_id}] {message}",
+            where=where,
+            hint=hint,
+        )
         self.error_id = error_id
 
 
@@ -104,8 +107,9 @@ class Reproduction:
 def _git(args: list[str], cwd: Path) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise ReproduceError(f"git {' '.join(args)} failed: {done.stderr.strip()[-300:]}",
-                             where=str(cwd))
+        raise ReproduceError(
+            f"git {' '.join(args)} failed: {done.stderr.strip()[-300:]}", where=str(cwd)
+        )
     return done.stdout.strip()
 
 
@@ -119,8 +123,9 @@ def prepare_checkout(source: str, revision: str, workdir: Path) -> Path:
     return checkout
 
 
-def compare_bundle(bundle: Path, manifest: ModuleManifest, index: BuildIndex,
-                   rebuilt_root: Path) -> list[LaneVerdict]:
+def compare_bundle(
+    bundle: Path, manifest: ModuleManifest, index: BuildIndex, rebuilt_root: Path
+) -> list[LaneVerdict]:
     rebuilt = {entry.lane: entry for entry in index.lanes}
     digests = dict(manifest.listed_files())
     verdicts = []
@@ -137,8 +142,9 @@ def compare_bundle(bundle: Path, manifest: ModuleManifest, index: BuildIndex,
     return verdicts
 
 
-def rebuilt_documents(bundle: Path, manifest: ModuleManifest, index: BuildIndex,
-                      checkout: Path) -> dict[str, bytes]:
+def rebuilt_documents(
+    bundle: Path, manifest: ModuleManifest, index: BuildIndex, checkout: Path
+) -> dict[str, bytes]:
     """The bundle's unsigned files as the rebuild makes them: the release's own steps 3-5
     (inspect, smoke, assemble) over the rebuilt lanes, never its signing; then SHA256SUMS
     and the tarball over them plus the release's two signature files."""
@@ -159,11 +165,13 @@ def rebuilt_documents(bundle: Path, manifest: ModuleManifest, index: BuildIndex,
     checked = Checked(request, git_facts(checkout), manifest.version, "rebuild")
     tested = step_smoke(step_verify(built_from_index(checked, index)))
     documents = assemble(read_material(tested), manifest.key_class)
-    signatures = {name: (bundle / name).read_bytes()
-                  for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)}
+    signatures = {
+        name: (bundle / name).read_bytes() for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)
+    }
     native = frozenset(a.url for a in manifest.native_artifacts)
-    files = bundle_contents(manifest.version, {**documents.files, **signatures},
-                            manifest.source_date_epoch, native)
+    files = bundle_contents(
+        manifest.version, {**documents.files, **signatures}, manifest.source_date_epoch, native
+    )
     files["provenance statement"] = documents.statement
     return files
 
@@ -172,13 +180,17 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def compare_documents(bundle: Path, manifest: ModuleManifest,
-                      rebuilt: Mapping[str, bytes], scratch: Path) -> list[LaneVerdict]:
+def compare_documents(
+    bundle: Path, manifest: ModuleManifest, rebuilt: Mapping[str, bytes], scratch: Path
+) -> list[LaneVerdict]:
     """Manifest, SBOM, report, the provenance statement, SHA256SUMS and the tarball."""
-    statement = parse_sigstore_bundle((bundle / PROVENANCE_SIGNATURE).read_bytes(),
-                                      PROVENANCE_SIGNATURE).envelope.payload
-    expected = {name: (bundle / name).read_bytes()
-                for name in (MANIFEST, SBOM, REPORT, CHECKSUMS, tarball_name(manifest.version))}
+    statement = parse_sigstore_bundle(
+        (bundle / PROVENANCE_SIGNATURE).read_bytes(), PROVENANCE_SIGNATURE
+    ).envelope.payload
+    expected = {
+        name: (bundle / name).read_bytes()
+        for name in (MANIFEST, SBOM, REPORT, CHECKSUMS, tarball_name(manifest.version))
+    }
     expected["provenance statement"] = statement
     verdicts = []
     for name, data in expected.items():
@@ -198,15 +210,20 @@ def run_diffoscope(expected: Path, rebuilt: Path, html: Path) -> str | None:
         return None
     html.parent.mkdir(parents=True, exist_ok=True)
     try:
-        subprocess.run([tool, "--html", str(html), "--no-progress", str(expected), str(rebuilt)],
-                       capture_output=True, timeout=DIFFOSCOPE_TIMEOUT_SECONDS, check=False)
+        subprocess.run(
+            [tool, "--html", str(html), "--no-progress", str(expected), str(rebuilt)],
+            capture_output=True,
+            timeout=DIFFOSCOPE_TIMEOUT_SECONDS,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return str(html) if html.is_file() else None
 
 
-def explain(verdicts: list[LaneVerdict], bundle: Path, rebuilt_paths: Mapping[str, Path],
-            diff_dir: Path) -> list[LaneVerdict]:
+def explain(
+    verdicts: list[LaneVerdict], bundle: Path, rebuilt_paths: Mapping[str, Path], diff_dir: Path
+) -> list[LaneVerdict]:
     """Each differing file with diffoscope's report attached (when it ran)."""
     explained = []
     for v in verdicts:
@@ -217,13 +234,17 @@ def explain(verdicts: list[LaneVerdict], bundle: Path, rebuilt_paths: Mapping[st
         expected = bundle / v.name
         if not expected.is_file():  # the provenance statement: write the bundle's payload
             expected = rebuilt.with_name(f"bundle.{rebuilt.name}")
-            expected.write_bytes(parse_sigstore_bundle(
-                (bundle / PROVENANCE_SIGNATURE).read_bytes(), PROVENANCE_SIGNATURE
-            ).envelope.payload)
-        report = run_diffoscope(expected, rebuilt,
-                                diff_dir / f"diffoscope.{Path(v.name).name.replace(' ', '-')}.html")
-        explained.append(LaneVerdict(v.lane, v.name, v.expected_sha256, v.rebuilt_sha256,
-                                     v.difference, report))
+            expected.write_bytes(
+                parse_sigstore_bundle(
+                    (bundle / PROVENANCE_SIGNATURE).read_bytes(), PROVENANCE_SIGNATURE
+                ).envelope.payload
+            )
+        report = run_diffoscope(
+            expected, rebuilt, diff_dir / f"diffoscope.{Path(v.name).name.replace(' ', '-')}.html"
+        )
+        explained.append(
+            LaneVerdict(v.lane, v.name, v.expected_sha256, v.rebuilt_sha256, v.difference, report)
+        )
     return explained
 
 
@@ -231,8 +252,13 @@ def verify_first(bundle: Path, trusted_keys: Path, allow_dev_key: bool, say: Say
     """Step 1: the whole `verify bundle` procedure; only then is manifest.json read."""
     try:
         root = load_trust_root(trusted_keys)
-        verdict = verify_bundle(bundle, root.keys, allow_dev_key=allow_dev_key,
-                                now=int(time.time()), one_signer=root.one_signer)
+        verdict = verify_bundle(
+            bundle,
+            root.keys,
+            allow_dev_key=allow_dev_key,
+            now=int(time.time()),
+            one_signer=root.one_signer,
+        )
     except VerifyError as exc:
         error_id = getattr(exc, "error_id", "verify.error")
         raise BundleNotVerified(
@@ -241,20 +267,32 @@ def verify_first(bundle: Path, trusted_keys: Path, allow_dev_key: bool, say: Say
             where=exc.where or str(bundle),
             hint=f"tinyrustlm-verify bundle {bundle} --trusted-keys {trusted_keys} shows each step",
         ) from exc
-    say(f"[1/6] bundle verified: tinyrustlm {verdict.version}, key {verdict.keyid[:16]}… "
-        f"({verdict.key_class})")
+    say(
+        f"[1/6] bundle verified: tinyrustlm {verdict.version}, key {verdict.keyid[:16]}… "
+        f"({verdict.key_class})"
+    )
     return ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
 
 
-def reproduce(bundle: Path, source: str, workdir: Path, say: Say, *, trusted_keys: Path,
-              allow_dev_key: bool = False, diff_dir: Path | None = None) -> Reproduction:
+def reproduce(
+    bundle: Path,
+    source: str,
+    workdir: Path,
+    say: Say,
+    *,
+    trusted_keys: Path,
+    allow_dev_key: bool = False,
+    diff_dir: Path | None = None,
+) -> Reproduction:
     manifest = verify_first(bundle, trusted_keys, allow_dev_key, say)
     say(f"[2/6] checking out {manifest.source_revision[:12]} from {source}")
     checkout = prepare_checkout(source, manifest.source_revision, workdir)
     lock_sha = sha256_file(checkout / "toolchain.lock")
     if lock_sha != manifest.toolchain_lock_sha256:
-        raise ReproduceError("the checkout's toolchain.lock is not the one the release cites",
-                             where=str(checkout / "toolchain.lock"))
+        raise ReproduceError(
+            "the checkout's toolchain.lock is not the one the release cites",
+            where=str(checkout / "toolchain.lock"),
+        )
     say("[3/6] checking the installed toolchain against that lock")
     check_installed(checkout)
     say("[4/6] building every lane")
@@ -262,19 +300,26 @@ def reproduce(bundle: Path, source: str, workdir: Path, say: Say, *, trusted_key
     if index.source_date_epoch != manifest.source_date_epoch:
         raise ReproduceError(
             f"SOURCE_DATE_EPOCH {index.source_date_epoch} differs from the release's "
-            f"{manifest.source_date_epoch}", where="git log -1 --format=%ct")
+            f"{manifest.source_date_epoch}",
+            where="git log -1 --format=%ct",
+        )
     say("[5/6] comparing every artifact and every unsigned document byte for byte")
     artifacts = compare_bundle(bundle, manifest, index, checkout)
     scratch = workdir / "rebuilt-documents"
-    documents = compare_documents(bundle, manifest,
-                                  rebuilt_documents(bundle, manifest, index, checkout), scratch)
+    documents = compare_documents(
+        bundle, manifest, rebuilt_documents(bundle, manifest, index, checkout), scratch
+    )
     say("[6/6] explaining differences")
-    paths = {v.name: checkout / e.artifact for v in artifacts for e in index.lanes
-             if e.lane == v.lane}
+    paths = {
+        v.name: checkout / e.artifact for v in artifacts for e in index.lanes if e.lane == v.lane
+    }
     paths.update({v.name: scratch / v.name.replace(" ", "-") for v in documents})
     out = diff_dir or Path.cwd()
-    return Reproduction(manifest, tuple(explain(artifacts, bundle, paths, out)),
-                        tuple(explain(documents, bundle, paths, out)))
+    return Reproduction(
+        manifest,
+        tuple(explain(artifacts, bundle, paths, out)),
+        tuple(explain(documents, bundle, paths, out)),
+    )
 
 
 def render_verdicts(verdicts: list[LaneVerdict]) -> str:
@@ -290,33 +335,68 @@ def render_verdicts(verdicts: list[LaneVerdict]) -> str:
 def render(result: Reproduction) -> str:
     same = sum(v.identical for v in result.artifacts)
     docs = sum(v.identical for v in result.documents)
-    return "\n".join([
-        render_verdicts(list(result.artifacts)),
-        f"{same}/{len(result.artifacts)} artifact(s) reproduced bit for bit",
-        render_verdicts(list(result.documents)),
-        f"{docs}/{len(result.documents)} document(s) reproduced bit for bit",
-    ])
+    return "\n".join(
+        [
+            render_verdicts(list(result.artifacts)),
+            f"{same}/{len(result.artifacts)} artifact(s) reproduced bit for bit",
+            render_verdicts(list(result.documents)),
+            f"{docs}/{len(result.documents)} document(s) reproduced bit for bit",
+        ]
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="an unpacked release bundle (dist/tinyrustlm-*)")
-    parser.add_argument("--trusted-keys", type=Path, required=True, metavar="FILE",
-                        help="trusted-keys JSON: the bundle is verified with it before anything "
-                        "is read from its manifest")
-    parser.add_argument("--allow-dev-key", action="store_true",
-                        help="accept a bundle signed by a development-role key")
-    parser.add_argument("--source", default=".",
-                        help="git repository to clone the release's revision from (default: .)")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where to clone and build (default: a new temporary folder)")
-    parser.add_argument("--diff-dir", type=Path, default=None, metavar="DIR",
-                        help="where diffoscope's HTML reports go (default: the current folder)")
-    parser.add_argument("--attest", action="store_true",
-                        help="sign a rebuild attestation of what reproduced (needs --key)")
-    parser.add_argument("--key", type=Path, default=None, metavar="PEM",
-                        help="the rebuilder's Ed25519 private key (for --attest)")
-    parser.add_argument("--attest-out", type=Path, default=None, metavar="FILE",
-                        help="attestation path (default: ./rebuild.<keyid[:16]>.sigstore.json)")
+    parser.add_argument(
+        "--trusted-keys",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="trusted-keys JSON: the bundle is verified with it before anything "
+        "is read from its manifest",
+    )
+    parser.add_argument(
+        "--allow-dev-key",
+        action="store_true",
+        help="accept a bundle signed by a development-role key",
+    )
+    parser.add_argument(
+        "--source",
+        default=".",
+        help="git repository to clone the release's revision from (default: .)",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where to clone and build (default: a new temporary folder)",
+    )
+    parser.add_argument(
+        "--diff-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where diffoscope's HTML reports go (default: the current folder)",
+    )
+    parser.add_argument(
+        "--attest",
+        action="store_true",
+        help="sign a rebuild attestation of what reproduced (needs --key)",
+    )
+    parser.add_argument(
+        "--key",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="the rebuilder's Ed25519 private key (for --attest)",
+    )
+    parser.add_argument(
+        "--attest-out",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="attestation path (default: ./rebuild.<keyid[:16]>.sigstore.json)",
+    )
     parser.add_argument("--json", action="store_true", help="print the verdicts as JSON")
 
 
@@ -327,34 +407,52 @@ def run(args: argparse.Namespace) -> int:
     key = None
     if args.attest:  # bad key input first, before an hour of building
         if args.key is None:
-            raise PipelineError("--attest needs --key PEM (the rebuilder's key)",
-                                where="reproduce --attest")
+            raise PipelineError(
+                "--attest needs --key PEM (the rebuilder's key)", where="reproduce --attest"
+            )
         private = load_private_key(args.key)
         key = SigningKey(private, keyid_of(private.public_key()), "release", str(args.key))
     source = str(Path(args.source).resolve()) if Path(args.source).exists() else args.source
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-reproduce-") as tmp:
         workdir = args.workdir or Path(tmp)
-        result = reproduce(args.bundle.resolve(), source, workdir.resolve(),
-                           lambda s: print(s, file=sys.stderr, flush=True),
-                           trusted_keys=args.trusted_keys, allow_dev_key=args.allow_dev_key,
-                           diff_dir=args.diff_dir)
+        result = reproduce(
+            args.bundle.resolve(),
+            source,
+            workdir.resolve(),
+            lambda s: print(s, file=sys.stderr, flush=True),
+            trusted_keys=args.trusted_keys,
+            allow_dev_key=args.allow_dev_key,
+            diff_dir=args.diff_dir,
+        )
     seconds = time.monotonic() - started
     if args.json:
-        print(json.dumps({
-            "artifacts": [{**asdict(v), "identical": v.identical} for v in result.artifacts],
-            "documents": [{**asdict(v), "identical": v.identical} for v in result.documents],
-            "seconds": round(seconds, 1),
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "artifacts": [
+                        {**asdict(v), "identical": v.identical} for v in result.artifacts
+                    ],
+                    "documents": [
+                        {**asdict(v), "identical": v.identical} for v in result.documents
+                    ],
+                    "seconds": round(seconds, 1),
+                },
+                indent=2,
+            )
+        )
     else:
         print(render(result))
         print(f"whole-bundle reproduction took {seconds:.0f}s")
     if key is not None and not any(v.identical for v in result.artifacts):
         print("no artifact reproduced: no rebuild attestation written", file=sys.stderr)
     elif key is not None:
-        statement = rebuild_statement(result.manifest, [v.compared() for v in result.artifacts],
-                                      [v.compared() for v in result.documents], key.keyid)
+        statement = rebuild_statement(
+            result.manifest,
+            [v.compared() for v in result.artifacts],
+            [v.compared() for v in result.documents],
+            key.keyid,
+        )
         path = write_attestation(statement, key, args.attest_out or Path.cwd())
-        print(f"rebuild attestation: {path} ({len(statement.subject)} subject(s))",
-              file=sys.stderr)
+        print(f"rebuild attestation: {path} ({len(statement.subject)} subject(s))", file=sys.stderr)
     return EXIT_OK if result.identical else EXIT_CHECK_FAILED

@@ -69,7 +69,7 @@ class Site:
         clean = posixpath.normpath(unquote(path))
         for prefix, folder in self.routes:
             if clean == prefix.rstrip("/") or clean.startswith(prefix):
-                rest = clean[len(prefix):].lstrip("/") or "index.html"
+                rest = clean[len(prefix) :].lstrip("/") or "index.html"
                 target = (folder / rest).resolve()
                 if target.is_relative_to(folder.resolve()) and target.is_file():
                     return target
@@ -140,8 +140,9 @@ def start(site: Site, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
     try:
         server = _Server(("127.0.0.1", port), _Handler)
     except OSError as exc:
-        raise PipelineError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}",
-                            where="--port") from exc
+        raise PipelineError(
+            f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", where="--port"
+        ) from exc
     server.site = site
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
@@ -160,14 +161,25 @@ def page_config(trusted_keys: bytes, allow_dev_key: bool, model_sha256: str) -> 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="a release bundle folder (dist/tinyrustlm-<v>)")
-    parser.add_argument("--isolated", action="store_true",
-                        help="send COOP/COEP so the page is cross-origin isolated (threads lane)")
+    parser.add_argument(
+        "--isolated",
+        action="store_true",
+        help="send COOP/COEP so the page is cross-origin isolated (threads lane)",
+    )
     parser.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 = any free)")
-    parser.add_argument("--trusted-keys", type=Path, default=None,
-                        help="trusted-keys file (default: this checkout's development key, "
-                             "which the page then allows)")
-    parser.add_argument("--model", type=Path, default=None,
-                        help=f"model file (default: a freshly packed {DEFAULT_PRESET!r} model)")
+    parser.add_argument(
+        "--trusted-keys",
+        type=Path,
+        default=None,
+        help="trusted-keys file (default: this checkout's development key, "
+        "which the page then allows)",
+    )
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help=f"model file (default: a freshly packed {DEFAULT_PRESET!r} model)",
+    )
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -181,25 +193,35 @@ def site_for(args: argparse.Namespace) -> Site:
     """What `serve` serves for these arguments (the bundle is checked first)."""
     bundle: Path = args.bundle
     if not (bundle / "manifest.json").is_file() or not (bundle / "js/loader.js").is_file():
-        raise PipelineError("not a release bundle with js/loader.js", where=str(bundle),
-                            hint="release first: ./nox -s release")
+        raise PipelineError(
+            "not a release bundle with js/loader.js",
+            where=str(bundle),
+            hint="release first: ./nox -s release",
+        )
     dev_keys = REPO_ROOT / DEV_KEY_DIR / f"{DEV_KEY_NAME}.trusted-keys.json"
     trusted = _read(args.trusted_keys or dev_keys, "trusted keys")
-    model = (_read(args.model, "model") if args.model is not None
-             else pack(PRESETS[DEFAULT_PRESET], DEFAULT_SEED))
+    model = (
+        _read(args.model, "model")
+        if args.model is not None
+        else pack(PRESETS[DEFAULT_PRESET], DEFAULT_SEED)
+    )
     sha = hashlib.sha256(model).hexdigest()
     # without --trusted-keys the page trusts this checkout's development key, so allows it
     config = page_config(trusted, args.trusted_keys is None, sha)
-    return Site(routes=[("/bundle/", bundle), ("/", REPO_ROOT / PAGE_DIR)],
-                isolated=args.isolated,
-                overrides={"/config.json": config, "/model.trlm": model})
+    return Site(
+        routes=[("/bundle/", bundle), ("/", REPO_ROOT / PAGE_DIR)],
+        isolated=args.isolated,
+        overrides={"/config.json": config, "/model.trlm": model},
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     site = site_for(args)
     server, url = start(site, args.port)
-    print(f"serving {args.bundle} (isolated: {'yes' if args.isolated else 'no'}); "
-          "Ctrl-C stops", file=sys.stderr)
+    print(
+        f"serving {args.bundle} (isolated: {'yes' if args.isolated else 'no'}); Ctrl-C stops",
+        file=sys.stderr,
+    )
     print(url, flush=True)
     try:
         threading.Event().wait()

@@ -13,16 +13,26 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def clone_head(destination: Path, source: Path = REPO_ROOT) -> Path:
     """A fresh clone of `source`'s HEAD (by default this repository: what CI sees)."""
     destination.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(source), str(destination)],
-                   check=True)
+    subprocess.run(
+        ["git", "clone", "--quiet", "--no-hardlinks", str(source), str(destination)], check=True
+    )
     return destination
 
 
-def run_build(clone: Path, env_overrides: dict[str, str] | None = None, umask: int = 0o022,
-              lanes: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_build(
+    clone: Path,
+    env_overrides: dict[str, str] | None = None,
+    umask: int = 0o022,
+    lanes: list[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """`tinyrustlm-release build` in `clone` (every lane by default), with the clone's code."""
     env = {**os.environ, "PYTHONPATH": str(clone), **(env_overrides or {})}
     selected = [arg for lane in lanes or [] for arg in ("--lane", lane)]
     return subprocess.run(
         [sys.executable, "-m", "pipeline.cli", "build", "--repo", str(clone), *selected],
-        cwd=clone, env=env, capture_output=True, text=True, umask=umask)
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        umask=umask,
+    )

@@ -27,8 +27,9 @@ def always(facts: object, policy: object) -> bool:
 
 
 def run_checks(
-    table: Mapping[str, tuple[Callable[[FactsT, PolicyT], Finding],
-                              Callable[[FactsT, PolicyT], bool]]],
+    table: Mapping[
+        str, tuple[Callable[[FactsT, PolicyT], Finding], Callable[[FactsT, PolicyT], bool]]
+    ],
     facts: FactsT,
     policy: PolicyT,
 ) -> list[Finding]:

@@ -27,8 +27,13 @@ def _native_sections(data: bytes) -> list[Span]:
     spans = []
     for section in binary.sections:
         name = section.name
-        spans.append((name if isinstance(name, str) else name.decode(errors="replace"),
-                      section.offset, section.size))
+        spans.append(
+            (
+                name if isinstance(name, str) else name.decode(errors="replace"),
+                section.offset,
+                section.size,
+            )
+        )
     return spans
 
 
@@ -45,8 +50,9 @@ def first_difference(a: bytes, b: bytes) -> str | None:
     """None when identical; else where they first differ, by section when it can tell."""
     if a == b:
         return None
-    offset = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
-                  min(len(a), len(b)))
+    offset = next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
     sizes = f"sizes {len(a)} vs {len(b)}"
     # Section layout up to the first difference is shared; take it from whichever side parses
     # (a tampered file may no longer be a well-formed module).

@@ -16,9 +16,17 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 
 # Chromium as root needs --no-sandbox; the rest stops first-run and background traffic.
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-default-browser-check")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-default-browser-check",
+)
 # Firefox: no first-run pages, updates, telemetry, studies, safe-browsing or captive-portal
 # probes; the only network it sees is the harness on 127.0.0.1.
 FIREFOX_PREFS: dict[str, bool | int | str] = {
@@ -64,14 +72,21 @@ class Browser:
 def _base_env(profile: Path) -> dict[str, str]:
     home = profile / "home"
     home.mkdir(parents=True, exist_ok=True)
-    return {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(profile),
-            "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
-            "XDG_DATA_HOME": str(home / ".local/share"), "LANG": "C.UTF-8"}
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "TMPDIR": str(profile),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "LANG": "C.UTF-8",
+    }
 
 
 def _chromium(exe: str, url: str, profile: Path) -> Launch:
-    return Launch([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile / 'chromium'}", url],
-                  _base_env(profile))
+    return Launch(
+        [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile / 'chromium'}", url], _base_env(profile)
+    )
 
 
 def _firefox(exe: str, url: str, profile: Path) -> Launch:
@@ -107,12 +122,27 @@ def _minibrowser() -> str | None:
 BROWSERS: dict[str, Browser] = {
     b.name: b
     for b in (
-        Browser("chromium", "V8", lambda: shutil.which("chromium"), _chromium,
-                lambda exe: [exe, "--version"]),
-        Browser("firefox", "SpiderMonkey", lambda: shutil.which("firefox-esr"), _firefox,
-                lambda exe: [exe, "--version"]),
-        Browser("webkit", "JavaScriptCore", _minibrowser, _webkit,
-                lambda exe: ["xvfb-run", "-a", exe, "--version"]),
+        Browser(
+            "chromium",
+            "V8",
+            lambda: shutil.which("chromium"),
+            _chromium,
+            lambda exe: [exe, "--version"],
+        ),
+        Browser(
+            "firefox",
+            "SpiderMonkey",
+            lambda: shutil.which("firefox-esr"),
+            _firefox,
+            lambda exe: [exe, "--version"],
+        ),
+        Browser(
+            "webkit",
+            "JavaScriptCore",
+            _minibrowser,
+            _webkit,
+            lambda exe: ["xvfb-run", "-a", exe, "--version"],
+        ),
     )
 }
 
@@ -121,14 +151,16 @@ def browser(name: str) -> Browser:
     try:
         return BROWSERS[name]
     except KeyError:
-        raise PipelineError(f"unknown engine {name!r}", where="--engines",
-                            hint=f"choose from {', '.join(BROWSERS)}") from None
+        raise PipelineError(
+            f"unknown engine {name!r}", where="--engines", hint=f"choose from {', '.join(BROWSERS)}"
+        ) from None
 
 
 def browser_version(b: Browser, exe: str, profile: Path) -> str:
     try:
-        done = subprocess.run(b.version(exe), capture_output=True, text=True, timeout=60,
-                              env=_base_env(profile))
+        done = subprocess.run(
+            b.version(exe), capture_output=True, text=True, timeout=60, env=_base_env(profile)
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unknown ({exc})"
     for line in (done.stdout + "\n" + done.stderr).splitlines():

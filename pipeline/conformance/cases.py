@@ -62,8 +62,9 @@ def make_cases(count: int = DEFAULT_CASES, seed: int = DEFAULT_SEED) -> list[Sam
                 prompt=prompt,
                 seed=seed,
                 stream=stream,
-                temperature=HOT_TEMPERATURE if long_run else (
-                    rng.choice(TEMPERATURES) if hot else 0.0),
+                temperature=HOT_TEMPERATURE
+                if long_run
+                else (rng.choice(TEMPERATURES) if hot else 0.0),
                 top_k=rng.choice((1, 2, 5, 40)) if top_k else 0,
                 top_p=rng.choice(TOP_PS) if top_p else 1.0,
                 repetition_penalty=rng.choice(PENALTIES) if penalty else 1.0,

@@ -36,8 +36,9 @@ def _names(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
     unknown = [n for n in names if n not in allowed]
     if unknown or not names:
         what = f"unknown {', '.join(unknown)}" if unknown else "an empty list"
-        raise UsageError(f"{flag}: {what}", where=flag,
-                         hint=f"a comma-separated list of {', '.join(allowed)}")
+        raise UsageError(
+            f"{flag}: {what}", where=flag, hint=f"a comma-separated list of {', '.join(allowed)}"
+        )
     return names
 
 
@@ -66,19 +67,32 @@ def conformance(subject: Subject, opts: Options) -> ConformanceReport:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="a release bundle folder")
-    parser.add_argument("--engines", default=",".join(ALL_ENGINES),
-                        help=f"comma-separated (default: {','.join(ALL_ENGINES)})")
-    parser.add_argument("--cases", type=int, default=case_gen.DEFAULT_CASES,
-                        help=f"number of seeded cases (default {case_gen.DEFAULT_CASES})")
+    parser.add_argument(
+        "--engines",
+        default=",".join(ALL_ENGINES),
+        help=f"comma-separated (default: {','.join(ALL_ENGINES)})",
+    )
+    parser.add_argument(
+        "--cases",
+        type=int,
+        default=case_gen.DEFAULT_CASES,
+        help=f"number of seeded cases (default {case_gen.DEFAULT_CASES})",
+    )
     parser.add_argument("--seed", type=int, default=case_gen.DEFAULT_SEED, help="case seed")
-    parser.add_argument("--speed", default="", metavar="MODELS",
-                        help="also measure speed on these models (e.g. small,bench)")
+    parser.add_argument(
+        "--speed",
+        default="",
+        metavar="MODELS",
+        help="also measure speed on these models (e.g. small,bench)",
+    )
     parser.add_argument("--speed-runs", type=int, default=5, help="runs per speed median")
-    parser.add_argument("--timeout", type=float, default=900.0,
-                        help="bound on one browser run of the page, seconds")
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="bound on one browser run of the page, seconds"
+    )
     parser.add_argument("--out", type=Path, required=True, help="report JSON to write")
-    parser.add_argument("--html", type=Path, default=None,
-                        help="HTML matrix to write (default: --out with .html)")
+    parser.add_argument(
+        "--html", type=Path, default=None, help="HTML matrix to write (default: --out with .html)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,11 +113,15 @@ def run(args: argparse.Namespace) -> int:
     failed = [r for r in report.rows if r.outcome == "fail"]
     for r in report.rows:
         iso = "" if r.isolated is None else (" isolated" if r.isolated else " not-isolated")
-        print(f"  {r.engine + iso:<24} {r.lane:<26} {r.outcome:<8} "
-              f"{r.cases_passed}/{r.cases_passed + r.cases_failed} {r.detail[:60]}")
+        print(
+            f"  {r.engine + iso:<24} {r.lane:<26} {r.outcome:<8} "
+            f"{r.cases_passed}/{r.cases_passed + r.cases_failed} {r.detail[:60]}"
+        )
     for s in report.speed:
-        print(f"  speed {s.engine:<9} {s.lane:<26} {s.model:<6} first token "
-              f"{s.ttft_ms_median:9.1f} ms ({s.ttft_ms_min:.1f}-{s.ttft_ms_max:.1f}), decode "
-              f"{s.decode_tps_median:8.1f} tok/s ({s.decode_tps_min:.1f}-{s.decode_tps_max:.1f})")
+        print(
+            f"  speed {s.engine:<9} {s.lane:<26} {s.model:<6} first token "
+            f"{s.ttft_ms_median:9.1f} ms ({s.ttft_ms_min:.1f}-{s.ttft_ms_max:.1f}), decode "
+            f"{s.decode_tps_median:8.1f} tok/s ({s.decode_tps_min:.1f}-{s.decode_tps_max:.1f})"
+        )
     print(f"report {args.out}, matrix {html}: {len(report.rows)} rows, {len(failed)} failed")
     return EXIT_CHECK_FAILED if failed else EXIT_OK

@@ -37,20 +37,30 @@ def diff(expected: CaseResult, got: CaseResult | None) -> CaseDiff | None:
     if got.error is not None or expected.error is not None:
         if got.error == expected.error:
             return None
-        return CaseDiff(case=case, field="error", expected=expected.error or "no error",
-                        got=got.error or "no error")
+        return CaseDiff(
+            case=case,
+            field="error",
+            expected=expected.error or "no error",
+            got=got.error or "no error",
+        )
     if got.tokens != expected.tokens:
-        return CaseDiff(case=case, field="tokens", expected=str(list(expected.tokens)),
-                        got=str(list(got.tokens)),
-                        first_index=_first_index(expected.tokens, got.tokens))
+        return CaseDiff(
+            case=case,
+            field="tokens",
+            expected=str(list(expected.tokens)),
+            got=str(list(got.tokens)),
+            first_index=_first_index(expected.tokens, got.tokens),
+        )
     if got.rng_state != expected.rng_state:
-        return CaseDiff(case=case, field="rng_state", expected=expected.rng_state,
-                        got=got.rng_state)
+        return CaseDiff(
+            case=case, field="rng_state", expected=expected.rng_state, got=got.rng_state
+        )
     return None
 
 
-def tally(cases: Sequence[SamplerCase], oracle: Mapping[str, CaseResult],
-          got: Sequence[CaseResult]) -> Tally:
+def tally(
+    cases: Sequence[SamplerCase], oracle: Mapping[str, CaseResult], got: Sequence[CaseResult]
+) -> Tally:
     by_case = {r.case: r for r in got}
     passed, failed, first = 0, 0, None
     for case in cases:
@@ -71,30 +81,59 @@ class RowKey:
     isolated: bool | None
 
 
-def ran_row(key: RowKey, lane: str, sha256: str, cases: Sequence[SamplerCase],
-            oracle: Mapping[str, CaseResult], got: Sequence[CaseResult], *, chosen: bool,
-            receipt: dict[str, Any] | None = None, detail: str = "") -> ConformanceRow:
+def ran_row(
+    key: RowKey,
+    lane: str,
+    sha256: str,
+    cases: Sequence[SamplerCase],
+    oracle: Mapping[str, CaseResult],
+    got: Sequence[CaseResult],
+    *,
+    chosen: bool,
+    receipt: dict[str, Any] | None = None,
+    detail: str = "",
+) -> ConformanceRow:
     t = tally(cases, oracle, got)
     return ConformanceRow(
-        engine=key.engine, engine_kind=key.kind, engine_version=key.version,
-        isolated=key.isolated, lane=lane, artifact_sha256=sha256,
-        outcome="pass" if t.failed == 0 else "fail", chosen=chosen,
+        engine=key.engine,
+        engine_kind=key.kind,
+        engine_version=key.version,
+        isolated=key.isolated,
+        lane=lane,
+        artifact_sha256=sha256,
+        outcome="pass" if t.failed == 0 else "fail",
+        chosen=chosen,
         receipt_sha256=None if receipt is None else _sha(canonical_json(receipt)),
-        receipt=receipt, cases_passed=t.passed, cases_failed=t.failed, first_failure=t.first,
+        receipt=receipt,
+        cases_passed=t.passed,
+        cases_failed=t.failed,
+        first_failure=t.first,
         detail=detail,
     )
 
 
-def blocked_row(key: RowKey, lane: str, sha256: str, cases: Sequence[SamplerCase], *,
-                refused: bool, why: str) -> ConformanceRow:
+def blocked_row(
+    key: RowKey, lane: str, sha256: str, cases: Sequence[SamplerCase], *, refused: bool, why: str
+) -> ConformanceRow:
     """A lane that did not run: `not-run` when that is correct here, else a failure."""
-    first = None if refused or not cases else CaseDiff(
-        case=cases[0].id, field="error", expected="the lane runs", got=why)
+    first = (
+        None
+        if refused or not cases
+        else CaseDiff(case=cases[0].id, field="error", expected="the lane runs", got=why)
+    )
     return ConformanceRow(
-        engine=key.engine, engine_kind=key.kind, engine_version=key.version,
-        isolated=key.isolated, lane=lane, artifact_sha256=sha256,
-        outcome="not-run" if refused else "fail", chosen=False, cases_passed=0,
-        cases_failed=0 if refused else len(cases), first_failure=first, detail=why,
+        engine=key.engine,
+        engine_kind=key.kind,
+        engine_version=key.version,
+        isolated=key.isolated,
+        lane=lane,
+        artifact_sha256=sha256,
+        outcome="not-run" if refused else "fail",
+        chosen=False,
+        cases_passed=0,
+        cases_failed=0 if refused else len(cases),
+        first_failure=first,
+        detail=why,
     )
 
 

@@ -27,9 +27,13 @@ from pipeline.conformance.browsers import Browser
 
 # POST endpoints of the page (pipeline/conformance/page/main.mjs), under PAGE_ROOT
 PAGE_ROOT = "/conformance/"
-CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".mjs": "text/javascript",
-                 ".js": "text/javascript", ".json": "application/json",
-                 ".wasm": "application/wasm"}
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".mjs": "text/javascript",
+    ".js": "text/javascript",
+    ".json": "application/json",
+    ".wasm": "application/wasm",
+}
 TERM_GRACE_SECONDS = 2.0
 Route = Path | bytes
 
@@ -62,8 +66,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._headers(404, None, 0)
             return
         body = route if isinstance(route, bytes) else route.read_bytes()
-        self._headers(200, CONTENT_TYPES.get(Path(path).suffix, "application/octet-stream"),
-                      len(body))
+        self._headers(
+            200, CONTENT_TYPES.get(Path(path).suffix, "application/octet-stream"), len(body)
+        )
         self.wfile.write(body)
 
     def do_POST(self) -> None:
@@ -162,8 +167,15 @@ def run_page(
     log = (workdir / f"{browser.name}.log").open("wb")
     run = PageRun()
     started = time.monotonic()
-    proc = subprocess.Popen(launch.argv, env=launch.env, stdin=subprocess.DEVNULL, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True, cwd=workdir)
+    proc = subprocess.Popen(
+        launch.argv,
+        env=launch.env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=workdir,
+    )
     launched = Launched(proc)
     try:
         while run.done is None:
@@ -175,8 +187,9 @@ def run_page(
                 path, doc = server.posts.get(timeout=min(0.25, left))
             except queue.Empty:
                 if proc.poll() is not None and server.posts.empty():
-                    run.error = (f"{browser.name} exited (code {proc.returncode}) before the "
-                                 "page finished")
+                    run.error = (
+                        f"{browser.name} exited (code {proc.returncode}) before the page finished"
+                    )
                     break
                 continue
             name = path.rsplit("/", 1)[-1]

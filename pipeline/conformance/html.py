@@ -33,14 +33,19 @@ def render(report: ConformanceReport) -> str:
     head = "".join(f"<th>{escape(lane)}</th>" for lane in lanes)
     body = "".join(
         f"<tr><th>{escape(e)}<br><small>{escape(versions[e])}</small></th>"
-        + "".join(_cell(grid.get((e, lane))) for lane in lanes) + "</tr>"
+        + "".join(_cell(grid.get((e, lane))) for lane in lanes)
+        + "</tr>"
         for e in engines
     )
-    failures = "".join(
-        f"<li><b>{escape(_engine_label(r))} / {escape(r.lane)}</b>: {escape(r.detail)} "
-        f"{escape(r.first_failure.model_dump_json()) if r.first_failure else ''}</li>"
-        for r in report.rows if r.outcome == "fail"
-    ) or "<li>none</li>"
+    failures = (
+        "".join(
+            f"<li><b>{escape(_engine_label(r))} / {escape(r.lane)}</b>: {escape(r.detail)} "
+            f"{escape(r.first_failure.model_dump_json()) if r.first_failure else ''}</li>"
+            for r in report.rows
+            if r.outcome == "fail"
+        )
+        or "<li>none</li>"
+    )
     speed = "".join(
         f"<tr><td>{escape(s.engine)}</td><td>{escape(s.lane)}</td><td>{escape(s.model)}</td>"
         f"<td>{s.ttft_ms_median:.1f} ({s.ttft_ms_min:.1f}–{s.ttft_ms_max:.1f})</td>"

@@ -69,25 +69,44 @@ class Lanes:
 
 
 def _plan_lane(lane: WasmLane) -> dict[str, Any]:
-    return {"lane": lane.lane, "url": "/" + lane.url, "path": str(lane.path),
-            "sha256": lane.sha256, "simd": lane.simd, "threads": lane.threads}
+    return {
+        "lane": lane.lane,
+        "url": "/" + lane.url,
+        "path": str(lane.path),
+        "sha256": lane.sha256,
+        "simd": lane.simd,
+        "threads": lane.threads,
+    }
 
 
 def _plan(subject: Subject, model: Path, cases: Sequence[SamplerCase]) -> dict[str, Any]:
-    return {"lanes": [_plan_lane(w) for w in subject.wasm], "model_url": MODEL_URL,
-            "model_path": str(model), "workers": WORKERS,
-            "cases": [case_gen.case_record(c) for c in cases]}
+    return {
+        "lanes": [_plan_lane(w) for w in subject.wasm],
+        "model_url": MODEL_URL,
+        "model_path": str(model),
+        "workers": WORKERS,
+        "cases": [case_gen.case_record(c) for c in cases],
+    }
 
 
 # -- runners ------------------------------------------------------------------------------
-def run_browser(name: str, subject: Subject, model: Path, cases: Sequence[SamplerCase],
-                isolated: bool, opts: Options, workdir: Path) -> Lanes:
+def run_browser(
+    name: str,
+    subject: Subject,
+    model: Path,
+    cases: Sequence[SamplerCase],
+    isolated: bool,
+    opts: Options,
+    workdir: Path,
+) -> Lanes:
     b = browsers.browser(name)
     exe = b.executable()
     if exe is None:
-        raise PipelineError(f"{name} is not installed", where="--engines",
-                            hint=".ci/run installs chromium, firefox-esr, webkit2gtk-driver "
-                            "and xvfb from Debian")
+        raise PipelineError(
+            f"{name} is not installed",
+            where="--engines",
+            hint=".ci/run installs chromium, firefox-esr, webkit2gtk-driver and xvfb from Debian",
+        )
     # A short path under the system temp folder, whatever `workdir` is: engines put Unix
     # sockets in their profile and TMPDIR, and a socket path over 107 bytes aborts Chromium.
     profile = Path(tempfile.mkdtemp(prefix=f"trlm-{name}-"))
@@ -99,8 +118,15 @@ def run_browser(name: str, subject: Subject, model: Path, cases: Sequence[Sample
     routes[MODEL_URL] = model
     routes.update(opts.overrides)
     try:
-        run = harness.run_page(b, exe, routes, isolated=isolated, timeout=opts.page_timeout,
-                               workdir=profile, on_lane=opts.on_lane)
+        run = harness.run_page(
+            b,
+            exe,
+            routes,
+            isolated=isolated,
+            timeout=opts.page_timeout,
+            workdir=profile,
+            on_lane=opts.on_lane,
+        )
     finally:
         shutil.rmtree(profile, ignore_errors=True)
     chosen = (run.start or {}).get("chosen")
@@ -124,8 +150,7 @@ def _json_process(argv: list[str], timeout: float, what: str) -> dict[str, Any]:
     return doc
 
 
-def run_node(subject: Subject, model: Path, cases: Sequence[SamplerCase],
-             workdir: Path) -> Lanes:
+def run_node(subject: Subject, model: Path, cases: Sequence[SamplerCase], workdir: Path) -> Lanes:
     site = Path(tempfile.mkdtemp(prefix="node-", dir=workdir))
     for url, path in subject.js_files:
         (site / url).parent.mkdir(parents=True, exist_ok=True)
@@ -136,31 +161,51 @@ def run_node(subject: Subject, model: Path, cases: Sequence[SamplerCase],
     plan_path = site / "plan.json"
     plan_path.write_text(json.dumps(_plan(subject, model, cases)), encoding="utf-8")
     node = str(nodejs.executable())  # the project's node (requirements.lock), never PATH's
-    doc = _json_process([node, str(site / "conformance/node_main.mjs"), str(plan_path)],
-                        NODE_TIMEOUT_SECONDS, "node")
+    doc = _json_process(
+        [node, str(site / "conformance/node_main.mjs"), str(plan_path)],
+        NODE_TIMEOUT_SECONDS,
+        "node",
+    )
     shutil.rmtree(site, ignore_errors=True)
-    return Lanes(doc.get("lanes", []), doc.get("chosen"), str(doc.get("version", "node")),
-                 doc.get("error"))
+    return Lanes(
+        doc.get("lanes", []), doc.get("chosen"), str(doc.get("version", "node")), doc.get("error")
+    )
 
 
-def run_wasmtime(subject: Subject, model: Path, cases: Sequence[SamplerCase],
-                 workdir: Path) -> Lanes:
+def run_wasmtime(
+    subject: Subject, model: Path, cases: Sequence[SamplerCase], workdir: Path
+) -> Lanes:
     plan = _plan(subject, model, cases)
     plan["lanes"] = [p for p in plan["lanes"] if not p["threads"]]
     plan_path = workdir / "wasmtime-plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
-    doc = _json_process([sys.executable, "-m", "pipeline.conformance.wasmtime_run",
-                         str(plan_path)], NODE_TIMEOUT_SECONDS, "wasmtime")
+    doc = _json_process(
+        [sys.executable, "-m", "pipeline.conformance.wasmtime_run", str(plan_path)],
+        NODE_TIMEOUT_SECONDS,
+        "wasmtime",
+    )
     docs: list[dict[str, Any]] = doc.get("lanes", [])
-    docs += [{"lane": w.lane, "status": "refused", "results": [],
-              "error": "wasmtime-py here runs no shared-memory workers"}
-             for w in subject.wasm if w.threads]
+    docs += [
+        {
+            "lane": w.lane,
+            "status": "refused",
+            "results": [],
+            "error": "wasmtime-py here runs no shared-memory workers",
+        }
+        for w in subject.wasm
+        if w.threads
+    ]
     return Lanes(docs, None, str(doc.get("version", "wasmtime-py")), doc.get("error"))
 
 
 # -- rows ---------------------------------------------------------------------------------
-def lane_rows(key: compare.RowKey, subject: Subject, lanes: Lanes, cases: Sequence[SamplerCase],
-              oracle: dict[str, CaseResult]) -> list[ConformanceRow]:
+def lane_rows(
+    key: compare.RowKey,
+    subject: Subject,
+    lanes: Lanes,
+    cases: Sequence[SamplerCase],
+    oracle: dict[str, CaseResult],
+) -> list[ConformanceRow]:
     by_lane = {d.get("lane"): d for d in lanes.docs}
     rows = []
     for w in subject.wasm:
@@ -169,14 +214,30 @@ def lane_rows(key: compare.RowKey, subject: Subject, lanes: Lanes, cases: Sequen
             why = lanes.error or "the runner reported nothing for this lane"
             rows.append(compare.blocked_row(key, w.lane, w.sha256, cases, refused=False, why=why))
         elif doc.get("status") != "ran":
-            rows.append(compare.blocked_row(key, w.lane, w.sha256, cases,
-                                            refused=doc.get("status") == "refused",
-                                            why=str(doc.get("error"))))
+            rows.append(
+                compare.blocked_row(
+                    key,
+                    w.lane,
+                    w.sha256,
+                    cases,
+                    refused=doc.get("status") == "refused",
+                    why=str(doc.get("error")),
+                )
+            )
         else:
             got = [from_page(r) for r in doc.get("results", [])]
-            rows.append(compare.ran_row(key, w.lane, w.sha256, cases, oracle, got,
-                                        chosen=lanes.chosen == w.lane,
-                                        receipt=doc.get("receipt")))
+            rows.append(
+                compare.ran_row(
+                    key,
+                    w.lane,
+                    w.sha256,
+                    cases,
+                    oracle,
+                    got,
+                    chosen=lanes.chosen == w.lane,
+                    receipt=doc.get("receipt"),
+                )
+            )
     return rows
 
 
@@ -185,20 +246,36 @@ def oracle_lane(subject: Subject, scratch: Path) -> tuple[NativeLane, native.Nat
         engine = native.engine_for(lane.target, scratch)
         if engine is not None and engine.name == "native":
             return lane, engine
-    raise PipelineError("the bundle has no native binary this machine runs directly: no oracle",
-                        where="manifest.json: native_artifacts")
+    raise PipelineError(
+        "the bundle has no native binary this machine runs directly: no oracle",
+        where="manifest.json: native_artifacts",
+    )
 
 
-def native_rows(subject: Subject, model: Path, cases: Sequence[SamplerCase],
-                oracle: dict[str, CaseResult], oracle_id: str, scratch: Path,
-                say: Callable[[str], None]) -> list[ConformanceRow]:
+def native_rows(
+    subject: Subject,
+    model: Path,
+    cases: Sequence[SamplerCase],
+    oracle: dict[str, CaseResult],
+    oracle_id: str,
+    scratch: Path,
+    say: Callable[[str], None],
+) -> list[ConformanceRow]:
     rows = []
     for lane in subject.native:
         engine = native.engine_for(lane.target, scratch)
         if engine is None:
             key = compare.RowKey("native", "native", "none", None)
-            rows.append(compare.blocked_row(key, lane.lane, lane.sha256, cases, refused=True,
-                                            why=f"this machine cannot run {lane.target}"))
+            rows.append(
+                compare.blocked_row(
+                    key,
+                    lane.lane,
+                    lane.sha256,
+                    cases,
+                    refused=True,
+                    why=f"this machine cannot run {lane.target}",
+                )
+            )
             continue
         key = compare.RowKey(engine.name, "native", native.engine_version(engine), None)
         if lane.lane == oracle_id:
@@ -206,21 +283,27 @@ def native_rows(subject: Subject, model: Path, cases: Sequence[SamplerCase],
         else:
             say(f"  {engine.name}: {lane.lane} ({len(cases)} cases)")
             got, detail = native.run_cases(engine, lane.path, model, list(cases)), ""
-        rows.append(compare.ran_row(key, lane.lane, lane.sha256, cases, oracle, got,
-                                    chosen=True, detail=detail))
+        rows.append(
+            compare.ran_row(
+                key, lane.lane, lane.sha256, cases, oracle, got, chosen=True, detail=detail
+            )
+        )
     return rows
 
 
-def run_matrix(subject: Subject, model: Path, model_name: str, model_sha256: str,
-               opts: Options, workdir: Path) -> ConformanceReport:
+def run_matrix(
+    subject: Subject, model: Path, model_name: str, model_sha256: str, opts: Options, workdir: Path
+) -> ConformanceReport:
     cases = case_gen.make_cases(opts.cases, opts.seed)
     oracle_native, oracle_engine = oracle_lane(subject, workdir)
     opts.say(f"oracle: {oracle_native.lane} on {len(cases)} cases")
     oracle_list = native.run_cases(oracle_engine, oracle_native.path, model, cases)
     broken = [r for r in oracle_list if r.error is not None]
     if broken:
-        raise PipelineError(f"the oracle failed on case {broken[0].case}: {broken[0].error}",
-                            where=str(oracle_native.path))
+        raise PipelineError(
+            f"the oracle failed on case {broken[0].case}: {broken[0].error}",
+            where=str(oracle_native.path),
+        )
     oracle = {r.case: r for r in oracle_list}
     stops: dict[str, int] = {}
     for r in oracle_list:
@@ -236,27 +319,47 @@ def run_matrix(subject: Subject, model: Path, model_name: str, model_sha256: str
         elif name == "node":
             opts.say("node")
             lanes = run_node(subject, model, cases, workdir)
-            rows += lane_rows(compare.RowKey("node", "js-runtime", lanes.version, None),
-                              subject, lanes, cases, oracle)
+            rows += lane_rows(
+                compare.RowKey("node", "js-runtime", lanes.version, None),
+                subject,
+                lanes,
+                cases,
+                oracle,
+            )
         elif name == "wasmtime":
             opts.say("wasmtime")
             lanes = run_wasmtime(subject, model, cases, workdir)
-            rows += lane_rows(compare.RowKey("wasmtime", "wasm-runtime", lanes.version, None),
-                              subject, lanes, cases, oracle)
+            rows += lane_rows(
+                compare.RowKey("wasmtime", "wasm-runtime", lanes.version, None),
+                subject,
+                lanes,
+                cases,
+                oracle,
+            )
         elif name == "native":
             opts.say("native lanes")
-            rows += native_rows(subject, model, cases, oracle, oracle_native.lane, workdir,
-                                opts.say)
+            rows += native_rows(
+                subject, model, cases, oracle, oracle_native.lane, workdir, opts.say
+            )
         else:
-            raise PipelineError(f"unknown engine {name!r}", where="--engines",
-                                hint=f"choose from {', '.join(ALL_ENGINES)}")
+            raise PipelineError(
+                f"unknown engine {name!r}",
+                where="--engines",
+                hint=f"choose from {', '.join(ALL_ENGINES)}",
+            )
     return ConformanceReport(
         release_version=subject.version,
         source_revision=subject.source_revision,
-        cases=CaseSet(count=len(cases), seed=opts.seed, sha256=case_gen.cases_sha256(cases),
-                      model=model_name, model_sha256=model_sha256,
-                      oracle_lane=oracle_native.lane, oracle_sha256=oracle_native.sha256,
-                      oracle_stops=stops),
+        cases=CaseSet(
+            count=len(cases),
+            seed=opts.seed,
+            sha256=case_gen.cases_sha256(cases),
+            model=model_name,
+            model_sha256=model_sha256,
+            oracle_lane=oracle_native.lane,
+            oracle_sha256=oracle_native.sha256,
+            oracle_stops=stops,
+        ),
         rows=rows,
         notes=[
             "compared per case: every token and the final PCG32 state against the native "
@@ -270,36 +373,62 @@ def run_matrix(subject: Subject, model: Path, model_name: str, model_sha256: str
 
 # -- speed --------------------------------------------------------------------------------
 def speed_cases(runs: int, tokens: int) -> list[SamplerCase]:
-    return [SamplerCase(id=f"speed-{i}", prompt=SPEED_PROMPT, seed=0, stream=0, temperature=0.0,
-                        top_k=0, top_p=1.0, repetition_penalty=1.0, max_tokens=tokens + 1)
-            for i in range(runs)]
+    return [
+        SamplerCase(
+            id=f"speed-{i}",
+            prompt=SPEED_PROMPT,
+            seed=0,
+            stream=0,
+            temperature=0.0,
+            top_k=0,
+            top_p=1.0,
+            repetition_penalty=1.0,
+            max_tokens=tokens + 1,
+        )
+        for i in range(runs)
+    ]
 
 
-def speed_row(engine: str, version: str, lane: str, model: str,
-              results: Sequence[CaseResult]) -> SpeedRow | None:
+def speed_row(
+    engine: str, version: str, lane: str, model: str, results: Sequence[CaseResult]
+) -> SpeedRow | None:
     ok = [r for r in results if r.error is None and r.decode_ms]
     if not ok:
         return None
     ttft = [r.ttft_ms for r in ok]
     tps = [len(r.decode_ms) / (sum(r.decode_ms) / 1e3) for r in ok]
-    return SpeedRow(engine=engine, engine_version=version, lane=lane, model=model, runs=len(ok),
-                    decode_tokens=len(ok[0].decode_ms),
-                    ttft_ms_median=round(statistics.median(ttft), 3),
-                    ttft_ms_min=round(min(ttft), 3), ttft_ms_max=round(max(ttft), 3),
-                    decode_tps_median=round(statistics.median(tps), 2),
-                    decode_tps_min=round(min(tps), 2), decode_tps_max=round(max(tps), 2))
+    return SpeedRow(
+        engine=engine,
+        engine_version=version,
+        lane=lane,
+        model=model,
+        runs=len(ok),
+        decode_tokens=len(ok[0].decode_ms),
+        ttft_ms_median=round(statistics.median(ttft), 3),
+        ttft_ms_min=round(min(ttft), 3),
+        ttft_ms_max=round(max(ttft), 3),
+        decode_tps_median=round(statistics.median(tps), 2),
+        decode_tps_min=round(min(tps), 2),
+        decode_tps_max=round(max(tps), 2),
+    )
 
 
-def run_speed(subject: Subject, model: Path, model_name: str, opts: Options,
-              workdir: Path) -> list[SpeedRow]:
+def run_speed(
+    subject: Subject, model: Path, model_name: str, opts: Options, workdir: Path
+) -> list[SpeedRow]:
     cases = speed_cases(opts.speed_runs, opts.speed_tokens)
     out: list[SpeedRow] = []
 
     def add(engine: str, lanes: Lanes) -> None:
         for doc in lanes.docs:
             if doc.get("status") == "ran":
-                row = speed_row(engine, lanes.version, str(doc["lane"]), model_name,
-                                [from_page(r) for r in doc.get("results", [])])
+                row = speed_row(
+                    engine,
+                    lanes.version,
+                    str(doc["lane"]),
+                    model_name,
+                    [from_page(r) for r in doc.get("results", [])],
+                )
                 if row is not None:
                     out.append(row)
 
@@ -313,7 +442,12 @@ def run_speed(subject: Subject, model: Path, model_name: str, opts: Options,
             add(name, run_wasmtime(subject, model, cases, workdir))
         elif name == "native":
             lane, engine = oracle_lane(subject, workdir)
-            row = speed_row(engine.name, native.engine_version(engine), lane.lane, model_name,
-                            native.run_cases(engine, lane.path, model, cases))
+            row = speed_row(
+                engine.name,
+                native.engine_version(engine),
+                lane.lane,
+                model_name,
+                native.run_cases(engine, lane.path, model, cases),
+            )
             out += [row] if row is not None else []
     return out

@@ -36,8 +36,13 @@ def engine_for(target: str, scratch: Path) -> NativeEngine | None:
     if "windows" in rest:
         prefix = scratch / "wine-prefix"
         prefix.mkdir(parents=True, exist_ok=True)
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "WINEPREFIX": str(prefix),
-               "WINEDEBUG": "-all", "DISPLAY": ""}
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(scratch),
+            "WINEPREFIX": str(prefix),
+            "WINEDEBUG": "-all",
+            "DISPLAY": "",
+        }
         return NativeEngine("wine", (WINE,), env) if Path(WINE).exists() else None
     if "linux" not in rest:
         return None
@@ -67,15 +72,39 @@ def _decimal(value: float) -> str:
 
 
 def run_case(engine: NativeEngine, binary: Path, model: Path, case: SamplerCase) -> CaseResult:
-    argv = [*engine.prefix, str(binary), "run", "--model", str(model), "--prompt", case.prompt,
-            "--seed", str(case.seed), "--stream", str(case.stream),
-            "--max-tokens", str(case.max_tokens), "--temperature", _decimal(case.temperature),
-            "--top-k", str(case.top_k), "--top-p", _decimal(case.top_p),
-            "--repetition-penalty", _decimal(case.repetition_penalty), "--json"]
+    argv = [
+        *engine.prefix,
+        str(binary),
+        "run",
+        "--model",
+        str(model),
+        "--prompt",
+        case.prompt,
+        "--seed",
+        str(case.seed),
+        "--stream",
+        str(case.stream),
+        "--max-tokens",
+        str(case.max_tokens),
+        "--temperature",
+        _decimal(case.temperature),
+        "--top-k",
+        str(case.top_k),
+        "--top-p",
+        _decimal(case.top_p),
+        "--repetition-penalty",
+        _decimal(case.repetition_penalty),
+        "--json",
+    ]
     env = None if engine.env is None else {**engine.env}
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=CASE_TIMEOUT_SECONDS,
-                              env=env if env is not None else dict(os.environ))
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=CASE_TIMEOUT_SECONDS,
+            env=env if env is not None else dict(os.environ),
+        )
     except subprocess.TimeoutExpired:
         return CaseResult.failed(case.id, f"no answer within {CASE_TIMEOUT_SECONDS}s")
     except OSError as exc:
@@ -109,15 +138,24 @@ def _wineserver(engine: NativeEngine, flag: str) -> None:
         subprocess.run([server, flag], env=engine.env, timeout=60, capture_output=True)
 
 
-def run_cases(engine: NativeEngine, binary: Path, model: Path, cases: list[SamplerCase],
-              progress: Callable[[int], None] | None = None) -> list[CaseResult]:
+def run_cases(
+    engine: NativeEngine,
+    binary: Path,
+    model: Path,
+    cases: list[SamplerCase],
+    progress: Callable[[int], None] | None = None,
+) -> list[CaseResult]:
     out = []
     if engine.name == "wine":
         # a fresh prefix is set up (and its server restarted) by the first program: do that
         # first, or each case would still start a server of its own
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run([*engine.prefix, str(binary), "--help"], env=engine.env,
-                           capture_output=True, timeout=CASE_TIMEOUT_SECONDS)
+            subprocess.run(
+                [*engine.prefix, str(binary), "--help"],
+                env=engine.env,
+                capture_output=True,
+                timeout=CASE_TIMEOUT_SECONDS,
+            )
         _wineserver(engine, SERVER_LINGER)
     try:
         for i, case in enumerate(cases):

@@ -33,15 +33,23 @@ def subject_of(tested: Tested) -> Subject:
         entry = kinds[f.lane]
         if entry.kind == "wasm":
             c = contracts[f.lane]
-            wasm.append(WasmLane(f.lane, f.url, built.artifacts[f.lane], f.sha256,
-                                 simd="simd128" in c.required_features,
-                                 threads=c.requires_cross_origin_isolation))
+            wasm.append(
+                WasmLane(
+                    f.lane,
+                    f.url,
+                    built.artifacts[f.lane],
+                    f.sha256,
+                    simd="simd128" in c.required_features,
+                    threads=c.requires_cross_origin_isolation,
+                )
+            )
         else:
             native.append(NativeLane(f.lane, entry.target, built.artifacts[f.lane], f.sha256))
     root = built.checked.request.repo_root
     js = tuple((j.url, root / JS_SOURCE_DIR / Path(j.url).name) for j in js_host_files(root))
-    return Subject(built.checked.version, built.checked.git.revision, tuple(wasm),
-                   tuple(native), js)
+    return Subject(
+        built.checked.version, built.checked.git.revision, tuple(wasm), tuple(native), js
+    )
 
 
 def _isolation(isolated: bool | None) -> str:
@@ -61,8 +69,9 @@ def unmet(report: ConformanceReport, engines: Sequence[str]) -> list[str]:
     return problems
 
 
-def with_conformance(smoke: Callable[[Verified], Tested], opts: Options,
-                     require: Sequence[str] = ()) -> Callable[[Verified], Tested]:
+def with_conformance(
+    smoke: Callable[[Verified], Tested], opts: Options, require: Sequence[str] = ()
+) -> Callable[[Verified], Tested]:
     """Step 4 followed by the matrix over the tested lanes; its report rides on `Tested`."""
 
     def smoke_then_conformance(verified: Verified) -> Tested:
@@ -72,12 +81,17 @@ def with_conformance(smoke: Callable[[Verified], Tested], opts: Options,
         report = conformance(subject_of(tested), replace(opts, say=lambda line: say(f"    {line}")))
         problems = unmet(report, require)
         if problems:
-            raise CheckFailed(f"conformance: {'; '.join(problems)}", where="conformance matrix",
-                              hint="fix the lane, or switch it off with the manifest's "
-                              "disabled_lanes")
+            raise CheckFailed(
+                f"conformance: {'; '.join(problems)}",
+                where="conformance matrix",
+                hint="fix the lane, or switch it off with the manifest's disabled_lanes",
+            )
         failed = sum(r.outcome == "fail" for r in report.rows)
         summary = f"{len(report.rows)} rows on {len(report.engines())} engines, {failed} failing"
-        return replace(tested, detail=f"{tested.detail}; conformance: {summary}",
-                       conformance=report_bytes(report))
+        return replace(
+            tested,
+            detail=f"{tested.detail}; conformance: {summary}",
+            conformance=report_bytes(report),
+        )
 
     return smoke_then_conformance

@@ -36,8 +36,7 @@ def from_page(doc: Mapping[str, Any]) -> CaseResult:
     if code == TR_CONTEXT_EXCEEDED:
         stop = "context"
     elif code != 0:
-        return CaseResult(case, tokens, str(doc.get("rng_state", "")), "error",
-                          f"TrResult {code}")
+        return CaseResult(case, tokens, str(doc.get("rng_state", "")), "error", f"TrResult {code}")
     else:
         stop = "eos" if doc.get("eos") else "max-tokens"
     return CaseResult(

@@ -51,8 +51,11 @@ def _checked(root: Path, url: str, sha256: str) -> Path:
     except OSError as exc:
         raise PipelineError(f"cannot read {url}: {exc.strerror}", where=str(path)) from exc
     if actual != sha256:
-        raise PipelineError(f"{url} has SHA-256 {actual}, the manifest says {sha256}",
-                            where=str(path), hint="verify the bundle first")
+        raise PipelineError(
+            f"{url} has SHA-256 {actual}, the manifest says {sha256}",
+            where=str(path),
+            hint="verify the bundle first",
+        )
     return path
 
 
@@ -65,15 +68,21 @@ def from_bundle(bundle: Path) -> Subject:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise PipelineError(f"not a tinyrustlm.module-manifest.v1: {field}: {first['msg']}",
-                            where=where) from exc
+        raise PipelineError(
+            f"not a tinyrustlm.module-manifest.v1: {field}: {first['msg']}", where=where
+        ) from exc
     return Subject(
         version=manifest.version,
         source_revision=manifest.source_revision,
         wasm=tuple(
-            WasmLane(a.id, a.url, _checked(bundle, a.url, a.sha256), a.sha256,
-                     simd="simd128" in a.required_features,
-                     threads=a.requires_cross_origin_isolation)
+            WasmLane(
+                a.id,
+                a.url,
+                _checked(bundle, a.url, a.sha256),
+                a.sha256,
+                simd="simd128" in a.required_features,
+                threads=a.requires_cross_origin_isolation,
+            )
             for a in manifest.artifacts
         ),
         native=tuple(

@@ -61,8 +61,17 @@ class Lane:
 
     def case(self, model: int, c: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
-        config = struct.pack("<QQfIffII", int(c["seed"]), int(c["stream"]), c["temperature"],
-                             c["top_k"], c["top_p"], c["repetition_penalty"], 0, 0)
+        config = struct.pack(
+            "<QQfIffII",
+            int(c["seed"]),
+            int(c["stream"]),
+            c["temperature"],
+            c["top_k"],
+            c["top_p"],
+            c["repetition_penalty"],
+            0,
+            0,
+        )
         cfg, out = self.put(config), self.put(bytes(8))
         self.checked("tr_session_new", model, cfg, len(config), out)
         session = int(struct.unpack("<Q", self.get(out, 8))[0])
@@ -90,8 +99,15 @@ class Lane:
         self.call("tr_session_free", session)
         for ptr, n in ((cfg, len(config)), (out, 8), (buf, 4 * len(prompt)), (step, 24)):
             self.call("tr_free", ptr, n)
-        return {"id": c["id"], "code": code, "tokens": tokens, "rng_state": f"0x{rng:016x}",
-                "eos": eos, "ttft_ms": ttft, "decode_ms": decode_ms}
+        return {
+            "id": c["id"],
+            "code": code,
+            "tokens": tokens,
+            "rng_state": f"0x{rng:016x}",
+            "eos": eos,
+            "ttft_ms": ttft,
+            "decode_ms": decode_ms,
+        }
 
 
 def run_lane(
@@ -101,16 +117,26 @@ def run_lane(
         lane = Lane(Path(entry["path"]), bool(entry["simd"]))
         model = lane.load_model(model_bytes)
     except (wasmtime.WasmtimeError, wasmtime.Trap, RuntimeError) as exc:
-        return {"lane": entry["lane"], "status": "failed", "error": str(exc), "results": [],
-                "receipt": None}
+        return {
+            "lane": entry["lane"],
+            "status": "failed",
+            "error": str(exc),
+            "results": [],
+            "receipt": None,
+        }
     results = []
     for c in cases:
         try:
             results.append(lane.case(model, c))
         except (wasmtime.WasmtimeError, wasmtime.Trap, RuntimeError) as exc:
             results.append({"id": c["id"], "error": str(exc).splitlines()[0]})
-    return {"lane": entry["lane"], "status": "ran", "error": None, "results": results,
-            "receipt": None}
+    return {
+        "lane": entry["lane"],
+        "status": "ran",
+        "error": None,
+        "results": results,
+        "receipt": None,
+    }
 
 
 def main() -> int:

@@ -33,8 +33,14 @@ class CargoRun:
     final: Path  # the lane's finished artifact (== output when there is no post-link step)
 
 
-def plan_run(lane: Lane, lanes: LanesFile, lock: ToolchainLock, workspace: Path,
-             scratch: Path, source_date_epoch: int) -> CargoRun:
+def plan_run(
+    lane: Lane,
+    lanes: LanesFile,
+    lock: ToolchainLock,
+    workspace: Path,
+    scratch: Path,
+    source_date_epoch: int,
+) -> CargoRun:
     """The one cargo command for `lane`. Nothing from the caller's environment leaks in."""
     cargo_home = scratch / "cargo-home"
     target_dir = scratch / "target" / lane.id
@@ -42,6 +48,8 @@ def plan_run(lane: Lane, lanes: LanesFile, lock: ToolchainLock, workspace: Path,
     if lane.shared_memory_bytes is not None:  # one number, so initial == maximum by construction
         size = lane.shared_memory_bytes
         link_args += [f"--initial-memory={size}", f"--max-memory={size}"]
+    # Each flag beside its value.
+    # fmt: off
     rustflags = [
         *lane.rustflags,
         "-C", f"linker={lane.linker}",
@@ -49,6 +57,7 @@ def plan_run(lane: Lane, lanes: LanesFile, lock: ToolchainLock, workspace: Path,
         "--remap-path-prefix", f"{workspace}={lanes.remap_workspace}",
         "--remap-path-prefix", f"{cargo_home}={lanes.remap_cargo_home}",
     ]
+    # fmt: on
     env = {
         "PATH": "/usr/bin:/bin",  # never rustup's shims: rustc/cargo by absolute path only
         "HOME": str(scratch / "home"),
@@ -64,16 +73,26 @@ def plan_run(lane: Lane, lanes: LanesFile, lock: ToolchainLock, workspace: Path,
         "LC_ALL": "C",
         **lane.env,
     }
-    argv = [lock.rustc.cargo, "build", "--release", "--locked", "--offline",
-            "-p", lane.package, "--target", lane.target]
+    argv = [
+        lock.rustc.cargo,
+        "build",
+        "--release",
+        "--locked",
+        "--offline",
+        "-p",
+        lane.package,
+        "--target",
+        lane.target,
+    ]
     output = target_dir / lane.target / "release" / lane.cargo_output
     post_link: list[list[str]] = []
     final = output
     if lane.strip_custom_sections:
         final = output.with_name(f"stripped-{output.name}")
         deletes = [arg for name in lane.strip_custom_sections for arg in ("-d", f"^{name}$")]
-        post_link.append([str(wasmtools.executable()), "strip", *deletes, str(output),
-                          "-o", str(final)])
+        post_link.append(
+            [str(wasmtools.executable()), "strip", *deletes, str(output), "-o", str(final)]
+        )
     return CargoRun(argv, env, workspace, output, post_link, final)
 
 
@@ -115,11 +134,14 @@ def run_cargo(lane: Lane, run: CargoRun, say: Say) -> None:
     ticker = threading.Thread(target=heartbeat, daemon=True)
     ticker.start()
     try:
-        done = subprocess.run(run.argv, cwd=run.cwd, env=run.env, umask=0o022,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            run.argv, cwd=run.cwd, env=run.env, umask=0o022, capture_output=True, text=True
+        )
     except OSError as exc:
-        raise CompileError(f"{lane.id}: cannot run {run.argv[0]}: {exc.strerror}",
-                           hint="run `tinyrustlm-release toolchain install`") from exc
+        raise CompileError(
+            f"{lane.id}: cannot run {run.argv[0]}: {exc.strerror}",
+            hint="run `tinyrustlm-release toolchain install`",
+        ) from exc
     finally:
         done_flag.set()
     _require(lane, run.argv, done, run.output, "cargo")
@@ -130,8 +152,9 @@ def run_cargo(lane: Lane, run: CargoRun, say: Say) -> None:
         _require(lane, argv, step, run.final, Path(argv[0]).name)
 
 
-def _require(lane: Lane, argv: list[str], done: subprocess.CompletedProcess[str], output: Path,
-             what: str) -> None:
+def _require(
+    lane: Lane, argv: list[str], done: subprocess.CompletedProcess[str], output: Path, what: str
+) -> None:
     if done.returncode != 0 or not output.is_file():
         tail = "\n".join(("    " + ln) for ln in done.stderr.strip().splitlines()[-25:])
         raise CompileError(

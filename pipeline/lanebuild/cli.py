@@ -16,13 +16,23 @@ from pipeline.toolchain.check import check_installed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lane", action="append", dest="lanes", metavar="ID",
-                        help="build only this lane (repeatable; default: every lane)")
+    parser.add_argument(
+        "--lane",
+        action="append",
+        dest="lanes",
+        metavar="ID",
+        help="build only this lane (repeatable; default: every lane)",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even if inputs are unchanged")
     parser.add_argument("--repo", type=Path, default=Path(), help="repository root")
-    parser.add_argument("--records-out", type=Path, default=None, metavar="DIR",
-                        help="also write the built lanes (artifact, record, index) into DIR "
-                        "for `release --from-records`")
+    parser.add_argument(
+        "--records-out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write the built lanes (artifact, record, index) into DIR "
+        "for `release --from-records`",
+    )
 
 
 def say(text: str) -> None:
@@ -31,8 +41,9 @@ def say(text: str) -> None:
 
 def summary_table(index: BuildIndex) -> str:
     rows = [("lane", "size", "sha256", "smoke", "engine")]
-    rows += [(e.lane, f"{e.size:,}", e.sha256[:16], e.smoke.status, e.smoke.engine)
-             for e in index.lanes]
+    rows += [
+        (e.lane, f"{e.size:,}", e.sha256[:16], e.smoke.status, e.smoke.engine) for e in index.lanes
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

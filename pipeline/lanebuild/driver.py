@@ -43,8 +43,12 @@ def _cached(lane_dir: Path, input_digest: str) -> BuildRecord | None:
     except PipelineError:
         return None
     artifact = lane_dir.parent.parent / record.output.path
-    if (record.inputs.input_digest != input_digest or record.smoke.status == "fail"
-            or not artifact.is_file() or artifact.stat().st_size != record.output.size):
+    if (
+        record.inputs.input_digest != input_digest
+        or record.smoke.status == "fail"
+        or not artifact.is_file()
+        or artifact.stat().st_size != record.output.size
+    ):
         return None
     return record
 
@@ -53,8 +57,10 @@ def _check_linkers(lanes: list[Lane], lock: ToolchainLock) -> None:
     locked = {tool.argv[0] for tool in lock.tool}
     for lane in lanes:
         if lane.linker not in locked:
-            raise PipelineError(f"lane {lane.id}: linker {lane.linker} is not pinned in "
-                                "toolchain.lock", where="manifests/lanes.toml")
+            raise PipelineError(
+                f"lane {lane.id}: linker {lane.linker} is not pinned in toolchain.lock",
+                where="manifests/lanes.toml",
+            )
 
 
 def _check_claimed_features(lane: Lane, produced: Path) -> None:
@@ -88,8 +94,9 @@ class BuildLocked(PipelineError):
     """Another build is writing into the same build/ folder."""
 
 
-def build_lanes(repo_root: Path, lanes: list[str] | None = None, force: bool = False,
-                say: Say = print) -> BuildIndex:
+def build_lanes(
+    repo_root: Path, lanes: list[str] | None = None, force: bool = False, say: Say = print
+) -> BuildIndex:
     """Build the selected lanes (all by default); returns the updated build index."""
     repo_root = repo_root.resolve()
     with hold_lock(repo_root / "build" / ".build.lock", BuildLocked, "build"):
@@ -109,8 +116,9 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
     scratch = build_dir / ".scratch"
     sources = tree_digest(workspace, source_files(workspace))
     index_path = build_dir / "index.json"
-    inputs_of = {lane.id: lane_inputs(lane, workspace, lock_path, sources)
-                 for lane in lanes_file.lane}
+    inputs_of = {
+        lane.id: lane_inputs(lane, workspace, lock_path, sources) for lane in lanes_file.lane
+    }
     current = {lane_id: inputs.input_digest for lane_id, inputs in inputs_of.items()}
     entries = _previous_entries(index_path, build_dir, current)
     failures: list[str] = []
@@ -139,52 +147,82 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
             result = smoke.smoke(lane.smoke, artifact, repo_root, scratch)
             stated = as_recorded(run, repo_root)
             record = BuildRecord(
-                lane=lane.id, target=lane.target, kind=lane.kind, argv=stated.argv,
-                post_link_argv=stated.post_link, env=stated.env,
-                source_date_epoch=epoch, inputs=inputs,
-                output=BuildOutput(path=artifact.relative_to(repo_root).as_posix(),
-                                   sha256=sha, size=size),
+                lane=lane.id,
+                target=lane.target,
+                kind=lane.kind,
+                argv=stated.argv,
+                post_link_argv=stated.post_link,
+                env=stated.env,
+                source_date_epoch=epoch,
+                inputs=inputs,
+                output=BuildOutput(
+                    path=artifact.relative_to(repo_root).as_posix(), sha256=sha, size=size
+                ),
                 smoke=result,
             )
-            write_atomic(lane_dir / RECORD,
-                         record.model_dump_json(by_alias=True, indent=2).encode() + b"\n")
-            say(f"    smoke {result.status} ({result.engine}) {result.detail[:80]}"
-                f" — {time.monotonic() - started:.1f}s total")
+            write_atomic(
+                lane_dir / RECORD, record.model_dump_json(by_alias=True, indent=2).encode() + b"\n"
+            )
+            say(
+                f"    smoke {result.status} ({result.engine}) {result.detail[:80]}"
+                f" — {time.monotonic() - started:.1f}s total"
+            )
         if record.smoke.status == "fail":
             failures.append(f"{lane.id}: {record.smoke.detail}")
             continue
         entries[lane.id] = IndexEntry(
-            lane=lane.id, target=lane.target, kind=lane.kind, artifact=record.output.path,
-            sha256=record.output.sha256, size=record.output.size,
-            record=(lane_dir / RECORD).relative_to(repo_root).as_posix(), smoke=record.smoke,
+            lane=lane.id,
+            target=lane.target,
+            kind=lane.kind,
+            artifact=record.output.path,
+            sha256=record.output.sha256,
+            size=record.output.size,
+            record=(lane_dir / RECORD).relative_to(repo_root).as_posix(),
+            smoke=record.smoke,
         )
         save()
     index = save()
     if failures:
-        raise CheckFailed("smoke test failed: " + "; ".join(failures),
-                          hint="the failing lanes were left out of build/index.json")
+        raise CheckFailed(
+            "smoke test failed: " + "; ".join(failures),
+            hint="the failing lanes were left out of build/index.json",
+        )
     return index
 
 
-def _previous_entries(index_path: Path, build_dir: Path,
-                      current: dict[str, str]) -> dict[str, IndexEntry]:
+def _previous_entries(
+    index_path: Path, build_dir: Path, current: dict[str, str]
+) -> dict[str, IndexEntry]:
     """Entries of the last index that are still true: lanes not built in this run keep their
     entry only if it was built from exactly today's inputs (same sources, lock, lane entry)."""
     try:
         index = load_model(BuildIndex, index_path, "build-index")
     except PipelineError:
         return {}
-    return {entry.lane: entry for entry in index.lanes
-            if _cached(build_dir / entry.lane, current.get(entry.lane, "")) is not None}
+    return {
+        entry.lane: entry
+        for entry in index.lanes
+        if _cached(build_dir / entry.lane, current.get(entry.lane, "")) is not None
+    }
 
 
-def _write_index(path: Path, revision: str, epoch: int, lock_path: Path,
-                 entries: dict[str, IndexEntry], order: list[str]) -> BuildIndex:
+def _write_index(
+    path: Path,
+    revision: str,
+    epoch: int,
+    lock_path: Path,
+    entries: dict[str, IndexEntry],
+    order: list[str],
+) -> BuildIndex:
     """Entries in lanes.toml order (lanes no longer in lanes.toml last, by name)."""
     rank = {lane_id: i for i, lane_id in enumerate(order)}
     lanes = sorted(entries.values(), key=lambda e: (rank.get(e.lane, len(rank)), e.lane))
-    index = BuildIndex(source_revision=revision, source_date_epoch=epoch,
-                       toolchain_lock_sha256=sha256_file(lock_path), lanes=lanes)
+    index = BuildIndex(
+        source_revision=revision,
+        source_date_epoch=epoch,
+        toolchain_lock_sha256=sha256_file(lock_path),
+        lanes=lanes,
+    )
     write_atomic(path, index.model_dump_json(by_alias=True, indent=2).encode() + b"\n")
     return index
 

@@ -47,11 +47,15 @@ def export_records(repo_root: Path, index: BuildIndex, lanes: Sequence[str], out
             continue
         artifact = repo_root / entry.artifact
         name = Path(entry.artifact).name
-        write_atomic(out / entry.lane / name, artifact.read_bytes(),
-                     mode=artifact.stat().st_mode & 0o755)
+        write_atomic(
+            out / entry.lane / name, artifact.read_bytes(), mode=artifact.stat().st_mode & 0o755
+        )
         write_atomic(out / entry.lane / RECORD, (repo_root / entry.record).read_bytes())
-        entries.append(entry.model_copy(update={
-            "artifact": f"{entry.lane}/{name}", "record": f"{entry.lane}/{RECORD}"}))
+        entries.append(
+            entry.model_copy(
+                update={"artifact": f"{entry.lane}/{name}", "record": f"{entry.lane}/{RECORD}"}
+            )
+        )
     handed = index.model_copy(update={"lanes": entries})
     write_atomic(out / INDEX, handed.model_dump_json(by_alias=True, indent=2).encode() + b"\n")
     return out
@@ -85,17 +89,21 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
     where = f"{folder / entry.record}"
     record = load_model(BuildRecord, folder / entry.record, "build-record")
     if want is None:
-        raise RecordRefused(f"lane {entry.lane} is not in this tree's manifests/lanes.toml",
-                            where=where)
+        raise RecordRefused(
+            f"lane {entry.lane} is not in this tree's manifests/lanes.toml", where=where
+        )
     if record.lane != entry.lane:
-        raise RecordRefused(f"record is of lane {record.lane}, index says {entry.lane}",
-                            where=where)
+        raise RecordRefused(
+            f"record is of lane {record.lane}, index says {entry.lane}", where=where
+        )
     got = record.inputs
-    for field, label in (("sources_sha256", "sources under crates/"),
-                         ("cargo_lock_sha256", "Cargo.lock"),
-                         ("lane_entry_sha256", "lanes.toml entry"),
-                         ("toolchain_lock_sha256", "toolchain.lock"),
-                         ("input_digest", "build driver or inputs")):
+    for field, label in (
+        ("sources_sha256", "sources under crates/"),
+        ("cargo_lock_sha256", "Cargo.lock"),
+        ("lane_entry_sha256", "lanes.toml entry"),
+        ("toolchain_lock_sha256", "toolchain.lock"),
+        ("input_digest", "build driver or inputs"),
+    ):
         if getattr(got, field) != getattr(want, field):
             raise RecordRefused(
                 f"lane {entry.lane} was built from another {label} than this tree's",
@@ -110,7 +118,9 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
     if not actual == entry.sha256 == record.output.sha256:
         raise RecordRefused(
             f"lane {entry.lane}: artifact sha256 {actual[:16]}… is not the recorded "
-            f"{record.output.sha256[:16]}…", where=str(lane.artifact))
+            f"{record.output.sha256[:16]}…",
+            where=str(lane.artifact),
+        )
     return lane
 
 
@@ -125,17 +135,23 @@ def import_records(repo_root: Path, git: GitFacts, folders: Sequence[Path]) -> l
         if index.source_revision != git.revision:
             raise RecordRefused(
                 f"built from revision {index.source_revision[:12]}, HEAD is {git.revision[:12]}",
-                where=f"{where}: source_revision")
+                where=f"{where}: source_revision",
+            )
         if index.source_date_epoch != git.commit_time:
-            raise RecordRefused("SOURCE_DATE_EPOCH is not HEAD's commit time",
-                                where=f"{where}: source_date_epoch")
+            raise RecordRefused(
+                "SOURCE_DATE_EPOCH is not HEAD's commit time", where=f"{where}: source_date_epoch"
+            )
         if index.toolchain_lock_sha256 != lock_sha:
-            raise RecordRefused("built with another toolchain.lock",
-                                where=f"{where}: toolchain_lock_sha256")
+            raise RecordRefused(
+                "built with another toolchain.lock", where=f"{where}: toolchain_lock_sha256"
+            )
         for entry in index.lanes:
             if entry.lane in found:
-                raise RecordRefused(f"lane {entry.lane} is in two records folders "
-                                    f"({found[entry.lane].folder} and {folder})", where=where)
+                raise RecordRefused(
+                    f"lane {entry.lane} is in two records folders "
+                    f"({found[entry.lane].folder} and {folder})",
+                    where=where,
+                )
             found[entry.lane] = _check_lane(folder, entry, want.get(entry.lane))
     if not found:
         raise PipelineError("the records folders hold no lane", where=", ".join(map(str, folders)))

@@ -28,7 +28,8 @@ def source_files(root: Path) -> list[str]:
     """Every file under `root` that a build can read (build outputs and VCS data excluded),
     tracked or not: an untracked source file changes the build just the same."""
     return sorted(
-        p.relative_to(root).as_posix() for p in root.rglob("*")
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
         if p.is_file() and not _SKIPPED_DIRS.intersection(p.relative_to(root).parts)
     )
 
@@ -43,8 +44,9 @@ def driver_digest(folder: Path | None = None) -> str:
 def lane_inputs(lane: Lane, workspace: Path, lock_path: Path, sources: str) -> BuildInputs:
     cargo_lock = workspace / "Cargo.lock"
     if not cargo_lock.is_file():
-        raise PipelineError("crates/Cargo.lock is missing (builds run with --locked)",
-                            where=str(cargo_lock))
+        raise PipelineError(
+            "crates/Cargo.lock is missing (builds run with --locked)", where=str(cargo_lock)
+        )
     parts = {
         "sources_sha256": sources,
         "cargo_lock_sha256": sha256_file(cargo_lock),

@@ -11,7 +11,6 @@ from verify.formats.base import Frozen
 SmokeStatus = Literal["pass", "fail", "not-run"]
 
 
-
 class SmokeResult(Frozen):
     """Outcome of running the artifact's startup self-test right after it was built."""
 

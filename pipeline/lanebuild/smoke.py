@@ -22,16 +22,19 @@ WINE = "/usr/lib/wine/wine64"
 NODE_HOST_SELFTEST = Path("crates/wasm/js/selftest.mjs")
 
 
-def _run(argv: list[str], engine: str, env: dict[str, str] | None = None,
-         cwd: Path | None = None) -> SmokeResult:
+def _run(
+    argv: list[str], engine: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> SmokeResult:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
-                              env=env, cwd=cwd)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=TIMEOUT_SECONDS, env=env, cwd=cwd
+        )
     except FileNotFoundError:
         return SmokeResult(status="not-run", engine=engine, detail=f"{argv[0]} is not installed")
     except subprocess.TimeoutExpired:
-        return SmokeResult(status="fail", engine=engine,
-                           detail=f"no answer within {TIMEOUT_SECONDS}s")
+        return SmokeResult(
+            status="fail", engine=engine, detail=f"no answer within {TIMEOUT_SECONDS}s"
+        )
     # The program's own last line; stderr (e.g. wine's prefix chatter) only if stdout is empty.
     output = (done.stdout.strip() or done.stderr.strip()).splitlines()
     detail = output[-1][:300] if output else ""
@@ -42,8 +45,18 @@ def _run(argv: list[str], engine: str, env: dict[str, str] | None = None,
 
 def _wasmtime(simd: bool) -> Callable[[Path, Path, Path], SmokeResult]:
     def runner(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
-        result = _run([sys.executable, "-m", "pipeline.lanebuild.smoke_wasmtime", str(artifact),
-                       "--simd", str(int(simd))], "wasmtime-py", cwd=repo_root)
+        result = _run(
+            [
+                sys.executable,
+                "-m",
+                "pipeline.lanebuild.smoke_wasmtime",
+                str(artifact),
+                "--simd",
+                str(int(simd)),
+            ],
+            "wasmtime-py",
+            cwd=repo_root,
+        )
         if result.status == "pass":
             engine = str(dict(parse_output(result.detail, "wasmtime-py output")).get("engine"))
             return SmokeResult(status="pass", engine=engine, detail="tr_self_test() == 0")
@@ -55,14 +68,14 @@ def _wasmtime(simd: bool) -> Callable[[Path, Path, Path], SmokeResult]:
 def _node_threads(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
     host = repo_root / NODE_HOST_SELFTEST
     if not host.is_file():
-        return SmokeResult(status="not-run", engine="node",
-                           detail=f"{NODE_HOST_SELFTEST} does not exist yet")
+        return SmokeResult(
+            status="not-run", engine="node", detail=f"{NODE_HOST_SELFTEST} does not exist yet"
+        )
     try:
         node = nodejs.executable()
     except nodejs.NodeMissing as exc:
         return SmokeResult(status="not-run", engine="node", detail=exc.message)
-    return _run([str(node), str(host), str(artifact), "--workers", "2"],
-                "node worker_threads x2")
+    return _run([str(node), str(host), str(artifact), "--workers", "2"], "node worker_threads x2")
 
 
 def _native(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
@@ -76,8 +89,13 @@ def _qemu(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
 def _wine(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
     prefix = scratch / "wine-prefix"
     prefix.mkdir(parents=True, exist_ok=True)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch / "home"), "WINEPREFIX": str(prefix),
-           "WINEDEBUG": "-all", "DISPLAY": ""}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(scratch / "home"),
+        "WINEPREFIX": str(prefix),
+        "WINEDEBUG": "-all",
+        "DISPLAY": "",
+    }
     return _run([WINE, str(artifact), "self-test"], "wine64", env=env)
 
 

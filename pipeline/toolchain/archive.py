@@ -24,7 +24,9 @@ def published(spec: str, version: str) -> PublishedDeb:
     """Facts of `NAME:ARCH=VERSION` from `apt-cache show` (needs a fresh `apt-get update`)."""
     done = subprocess.run(
         ["apt-cache", "show", f"{spec}={version}"],
-        capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"},
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LC_ALL": "C"},
     )
     fields: dict[str, str] = {}
     for line in done.stdout.splitlines():

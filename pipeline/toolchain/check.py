@@ -33,8 +33,11 @@ def compare(lock: ToolchainLock, digest_cache: Path | None = None) -> list[Diffe
         if locked != found:
             diffs.append(Difference(field, locked, found, severity))
 
-    differ("foreign_architectures", ",".join(sorted(lock.foreign_architectures)),
-           ",".join(a for a in probe.foreign_architectures() if a in lock.foreign_architectures))
+    differ(
+        "foreign_architectures",
+        ",".join(sorted(lock.foreign_architectures)),
+        ",".join(a for a in probe.foreign_architectures() if a in lock.foreign_architectures),
+    )
     facts = probe.rustc_facts(lock.rustc.binary)
     differ("rustc.release", lock.rustc.release, facts.get("release", probe.MISSING))
     differ("rustc.llvm_version", lock.rustc.llvm_version, facts.get("LLVM version", probe.MISSING))
@@ -81,8 +84,10 @@ def render_table(diffs: list[Difference]) -> str:
     drift = sum(d.severity == "drift" for d in diffs)
     lines.append(f"{drift} drifted field(s), {len(diffs) - drift} warning(s)")
     if any(d.field.startswith("path.") for d in diffs):
-        lines.append("note: `rustc`/`cargo` on PATH are not the pinned ones (rustup?); the build "
-                     "calls the pinned binaries by absolute path, never through PATH")
+        lines.append(
+            "note: `rustc`/`cargo` on PATH are not the pinned ones (rustup?); the build "
+            "calls the pinned binaries by absolute path, never through PATH"
+        )
     return "\n".join(lines)
 
 

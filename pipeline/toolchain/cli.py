@@ -17,10 +17,18 @@ from pipeline.toolchain.relock import relock
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["install", "check", "lock"])
-    parser.add_argument("--lock", type=Path, default=Path("toolchain.lock"),
-                        help="lock file (default: ./toolchain.lock)")
-    parser.add_argument("--seed", type=Path, default=Path("manifests/toolchain.toml"),
-                        help="what `lock` pins (default: ./manifests/toolchain.toml)")
+    parser.add_argument(
+        "--lock",
+        type=Path,
+        default=Path("toolchain.lock"),
+        help="lock file (default: ./toolchain.lock)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=Path,
+        default=Path("manifests/toolchain.toml"),
+        help="what `lock` pins (default: ./manifests/toolchain.toml)",
+    )
     parser.add_argument("--json", action="store_true", help="check: machine-readable differences")
 
 
@@ -40,8 +48,12 @@ def run(args: argparse.Namespace) -> int:
         say(f"toolchain install: {count} package(s) installed in {time.monotonic() - started:.1f}s")
     diffs = compare(lock)
     if args.json:
-        print(json.dumps({"lock": str(args.lock), "ok": not drifted(diffs),
-                          "differences": as_json(diffs)}, indent=2))
+        print(
+            json.dumps(
+                {"lock": str(args.lock), "ok": not drifted(diffs), "differences": as_json(diffs)},
+                indent=2,
+            )
+        )
     else:
         print(render_table(diffs))
     return EXIT_CHECK_FAILED if drifted(diffs) else EXIT_OK

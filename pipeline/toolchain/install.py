@@ -57,8 +57,11 @@ def verify_debs(folder: Path, packages: list[LockedPackage]) -> list[Path]:
 
 def prepare_commands(lock: ToolchainLock) -> list[list[str]]:
     """Make the pinned versions visible to apt: foreign architectures, fresh index."""
-    commands = [["dpkg", "--add-architecture", arch] for arch in lock.foreign_architectures
-                if arch not in probe.foreign_architectures()]
+    commands = [
+        ["dpkg", "--add-architecture", arch]
+        for arch in lock.foreign_architectures
+        if arch not in probe.foreign_architectures()
+    ]
     commands.append(["apt-get", "update"])
     return commands
 
@@ -69,8 +72,16 @@ def plan(lock: ToolchainLock, todo: list[LockedPackage]) -> list[list[str]]:
     if todo:
         commands.append(["apt-get", "download", *(f"{p.spec}={p.version}" for p in todo)])
         commands.append(["sha256sum", "--check", "# against toolchain.lock, before installing"])
-        commands.append(["apt-get", "install", "-y", "--no-install-recommends",
-                         "--allow-downgrades", *(f"./{deb_filename(p)}" for p in todo)])
+        commands.append(
+            [
+                "apt-get",
+                "install",
+                "-y",
+                "--no-install-recommends",
+                "--allow-downgrades",
+                *(f"./{deb_filename(p)}" for p in todo),
+            ]
+        )
     return commands
 
 
@@ -94,8 +105,10 @@ def install(lock: ToolchainLock, say: Say) -> int:
     release = probe.os_release()
     problems = []
     if release.get("ID") != lock.distribution or release.get("VERSION_CODENAME") != lock.codename:
-        problems.append(f"this is not Debian {lock.codename} (os-release: "
-                        f"{release.get('ID', '?')} {release.get('VERSION_CODENAME', '?')})")
+        problems.append(
+            f"this is not Debian {lock.codename} (os-release: "
+            f"{release.get('ID', '?')} {release.get('VERSION_CODENAME', '?')})"
+        )
     if os.geteuid() != 0:
         problems.append("installing packages needs root")
     if problems:
@@ -112,10 +125,22 @@ def install(lock: ToolchainLock, say: Say) -> int:
         _run(["apt-get", "download", *(f"{p.spec}={p.version}" for p in todo)], folder, say)
         debs = verify_debs(folder, todo)
         say(f"verified {len(debs)} .deb file(s) against toolchain.lock")
-        _run(["apt-get", "install", "-y", "--no-install-recommends", "--allow-downgrades",
-              *(str(d) for d in debs)], folder, say)
+        _run(
+            [
+                "apt-get",
+                "install",
+                "-y",
+                "--no-install-recommends",
+                "--allow-downgrades",
+                *(str(d) for d in debs),
+            ],
+            folder,
+            say,
+        )
     left = drifted(compare(lock))
     if any(d.field.startswith("package.") for d in left):
-        raise PipelineError("packages still differ from the lock after install: "
-                            + ", ".join(d.field for d in left if d.field.startswith("package.")))
+        raise PipelineError(
+            "packages still differ from the lock after install: "
+            + ", ".join(d.field for d in left if d.field.startswith("package."))
+        )
     return len(todo)

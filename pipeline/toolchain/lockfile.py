@@ -147,7 +147,8 @@ def _parse(path: Path, model: type[Frozen]) -> Any:
         raise LockError(
             f"field '{field}': {first['msg']}{more}",
             where=f"{path}:{line}",
-            hint="regenerate with `tinyrustlm-release toolchain lock`" if model is ToolchainLock
+            hint="regenerate with `tinyrustlm-release toolchain lock`"
+            if model is ToolchainLock
             else "",
         ) from exc
 

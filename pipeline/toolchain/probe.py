@@ -45,9 +45,16 @@ def installed_versions(packages: list[PackageSeed]) -> dict[str, str]:
     if shutil.which("dpkg-query") is None:
         return found
     done = subprocess.run(
-        ["dpkg-query", "-W", "-f", "${Package}:${Architecture}\t${Version}\t${db:Status-Abbrev}\n",
-         *specs],
-        capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"},
+        [
+            "dpkg-query",
+            "-W",
+            "-f",
+            "${Package}:${Architecture}\t${Version}\t${db:Status-Abbrev}\n",
+            *specs,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LC_ALL": "C"},
     )
     for line in done.stdout.splitlines():
         spec, version, status = ([*line.split("\t"), "", ""])[:3]
@@ -98,8 +105,9 @@ class SysrootFacts:
 Signature = tuple[int, int, int, int]
 
 
-def sysroot_digest(sysroot: SysrootSeed,
-                   known: dict[str, tuple[Signature, str]] | None = None) -> SysrootFacts:
+def sysroot_digest(
+    sysroot: SysrootSeed, known: dict[str, tuple[Signature, str]] | None = None
+) -> SysrootFacts:
     """SHA-256 over sorted `relative-path  sha256` lines of every file in the folder.
 
     `known` (path -> (stat signature, sha256)) lets an unchanged file skip re-hashing; it is

@@ -31,33 +31,55 @@ def build_lock(seed: ToolchainSeed) -> ToolchainLock:
     packages = []
     for pkg in seed.packages:
         deb = archive.published(pkg.spec, versions[pkg.spec])
-        packages.append(LockedPackage(
-            name=pkg.name, architecture=pkg.architecture, role=pkg.role,
-            version=versions[pkg.spec], filename=deb.filename, size=deb.size, sha256=deb.sha256,
-        ))
+        packages.append(
+            LockedPackage(
+                name=pkg.name,
+                architecture=pkg.architecture,
+                role=pkg.role,
+                version=versions[pkg.spec],
+                filename=deb.filename,
+                size=deb.size,
+                sha256=deb.sha256,
+            )
+        )
     facts = probe.rustc_facts(seed.rustc.binary)
     if "release" not in facts:
         raise PipelineError(f"{seed.rustc.binary} -vV did not run", where=seed.rustc.binary)
     rustc = LockedRustc(
-        binary=seed.rustc.binary, cargo=seed.rustc.cargo, release=facts["release"],
-        llvm_version=facts.get("LLVM version", probe.MISSING), host=facts.get("host", ""),
+        binary=seed.rustc.binary,
+        cargo=seed.rustc.cargo,
+        release=facts["release"],
+        llvm_version=facts.get("LLVM version", probe.MISSING),
+        host=facts.get("host", ""),
         cargo_version=probe.cargo_version(seed.rustc.cargo),
     )
     sysroots = []
     for root in seed.sysroots:
         digest = probe.sysroot_digest(root)
-        sysroots.append(LockedSysroot(target=root.target, path=root.path,
-                                      files=digest.files, sha256=digest.sha256))
-    tools = [LockedTool(name=t.name, argv=t.argv, pattern=t.pattern, version=probe.tool_version(t))
-             for t in seed.tools]
+        sysroots.append(
+            LockedSysroot(
+                target=root.target, path=root.path, files=digest.files, sha256=digest.sha256
+            )
+        )
+    tools = [
+        LockedTool(name=t.name, argv=t.argv, pattern=t.pattern, version=probe.tool_version(t))
+        for t in seed.tools
+    ]
     unknown = [t.name for t in tools if t.version.startswith("<")]
     if unknown:
         raise PipelineError(f"cannot read the version of: {', '.join(unknown)}")
-    return ToolchainLock.model_validate({
-        "schema": LOCK_SCHEMA, "distribution": seed.distribution, "codename": seed.codename,
-        "foreign_architectures": seed.foreign_architectures, "rustc": rustc,
-        "package": packages, "sysroot": sysroots, "tool": tools,
-    })
+    return ToolchainLock.model_validate(
+        {
+            "schema": LOCK_SCHEMA,
+            "distribution": seed.distribution,
+            "codename": seed.codename,
+            "foreign_architectures": seed.foreign_architectures,
+            "rustc": rustc,
+            "package": packages,
+            "sysroot": sysroots,
+            "tool": tools,
+        }
+    )
 
 
 def relock(seed: ToolchainSeed, lock_path: Path) -> bool:

@@ -23,11 +23,20 @@ pytestmark = pytest.mark.integration
 PAGE = Path(__file__).parent / "page"
 CHROMIUM = shutil.which("chromium")
 # Flags from the machine notes: no sandbox as root, and no background traffic off this host.
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TIMEOUT_SECONDS = 90
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
+)
 
 
 class Server(ThreadingHTTPServer):
@@ -75,8 +84,11 @@ def _run_page(site: Path, isolated: bool, tmp_path: Path) -> dict[str, Any]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
-    browser = subprocess.Popen([str(CHROMIUM), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
-                                url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    browser = subprocess.Popen(
+        [str(CHROMIUM), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert server.got.wait(TIMEOUT_SECONDS), "the page reported nothing in time"
         return server.results[0]

@@ -31,8 +31,12 @@ def test_a_compiler_error_names_lane_argv_and_the_compilers_last_lines(tmp_path:
 def test_a_missing_toolchain_points_to_toolchain_install(tmp_path: Path) -> None:
     clone = clone_head(tmp_path / "no-cargo")
     lock = clone / "toolchain.lock"
-    lock.write_text(lock.read_text(encoding="utf-8").replace(
-        'cargo = "/usr/bin/cargo"', 'cargo = "/usr/bin/cargo-not-installed"'), encoding="utf-8")
+    lock.write_text(
+        lock.read_text(encoding="utf-8").replace(
+            'cargo = "/usr/bin/cargo"', 'cargo = "/usr/bin/cargo-not-installed"'
+        ),
+        encoding="utf-8",
+    )
     done = run_build(clone, lanes=["scalar-wasm32"])
     assert done.returncode == 1
     assert "rustc.cargo_version" in done.stderr

@@ -23,12 +23,14 @@ EDITS = [
 
 def _key(monkeypatch: pytest.MonkeyPatch, driver: Path) -> str:
     monkeypatch.setattr(inputs, "DRIVER_DIR", driver)
-    return inputs.lane_inputs(LANE, REPO_ROOT / "crates", REPO_ROOT / "toolchain.lock",
-                              "0" * 64).input_digest
+    return inputs.lane_inputs(
+        LANE, REPO_ROOT / "crates", REPO_ROOT / "toolchain.lock", "0" * 64
+    ).input_digest
 
 
-@pytest.mark.parametrize(("name", "find", "replace"), EDITS, ids=[f"{e[0]}:{e[2] or 'drop'}"
-                                                                  for e in EDITS])
+@pytest.mark.parametrize(
+    ("name", "find", "replace"), EDITS, ids=[f"{e[0]}:{e[2] or 'drop'}" for e in EDITS]
+)
 def test_a_driver_edit_changes_every_lanes_key(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, find: str, replace: str
 ) -> None:

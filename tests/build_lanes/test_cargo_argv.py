@@ -19,9 +19,20 @@ WORKSPACE = Path("/checkout/of/tinyrustlm/crates")
 SCRATCH = Path("/checkout/of/tinyrustlm/build/.scratch")
 EPOCH = 1_700_000_000
 IDS = [lane.id for lane in LANES.lane]
-ENV_KEYS = {"PATH", "HOME", "CARGO_HOME", "CARGO_TARGET_DIR", "RUSTC", "CARGO_ENCODED_RUSTFLAGS",
-            "CARGO_INCREMENTAL", "CARGO_NET_OFFLINE", "CARGO_TERM_COLOR", "SOURCE_DATE_EPOCH",
-            "TZ", "LC_ALL"}
+ENV_KEYS = {
+    "PATH",
+    "HOME",
+    "CARGO_HOME",
+    "CARGO_TARGET_DIR",
+    "RUSTC",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "CARGO_INCREMENTAL",
+    "CARGO_NET_OFFLINE",
+    "CARGO_TERM_COLOR",
+    "SOURCE_DATE_EPOCH",
+    "TZ",
+    "LC_ALL",
+}
 
 
 def _pairs(flags: list[str], flag: str) -> list[str]:
@@ -32,8 +43,17 @@ def _pairs(flags: list[str], flag: str) -> list[str]:
 def test_argv_is_exact(lane_id: str) -> None:
     lane = next(lane for lane in LANES.lane if lane.id == lane_id)
     run = plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH)
-    assert run.argv == ["/usr/bin/cargo", "build", "--release", "--locked", "--offline",
-                        "-p", lane.package, "--target", lane.target]
+    assert run.argv == [
+        "/usr/bin/cargo",
+        "build",
+        "--release",
+        "--locked",
+        "--offline",
+        "-p",
+        lane.package,
+        "--target",
+        lane.target,
+    ]
     assert run.argv[0] == LOCK.rustc.cargo and run.cwd == WORKSPACE
 
 
@@ -55,9 +75,12 @@ def test_environment_is_complete_and_controlled(lane_id: str) -> None:
 @pytest.mark.parametrize("lane_id", IDS, ids=IDS)
 def test_rustflags_carry_the_lane_flags_linker_and_remap_prefixes(lane_id: str) -> None:
     lane = next(lane for lane in LANES.lane if lane.id == lane_id)
-    flags = plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH).env[
-        "CARGO_ENCODED_RUSTFLAGS"].split("\x1f")
-    assert flags[:len(lane.rustflags)] == list(lane.rustflags)
+    flags = (
+        plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH)
+        .env["CARGO_ENCODED_RUSTFLAGS"]
+        .split("\x1f")
+    )
+    assert flags[: len(lane.rustflags)] == list(lane.rustflags)
     assert _pairs(flags, "--remap-path-prefix") == [
         f"{WORKSPACE}=/src/tinyrustlm",
         f"{SCRATCH / 'cargo-home'}=/cargo",
@@ -65,10 +88,12 @@ def test_rustflags_carry_the_lane_flags_linker_and_remap_prefixes(lane_id: str) 
     codegen = _pairs(flags, "-C")
     assert f"linker={lane.linker}" in codegen
     link_args = [c.removeprefix("link-arg=") for c in codegen if c.startswith("link-arg=")]
-    assert link_args[:len(lane.link_args)] == list(lane.link_args)
+    assert link_args[: len(lane.link_args)] == list(lane.link_args)
     if lane.shared_memory_bytes is not None:  # initial == maximum, one number
         size = lane.shared_memory_bytes
-        assert link_args[len(lane.link_args):] == [f"--initial-memory={size}",
-                                                   f"--max-memory={size}"]
+        assert link_args[len(lane.link_args) :] == [
+            f"--initial-memory={size}",
+            f"--max-memory={size}",
+        ]
     else:
         assert link_args == list(lane.link_args)

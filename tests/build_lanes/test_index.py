@@ -23,15 +23,36 @@ def _lane(root: Path, lane: str, digest: str, data: bytes = b"\0asm") -> IndexEn
     folder = root / "build" / lane
     folder.mkdir(parents=True)
     (folder / "runtime.wasm").write_bytes(data)
-    inputs = BuildInputs(sources_sha256="s", cargo_lock_sha256="c", lane_entry_sha256="l",
-                         toolchain_lock_sha256="t", input_digest=digest)
+    inputs = BuildInputs(
+        sources_sha256="s",
+        cargo_lock_sha256="c",
+        lane_entry_sha256="l",
+        toolchain_lock_sha256="t",
+        input_digest=digest,
+    )
     output = BuildOutput(path=f"build/{lane}/runtime.wasm", sha256="0" * 64, size=len(data))
-    record = BuildRecord(lane=lane, target="wasm32-unknown-unknown", kind="wasm", argv=[],
-                         env={}, source_date_epoch=1, inputs=inputs, output=output, smoke=SMOKE)
+    record = BuildRecord(
+        lane=lane,
+        target="wasm32-unknown-unknown",
+        kind="wasm",
+        argv=[],
+        env={},
+        source_date_epoch=1,
+        inputs=inputs,
+        output=output,
+        smoke=SMOKE,
+    )
     (folder / RECORD).write_text(record.model_dump_json(by_alias=True), encoding="utf-8")
-    return IndexEntry(lane=lane, target=record.target, kind="wasm", artifact=output.path,
-                      sha256=output.sha256, size=output.size, record=f"build/{lane}/{RECORD}",
-                      smoke=SMOKE)
+    return IndexEntry(
+        lane=lane,
+        target=record.target,
+        kind="wasm",
+        artifact=output.path,
+        sha256=output.sha256,
+        size=output.size,
+        record=f"build/{lane}/{RECORD}",
+        smoke=SMOKE,
+    )
 
 
 CASES = {
@@ -45,8 +66,9 @@ CASES = {
 def test_previous_entries(case: tuple[dict[str, str], list[str]], tmp_path: Path) -> None:
     current, kept = case
     entry = _lane(tmp_path, "a", "d1")
-    index = BuildIndex(source_revision="r", source_date_epoch=1, toolchain_lock_sha256="t",
-                       lanes=[entry])
+    index = BuildIndex(
+        source_revision="r", source_date_epoch=1, toolchain_lock_sha256="t", lanes=[entry]
+    )
     path = tmp_path / "build" / "index.json"
     path.write_text(index.model_dump_json(by_alias=True), encoding="utf-8")
     assert sorted(_previous_entries(path, tmp_path / "build", current)) == kept
@@ -55,8 +77,9 @@ def test_previous_entries(case: tuple[dict[str, str], list[str]], tmp_path: Path
 def test_a_missing_artifact_is_dropped(tmp_path: Path) -> None:
     entry = _lane(tmp_path, "a", "d1")
     (tmp_path / entry.artifact).unlink()
-    index = BuildIndex(source_revision="r", source_date_epoch=1, toolchain_lock_sha256="t",
-                       lanes=[entry])
+    index = BuildIndex(
+        source_revision="r", source_date_epoch=1, toolchain_lock_sha256="t", lanes=[entry]
+    )
     path = tmp_path / "build" / "index.json"
     path.write_text(index.model_dump_json(by_alias=True), encoding="utf-8")
     assert _previous_entries(path, tmp_path / "build", {"a": "d1"}) == {}

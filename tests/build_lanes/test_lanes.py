@@ -12,8 +12,14 @@ from pipeline.lanebuild.lanes import LanesError, load_lanes
 
 REPO = Path(__file__).resolve().parents[2]
 LANES = REPO / "manifests" / "lanes.toml"
-SIX = ["scalar-wasm32", "simd128-wasm32", "simd128-threads-wasm32",
-       "x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu", "x86_64-pc-windows-gnu"]
+SIX = [
+    "scalar-wasm32",
+    "simd128-wasm32",
+    "simd128-threads-wasm32",
+    "x86_64-unknown-linux-gnu",
+    "aarch64-unknown-linux-gnu",
+    "x86_64-pc-windows-gnu",
+]
 
 
 def test_the_six_lanes_of_the_design() -> None:
@@ -28,15 +34,20 @@ def test_the_six_lanes_of_the_design() -> None:
 
 BROKEN = {
     "not-toml": (lambda t: t + "\n[[lane]\n", "not valid TOML"),
-    "missing-field": (lambda t: t.replace('package = "tinyrustlm-wasm"\n', "", 1),
-                      "field 'lane.0(id=scalar-wasm32).package'"),
-    "native-cpu": (lambda t: t.replace('"target-cpu=x86-64"', '"target-cpu=native"', 1),
-                   "target-cpu=native is never allowed"),
-    "duplicate-id": (lambda t: t.replace('id = "simd128-wasm32"', 'id = "scalar-wasm32"'),
-                     "duplicate lane id(s): scalar-wasm32"),
+    "missing-field": (
+        lambda t: t.replace('package = "tinyrustlm-wasm"\n', "", 1),
+        "field 'lane.0(id=scalar-wasm32).package'",
+    ),
+    "native-cpu": (
+        lambda t: t.replace('"target-cpu=x86-64"', '"target-cpu=native"', 1),
+        "target-cpu=native is never allowed",
+    ),
+    "duplicate-id": (
+        lambda t: t.replace('id = "simd128-wasm32"', 'id = "scalar-wasm32"'),
+        "duplicate lane id(s): scalar-wasm32",
+    ),
     "relative-linker": (lambda t: t.replace('"/usr/bin/gcc"', '"gcc"'), "linker"),
-    "unknown-key": (lambda t: t.replace('kind = "wasm"', 'kind = "wasm"\nopt = 3', 1),
-                    "opt"),
+    "unknown-key": (lambda t: t.replace('kind = "wasm"', 'kind = "wasm"\nopt = 3', 1), "opt"),
 }
 
 
@@ -55,8 +66,12 @@ def test_broken_lanes_file_is_a_clear_error(case: tuple[object, str], tmp_path: 
 
 
 def test_unknown_lane_on_the_command_line_names_the_known_ones() -> None:
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "build", "--lane", "riscv64"],
-                          capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "build", "--lane", "riscv64"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert done.returncode == 3
     assert "unknown lane(s): riscv64" in done.stderr
     assert "scalar-wasm32" in done.stderr

@@ -53,14 +53,39 @@ def reproduction(
     trusted = built_clone / ".dev-keys" / "development.trusted-keys.json"
     attestation = home / "attestations" / "rebuild.json"
     attestation.parent.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(built_clone), "HOME": str(home),
-           "TZ": "Pacific/Kiritimati", "LANG": "de_DE.UTF-8", "LC_ALL": "de_DE.UTF-8"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(built_clone),
+        "HOME": str(home),
+        "TZ": "Pacific/Kiritimati",
+        "LANG": "de_DE.UTF-8",
+        "LC_ALL": "de_DE.UTF-8",
+    }
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "reproduce", str(released_bundle),
-         "--trusted-keys", str(trusted), "--allow-dev-key",
-         "--source", str(built_clone), "--workdir", str(workdir),
-         "--attest", "--key", str(rebuilder.private_pem), "--attest-out", str(attestation)],
-        capture_output=True, text=True, env=env, umask=0o077, cwd=home,
+        [
+            sys.executable,
+            "-m",
+            "pipeline.cli",
+            "reproduce",
+            str(released_bundle),
+            "--trusted-keys",
+            str(trusted),
+            "--allow-dev-key",
+            "--source",
+            str(built_clone),
+            "--workdir",
+            str(workdir),
+            "--attest",
+            "--key",
+            str(rebuilder.private_pem),
+            "--attest-out",
+            str(attestation),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        umask=0o077,
+        cwd=home,
     )
     return Reproduction(workdir, done, attestation, rebuilder.trusted_keys, trusted)
 
@@ -75,13 +100,25 @@ def test_every_lane_reproduces_bit_for_bit(reproduction: Reproduction) -> None:
 def test_the_rebuild_attestation_satisfies_a_one_of_one_policy(
     reproduction: Reproduction, released_bundle: Path
 ) -> None:
-    policy = RebuildPolicy(load_trusted_keys(reproduction.rebuilders), 1,
-                           (reproduction.attestation,), allow_dev_key=True)
-    verdict = verify_bundle(released_bundle, load_trusted_keys(reproduction.trusted),
-                            allow_dev_key=True, now=int(time.time()), rebuilds=policy)
+    policy = RebuildPolicy(
+        load_trusted_keys(reproduction.rebuilders),
+        1,
+        (reproduction.attestation,),
+        allow_dev_key=True,
+    )
+    verdict = verify_bundle(
+        released_bundle,
+        load_trusted_keys(reproduction.trusted),
+        allow_dev_key=True,
+        now=int(time.time()),
+        rebuilds=policy,
+    )
     assert verdict.steps[12].detail.startswith("1 of 1 rebuilders")
-    statement = json.loads(base64.b64decode(
-        json.loads(reproduction.attestation.read_text())["dsseEnvelope"]["payload"]))
+    statement = json.loads(
+        base64.b64decode(
+            json.loads(reproduction.attestation.read_text())["dsseEnvelope"]["payload"]
+        )
+    )
     assert len(statement["subject"]) == 6
     matched = statement["predicate"]["runDetails"]["byproducts"]
     assert all(m["annotations"]["matched"] for m in matched) and len(matched) == 6
@@ -100,9 +137,14 @@ def test_an_artifact_not_built_from_the_source_is_named_with_its_section(
     data[len(data) // 2] ^= 0x40
     (bundle / url).write_bytes(bytes(data))
     claimed = hashlib.sha256(bytes(data)).hexdigest()
-    manifest = manifest.model_copy(update={"artifacts": [
-        a.model_copy(update={"sha256": claimed}) if a.url == url else a
-        for a in manifest.artifacts]})
+    manifest = manifest.model_copy(
+        update={
+            "artifacts": [
+                a.model_copy(update={"sha256": claimed}) if a.url == url else a
+                for a in manifest.artifacts
+            ]
+        }
+    )
     rebuilt_root = reproduction.workdir / "tinyrustlm"
     index = BuildIndex.model_validate_json((rebuilt_root / "build" / "index.json").read_bytes())
     verdicts = compare_bundle(bundle, manifest, index, rebuilt_root)
@@ -112,8 +154,9 @@ def test_an_artifact_not_built_from_the_source_is_named_with_its_section(
     # diffoscope's HTML report of the changed lane lands in the diff folder
     if shutil.which("diffoscope") is None:
         pytest.fail("Debian's diffoscope is not installed (.ci/run installs diffoscope-minimal)")
-    rebuilt = {v.name: rebuilt_root / e.artifact for v in verdicts for e in index.lanes
-               if e.lane == v.lane}
+    rebuilt = {
+        v.name: rebuilt_root / e.artifact for v in verdicts for e in index.lanes if e.lane == v.lane
+    }
     explained = explain(verdicts, bundle, rebuilt, tmp_path / "diffs")
     (report,) = [v.diffoscope for v in explained if v.diffoscope]
     assert report is not None and Path(report).name == f"diffoscope.{Path(url).name}.html"

@@ -24,8 +24,12 @@ def test_bench_model_fits_the_threads_lane_memory(built_clone: Path, tmp_path: P
     model.write_bytes(pack(PRESETS["bench"], 7))
     index = json.loads((built_clone / "build" / "index.json").read_text(encoding="utf-8"))
     native = next(e for e in index["lanes"] if e["lane"] == "x86_64-unknown-linux-gnu")
-    done = subprocess.run([str(built_clone / native["artifact"]), "inspect-model", str(model),
-                           "--json"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [str(built_clone / native["artifact"]), "inspect-model", str(model), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     plan = json.loads(done.stdout)
     needed = max(plan["peak_prefill_bytes"], plan["steady_decode_bytes"]) + model.stat().st_size
     lanes = load_lanes(built_clone / "manifests" / "lanes.toml")

@@ -40,8 +40,9 @@ def test_cases_are_seeded_and_cover_every_sampler_kind() -> None:
         assert all(_f32_exact(v) for v in (c.temperature, c.top_p, c.repetition_penalty)), c
 
 
-def _result(tokens: tuple[int, ...] = (1, 2, 3), rng: str = "0x01", error: str | None = None
-            ) -> CaseResult:
+def _result(
+    tokens: tuple[int, ...] = (1, 2, 3), rng: str = "0x01", error: str | None = None
+) -> CaseResult:
     return CaseResult("c", tokens, rng, "max-tokens", error)
 
 
@@ -87,8 +88,9 @@ def test_one_wrong_case_fails_the_row_and_is_kept() -> None:
     ],
     ids=["eos", "max-tokens", "context", "tr-error", "exception"],
 )
-def test_page_results_read_like_the_oracle(doc: dict[str, object], stop: str,
-                                           error: str | None) -> None:
+def test_page_results_read_like_the_oracle(
+    doc: dict[str, object], stop: str, error: str | None
+) -> None:
     result = from_page(doc)
     assert (result.stop, result.error) == (stop, error)
 
@@ -97,19 +99,48 @@ def _report() -> ConformanceReport:
     cases = make_cases(2, seed=3)
     oracle = {c.id: CaseResult(c.id, (1,), "0x1", "max-tokens") for c in cases}
     rows = [
-        compare.ran_row(compare.RowKey("chromium", "browser", "156", True), "lane-a", SHA, cases,
-                        oracle, list(oracle.values()), chosen=True, receipt={"lane": "lane-a"}),
-        compare.blocked_row(compare.RowKey("chromium", "browser", "156", False), "lane-b", SHA,
-                            cases, refused=True, why="needs isolation"),
-        compare.blocked_row(compare.RowKey("webkit", "browser", "2.50", True), "lane-b", SHA,
-                            cases, refused=False, why="probe did not validate"),
+        compare.ran_row(
+            compare.RowKey("chromium", "browser", "156", True),
+            "lane-a",
+            SHA,
+            cases,
+            oracle,
+            list(oracle.values()),
+            chosen=True,
+            receipt={"lane": "lane-a"},
+        ),
+        compare.blocked_row(
+            compare.RowKey("chromium", "browser", "156", False),
+            "lane-b",
+            SHA,
+            cases,
+            refused=True,
+            why="needs isolation",
+        ),
+        compare.blocked_row(
+            compare.RowKey("webkit", "browser", "2.50", True),
+            "lane-b",
+            SHA,
+            cases,
+            refused=False,
+            why="probe did not validate",
+        ),
     ]
     return ConformanceReport(
-        release_version="1.0.0", source_revision="b" * 40,
-        cases=CaseSet(count=2, seed=3, sha256=cases_sha256(cases), model="small",
-                      model_sha256=SHA, oracle_lane="native", oracle_sha256=SHA,
-                      oracle_stops={"max-tokens": 2}),
-        rows=rows)
+        release_version="1.0.0",
+        source_revision="b" * 40,
+        cases=CaseSet(
+            count=2,
+            seed=3,
+            sha256=cases_sha256(cases),
+            model="small",
+            model_sha256=SHA,
+            oracle_lane="native",
+            oracle_sha256=SHA,
+            oracle_stops={"max-tokens": 2},
+        ),
+        rows=rows,
+    )
 
 
 def test_report_validates_against_the_committed_schema() -> None:
@@ -130,8 +161,17 @@ def test_html_colours_each_cell_by_outcome() -> None:
 
 def test_sampler_case_model_refuses_bad_values() -> None:
     with pytest.raises(ValueError, match="top_p"):
-        SamplerCase(id="x", prompt="p", seed=0, stream=0, temperature=0, top_k=0, top_p=0,
-                    repetition_penalty=1, max_tokens=1)
+        SamplerCase(
+            id="x",
+            prompt="p",
+            seed=0,
+            stream=0,
+            temperature=0,
+            top_k=0,
+            top_p=0,
+            repetition_penalty=1,
+            max_tokens=1,
+        )
 
 
 @pytest.mark.parametrize(
@@ -145,8 +185,11 @@ def test_sampler_case_model_refuses_bad_values() -> None:
     ids=["unknown-engine", "no-engine", "zero-cases", "not-a-bundle"],
 )
 def test_cli_bad_input_is_one_error_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str,
-    exit_code: int
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+    exit_code: int,
 ) -> None:
     from pipeline.cli import main
 

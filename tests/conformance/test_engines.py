@@ -33,8 +33,12 @@ pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = REPO_ROOT / "manifests/schemas/tinyrustlm.conformance-report.v1.json"
 ENGINES = [
-    pytest.param(name, marks=pytest.mark.skipif(
-        b.executable() is None, reason=f"{name} is not installed (.ci/run installs it)"))
+    pytest.param(
+        name,
+        marks=pytest.mark.skipif(
+            b.executable() is None, reason=f"{name} is not installed (.ci/run installs it)"
+        ),
+    )
     for name, b in browsers.BROWSERS.items()
 ]
 # a module that is not valid wasm at all: the SIMD probe can never validate
@@ -46,16 +50,18 @@ BROKEN_PROBES = b"""export const PROBES = {
 
 
 @pytest.fixture(scope="module")
-def setup(released_bundle: Path, tmp_path_factory: pytest.TempPathFactory
-          ) -> tuple[Subject, Path, str]:
+def setup(
+    released_bundle: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Subject, Path, str]:
     folder = tmp_path_factory.mktemp("model")
     data = pack(PRESETS["small"], 1)
     (folder / "small.trlm").write_bytes(data)
     return from_bundle(released_bundle), folder / "small.trlm", hashlib.sha256(data).hexdigest()
 
 
-def _matrix(setup: tuple[Subject, Path, str], tmp_path: Path, engine: str,
-            **options: Any) -> ConformanceReport:
+def _matrix(
+    setup: tuple[Subject, Path, str], tmp_path: Path, engine: str, **options: Any
+) -> ConformanceReport:
     subject, model, sha = setup
     opts = Options(engines=[engine], cases=3, page_timeout=300, say=lambda _: None, **options)
     return run_matrix(subject, model, "small", sha, opts, tmp_path)
@@ -66,8 +72,9 @@ def _by_lane(rows: list[ConformanceRow], isolated: bool) -> dict[str, Conformanc
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_isolation_on_and_off(setup: tuple[Subject, Path, str], tmp_path: Path,
-                              engine: str) -> None:
+def test_isolation_on_and_off(
+    setup: tuple[Subject, Path, str], tmp_path: Path, engine: str
+) -> None:
     subject = setup[0]
     threads = next(w.lane for w in subject.wasm if w.threads)
     simd = next(w.lane for w in subject.wasm if w.simd and not w.threads)
@@ -85,8 +92,9 @@ def test_isolation_on_and_off(setup: tuple[Subject, Path, str], tmp_path: Path,
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_page_that_must_fail_is_reported_failed(setup: tuple[Subject, Path, str],
-                                                  tmp_path: Path, engine: str) -> None:
+def test_a_page_that_must_fail_is_reported_failed(
+    setup: tuple[Subject, Path, str], tmp_path: Path, engine: str
+) -> None:
     subject = setup[0]
     abi_url, abi_path = next((u, p) for u, p in subject.js_files if u.endswith("/abi.js"))
     honest = "token: v.getUint32(0, true),"
@@ -144,8 +152,18 @@ def test_engine_killed_mid_run_gives_failed_rows_and_no_hang(
 def test_cli_writes_a_report_that_validates(released_bundle: Path, tmp_path: Path) -> None:
     out = tmp_path / "conformance.json"
     with contextlib.redirect_stdout(io.StringIO()):
-        code = release_main(["conformance", str(released_bundle), "--engines",
-                             "node,wasmtime,native", "--cases", "7", "--out", str(out)])
+        code = release_main(
+            [
+                "conformance",
+                str(released_bundle),
+                "--engines",
+                "node,wasmtime,native",
+                "--cases",
+                "7",
+                "--out",
+                str(out),
+            ]
+        )
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
     assert code == 0, [r for r in doc["rows"] if r["outcome"] == "fail"]

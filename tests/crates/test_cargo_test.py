@@ -28,8 +28,10 @@ RUNNING = re.compile(r"^\s+Running (\S+)", re.MULTILINE)
 def cargo_test() -> subprocess.CompletedProcess[str]:
     lock = load_lock(REPO_ROOT / "toolchain.lock")
     if not Path(lock.rustc.cargo).is_file():
-        pytest.fail(f"the pinned cargo {lock.rustc.cargo} is missing: run "
-                    "`tinyrustlm-release toolchain install`")
+        pytest.fail(
+            f"the pinned cargo {lock.rustc.cargo} is missing: run "
+            "`tinyrustlm-release toolchain install`"
+        )
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(SCRATCH / "home"),
@@ -43,7 +45,12 @@ def cargo_test() -> subprocess.CompletedProcess[str]:
     }
     return subprocess.run(
         [lock.rustc.cargo, "test", "--workspace", "--locked", "--offline", "--no-fail-fast"],
-        cwd=WORKSPACE, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+        cwd=WORKSPACE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
     )
 
 

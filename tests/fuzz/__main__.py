@@ -51,10 +51,19 @@ def _failed(doc: dict[str, Any]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="multiply every campaign's default case count (0.01: a smoke run)")
-    parser.add_argument("--only", action="append", default=[], metavar="NAME",
-                        help="run only this campaign (repeatable)")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply every campaign's default case count (0.01: a smoke run)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this campaign (repeatable)",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "build" / "fuzz")
     args = parser.parse_args(argv)
     found = campaigns()

@@ -145,9 +145,9 @@ def _mutations() -> dict[str, Callable[[random.Random, bytes], bytes | None]]:
         at = _pos(rng, d)
         return d[:at] + d[at + rng.randint(1, 16) :]
 
-    def in_body(edit: Callable[[random.Random, bytes], bytes]) -> Callable[
-        [random.Random, bytes], bytes | None
-    ]:
+    def in_body(
+        edit: Callable[[random.Random, bytes], bytes],
+    ) -> Callable[[random.Random, bytes], bytes | None]:
         return lambda rng, d: _edit_body(d, rng, lambda body: edit(rng, body))
 
     def splice(rng: random.Random, body: bytes) -> bytes:

@@ -35,11 +35,18 @@ class Case:
 
     def document(self) -> dict[str, Any]:
         """The case as drive.mjs reads it (golden-vector input kinds)."""
-        inputs: dict[str, Any] = {k: {"kind": "f32_bits", "values": [to_bits(v) for v in vs]}
-                                  for k, vs in self.floats.items()}
+        inputs: dict[str, Any] = {
+            k: {"kind": "f32_bits", "values": [to_bits(v) for v in vs]}
+            for k, vs in self.floats.items()
+        }
         inputs.update({k: {"kind": "bytes_hex", "hex": v.hex()} for k, v in self.raw.items()})
-        return {"id": self.id, "operator": self.operator, "shape": self.shape,
-                "params": self.params, "inputs": inputs}
+        return {
+            "id": self.id,
+            "operator": self.operator,
+            "shape": self.shape,
+            "params": self.params,
+            "inputs": inputs,
+        }
 
 
 class _Inputs:
@@ -65,8 +72,10 @@ class _Inputs:
                 n = min(BLOCK, cols - b * BLOCK)
                 codes = [self.rng.next_u32() & 0xFF if j < n else 0 for j in range(BLOCK)]
                 if q4:
-                    out += bytes((codes[2 * i] & 15) | ((codes[2 * i + 1] & 15) << 4)
-                                 for i in range(BLOCK // 2))
+                    out += bytes(
+                        (codes[2 * i] & 15) | ((codes[2 * i + 1] & 15) << 4)
+                        for i in range(BLOCK // 2)
+                    )
                 else:
                     out += bytes(codes)
         return bytes(out)
@@ -78,23 +87,48 @@ def cases() -> list[Case]:
     for op, q4 in (("q8_matvec", False), ("q4_matvec", True)):
         for cols in QUANT_COLS:
             rows = 5 if cols <= 2 * BLOCK else 3
-            out.append(Case(f"{op}.cols-{cols}", op, {"rows": rows, "cols": cols},
-                            floats={"x": g.vec(cols)}, raw={"w": g.packed(rows, cols, q4)}))
+            out.append(
+                Case(
+                    f"{op}.cols-{cols}",
+                    op,
+                    {"rows": rows, "cols": cols},
+                    floats={"x": g.vec(cols)},
+                    raw={"w": g.packed(rows, cols, q4)},
+                )
+            )
     for n in F32_LENGTHS:
-        out.append(Case(f"f32_matvec.cols-{n}", "f32_matvec", {"rows": 3, "cols": n},
-                        floats={"w": g.vec(3 * n), "x": g.vec(n)}))
+        out.append(
+            Case(
+                f"f32_matvec.cols-{n}",
+                "f32_matvec",
+                {"rows": 3, "cols": n},
+                floats={"w": g.vec(3 * n), "x": g.vec(n)},
+            )
+        )
         for k in range(RMSNORM_REPEATS):
-            out.append(Case(f"rmsnorm.n-{n}.{k}", "rmsnorm", {"n": n}, {"eps": EPS_BITS},
-                            floats={"x": g.wide(n), "weight": g.vec(n)}))
-        out.append(Case(f"add_assign.n-{n}", "add_assign", {"n": n},
-                        floats={"x": g.vec(n), "y": g.vec(n)}))
+            out.append(
+                Case(
+                    f"rmsnorm.n-{n}.{k}",
+                    "rmsnorm",
+                    {"n": n},
+                    {"eps": EPS_BITS},
+                    floats={"x": g.wide(n), "weight": g.vec(n)},
+                )
+            )
+        out.append(
+            Case(f"add_assign.n-{n}", "add_assign", {"n": n}, floats={"x": g.vec(n), "y": g.vec(n)})
+        )
     for d in ATTENTION_HEAD_DIMS:
         for nh, nkv, pos in ATTENTION_SHAPES:
             kv = pos * nkv * d
-            out.append(Case(
-                f"attention.d{d}-h{nh}-kv{nkv}-p{pos}", "attention",
-                {"n_heads": nh, "n_kv_heads": nkv, "head_dim": d, "n_pos": pos},
-                floats={"q": g.vec(nh * d), "keys": g.vec(kv), "values": g.vec(kv)}))
+            out.append(
+                Case(
+                    f"attention.d{d}-h{nh}-kv{nkv}-p{pos}",
+                    "attention",
+                    {"n_heads": nh, "n_kv_heads": nkv, "head_dim": d, "n_pos": pos},
+                    floats={"q": g.vec(nh * d), "keys": g.vec(kv), "values": g.vec(kv)},
+                )
+            )
     return out
 
 
@@ -103,16 +137,27 @@ Model = Callable[[Case, simd128ref.Reduce], list[float]]
 # operator -> the documented simd128 result, with a choice of lane reduction
 SIMD_MODEL: dict[str, Model] = {
     "q8_matvec": lambda c, r: simd128ref.quant_matvec(
-        c.raw["w"], c.floats["x"], c.shape["rows"], False, r),
+        c.raw["w"], c.floats["x"], c.shape["rows"], False, r
+    ),
     "q4_matvec": lambda c, r: simd128ref.quant_matvec(
-        c.raw["w"], c.floats["x"], c.shape["rows"], True, r),
-    "f32_matvec": lambda c, r: simd128ref.f32_matvec(c.floats["w"], c.floats["x"],
-                                                     c.shape["rows"], r),
-    "rmsnorm": lambda c, r: simd128ref.rmsnorm(c.floats["x"], c.floats["weight"],
-                                               from_bits(c.params["eps"]), r),
+        c.raw["w"], c.floats["x"], c.shape["rows"], True, r
+    ),
+    "f32_matvec": lambda c, r: simd128ref.f32_matvec(
+        c.floats["w"], c.floats["x"], c.shape["rows"], r
+    ),
+    "rmsnorm": lambda c, r: simd128ref.rmsnorm(
+        c.floats["x"], c.floats["weight"], from_bits(c.params["eps"]), r
+    ),
     "attention": lambda c, r: simd128ref.attention(
-        c.floats["q"], c.floats["keys"], c.floats["values"], c.shape["n_heads"],
-        c.shape["n_kv_heads"], c.shape["head_dim"], c.shape["n_pos"], r),
+        c.floats["q"],
+        c.floats["keys"],
+        c.floats["values"],
+        c.shape["n_heads"],
+        c.shape["n_kv_heads"],
+        c.shape["head_dim"],
+        c.shape["n_pos"],
+        r,
+    ),
     "add_assign": lambda c, r: simd128ref.add_assign(c.floats["x"], c.floats["y"]),
 }
 
@@ -121,15 +166,24 @@ ORACLE: dict[str, Callable[[Case], Sequence[float]]] = {
     "q8_matvec": lambda c: f32ref.quant_matvec(c.raw["w"], c.floats["x"], c.shape["rows"], False),
     "q4_matvec": lambda c: f32ref.quant_matvec(c.raw["w"], c.floats["x"], c.shape["rows"], True),
     "f32_matvec": lambda c: f32ref.f32_matvec(c.floats["w"], c.floats["x"], c.shape["rows"]),
-    "rmsnorm": lambda c: f32ref.rmsnorm(c.floats["x"], c.floats["weight"],
-                                        from_bits(c.params["eps"])),
+    "rmsnorm": lambda c: f32ref.rmsnorm(
+        c.floats["x"], c.floats["weight"], from_bits(c.params["eps"])
+    ),
     "attention": lambda c: f32ref.attention(
-        c.floats["q"], c.floats["keys"], c.floats["values"], c.shape["n_heads"],
-        c.shape["n_kv_heads"], c.shape["head_dim"], c.shape["n_pos"]),
+        c.floats["q"],
+        c.floats["keys"],
+        c.floats["values"],
+        c.shape["n_heads"],
+        c.shape["n_kv_heads"],
+        c.shape["head_dim"],
+        c.shape["n_pos"],
+    ),
     "add_assign": lambda c: simd128ref.add_assign(c.floats["x"], c.floats["y"]),
 }
 
 
-def expected_bits(case: Case, reduce: simd128ref.Reduce = simd128ref.reduce_pairwise,
-                  ) -> list[str]:
+def expected_bits(
+    case: Case,
+    reduce: simd128ref.Reduce = simd128ref.reduce_pairwise,
+) -> list[str]:
     return [to_bits(v) for v in SIMD_MODEL[case.operator](case, reduce)]

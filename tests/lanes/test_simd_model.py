@@ -57,8 +57,10 @@ def test_simd_kernels_are_bit_exact_to_the_documented_tree(
         if result["code"] != 0:
             failures.append(f"{case.id}: code {result['code']}")
         elif result["bits"] != want:
-            first = next(i for i, (g, w) in enumerate(zip(result["bits"], want, strict=True))
-                         if g != w)
-            failures.append(f"{case.id}[{first}]: lane {result['bits'][first]} "
-                            f"vs documented tree {want[first]}")
+            first = next(
+                i for i, (g, w) in enumerate(zip(result["bits"], want, strict=True)) if g != w
+            )
+            failures.append(
+                f"{case.id}[{first}]: lane {result['bits'][first]} vs documented tree {want[first]}"
+            )
     assert not failures, f"{len(failures)} cases differ:\n" + "\n".join(failures[:40])

@@ -59,29 +59,44 @@ REFUSALS: list[tuple[Case, str]] = [
     (Case("tampered manifest byte", variant="tampered-manifest"), "PayloadMismatch"),
     (Case("tampered signed payload", variant="tampered-signed-payload"), "SignatureInvalid"),
     (Case("signature by an untrusted key", variant="untrusted-key"), "UntrustedKey"),
-    (Case("development key without allowDevKey", options={"allowDevKey": False}),
-     "DevelopmentKey"),
+    (Case("development key without allowDevKey", options={"allowDevKey": False}), "DevelopmentKey"),
     (Case("expired manifest", variant="expired"), "ManifestExpired"),
     (Case("swapped signature files", variant="swapped-signatures"), "WrongPayloadType"),
-    (Case("module bytes differ from the manifest", variant="module-bytes-differ"),
-     "ModuleHashMismatch"),
+    (
+        Case("module bytes differ from the manifest", variant="module-bytes-differ"),
+        "ModuleHashMismatch",
+    ),
     (Case("unsupported ABI version", variant="unsupported-abi"), "UnsupportedAbi"),
     (Case("model hash mismatch", options={"model": {"sha256": WRONG_SHA}}), "HashMismatch"),
-    (Case("model too large for the preflight budget", options={"memoryBudget": 1 << 20}),
-     "ModelTooLarge"),
+    (
+        Case("model too large for the preflight budget", options={"memoryBudget": 1 << 20}),
+        "ModelTooLarge",
+    ),
     (Case("trusted keys of another signer", keys="other"), "UntrustedKey"),
     (Case("a probe's bytes changed", variant="probe-tampered"), "ProbeTampered"),
     (Case("trusted key past its not_after", keys="dev-expired"), "KeyExpired"),
-    (Case("trusted keys with a keyid that is not the key's", keys="dev-wrong-keyid"),
-     "TrustedKeysInvalid"),
-    (Case("every lane denied", options={"denyLanes": [THREADS_LANE, SIMD_LANE, SCALAR_LANE]}),
-     "NoLaneLeft"),
-    (Case("the only lane left fails its self-test", variant="simd-self-test-fails",
-          options={"denyLanes": [THREADS_LANE, SCALAR_LANE]}), "NoLaneLeft"),
+    (
+        Case("trusted keys with a keyid that is not the key's", keys="dev-wrong-keyid"),
+        "TrustedKeysInvalid",
+    ),
+    (
+        Case("every lane denied", options={"denyLanes": [THREADS_LANE, SIMD_LANE, SCALAR_LANE]}),
+        "NoLaneLeft",
+    ),
+    (
+        Case(
+            "the only lane left fails its self-test",
+            variant="simd-self-test-fails",
+            options={"denyLanes": [THREADS_LANE, SCALAR_LANE]},
+        ),
+        "NoLaneLeft",
+    ),
 ]
 # refusals that happen after a lane was instantiated: no runtime is left, no model entered it
-AFTER_INSTANTIATION = {"model too large for the preflight budget",
-                       "the only lane left fails its self-test"}
+AFTER_INSTANTIATION = {
+    "model too large for the preflight budget",
+    "the only lane left fails its self-test",
+}
 
 
 def golden_case(name: str, prompt: str, **kw: Any) -> Case:

@@ -17,6 +17,7 @@ class Page:
     def __init__(self, chromium: str, flags: list[str], profile: Path, url: str) -> None:
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
+
         # the child reads commands on fd 3 and writes answers on fd 4
         def wire() -> None:
             os.dup2(to_browser_r, 3)
@@ -24,7 +25,9 @@ class Page:
 
         self.proc = subprocess.Popen(
             [chromium, *flags, "--remote-debugging-pipe", f"--user-data-dir={profile}", url],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=wire,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=wire,
             pass_fds=(3, 4),  # kept open in the child after `wire` put the pipes there
         )
         os.close(to_browser_r)
@@ -61,8 +64,9 @@ class Page:
         """Attach to the page the browser opened (flat session: later calls go to the page)."""
         deadline = time.monotonic() + 30
         while True:
-            pages = [t for t in self.call("Target.getTargets")["targetInfos"]
-                     if t["type"] == "page"]
+            pages = [
+                t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page"
+            ]
             if pages or time.monotonic() > deadline:
                 break
             time.sleep(0.2)

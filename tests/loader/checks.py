@@ -10,8 +10,9 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyc
 
 from verify.formats.receipt import CapabilityReceipt
 
-SCHEMA = (Path(__file__).resolve().parents[2]
-          / "manifests/schemas/tinyrustlm.capability-receipt.v1.json")
+SCHEMA = (
+    Path(__file__).resolve().parents[2] / "manifests/schemas/tinyrustlm.capability-receipt.v1.json"
+)
 
 
 def by_name(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -28,8 +28,11 @@ def golden() -> dict[str, Any]:
     """The greedy end-to-end golden run of the `small` model (prompt, tokens)."""
     rows = json.loads(GOLDEN.read_text())
     row: dict[str, Any] = next(r for r in rows if r["id"] == "e2e_decode.small.greedy")
-    return {"prompt": row["params"]["prompt"], "tokens": row["expected"]["values"],
-            "model_sha256": row["inputs"]["model"]["sha256"]}
+    return {
+        "prompt": row["params"]["prompt"],
+        "tokens": row["expected"]["values"],
+        "model_sha256": row["inputs"]["model"]["sha256"],
+    }
 
 
 @pytest.fixture(scope="session")
@@ -44,8 +47,11 @@ def loader_bundle(request: pytest.FixtureRequest) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="session")
-def site(loader_bundle: tuple[Path, Path], golden: dict[str, Any],
-         tmp_path_factory: pytest.TempPathFactory) -> Path:
+def site(
+    loader_bundle: tuple[Path, Path],
+    golden: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
     model = pack(PRESETS["small"], 7)
     assert hashlib.sha256(model).hexdigest() == golden["model_sha256"]
     bundle, key = loader_bundle

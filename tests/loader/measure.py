@@ -49,11 +49,13 @@ def main() -> int:
                     loads.append(result["loadMs"])
                     before.append(result["firstTokenSinceStartMs"] - result["firstTokenMs"])
                     receipt = result["receipt"]
-                print(f"{lane}: median {statistics.median(times):.0f} ms "
-                      f"(min {min(times):.0f}, max {max(times):.0f}, n={len(times)}): "
-                      f"{[round(t) for t in times]}; of which before load(): median "
-                      f"{statistics.median(before):.0f} ms, load(): median "
-                      f"{statistics.median(loads):.0f} ms")
+                print(
+                    f"{lane}: median {statistics.median(times):.0f} ms "
+                    f"(min {min(times):.0f}, max {max(times):.0f}, n={len(times)}): "
+                    f"{[round(t) for t in times]}; of which before load(): median "
+                    f"{statistics.median(before):.0f} ms, load(): median "
+                    f"{statistics.median(loads):.0f} ms"
+                )
                 print(json.dumps(receipt, indent=1))
         finally:
             server.shutdown()

@@ -151,7 +151,7 @@ def probe_tampered(root: Path, dev: Signer, other: Signer) -> None:
     text = (root / "js/probes.js").read_text(encoding="utf-8")
     marker = "bytes: Object.freeze([0, 97, 115, 109, 1, 0, 0, 0, "
     at = text.index(marker) + len(marker)
-    replace(root, "js/probes.js", (text[:at] + "2" + text[at + 1:]).encode())
+    replace(root, "js/probes.js", (text[:at] + "2" + text[at + 1 :]).encode())
 
 
 VARIANTS: dict[str, Callable[[Path, Signer, Signer], None]] = {
@@ -175,8 +175,9 @@ def make_site(root: Path, bundle: Path, dev_key_pem: Path, model: bytes) -> Path
     key = load_private_key(dev_key_pem)
     dev_trusted = dev_key_pem.parent / "development.trusted-keys.json"
     dev = Signer(key, "", dev_trusted)
-    other = Signer(load_private_key(other_files.private_pem), other_files.keyid,
-                   other_files.trusted_keys)
+    other = Signer(
+        load_private_key(other_files.private_pem), other_files.keyid, other_files.trusted_keys
+    )
     link_tree(bundle, root / "b")
     for name, edit in VARIANTS.items():
         link_tree(bundle, root / "v" / name)

@@ -21,11 +21,13 @@ from tests.loader.test_loader_chromium import FLAGS
 pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium")
 PAGE_SECONDS = 120
-STATE = ("JSON.stringify({status: document.getElementById('status').textContent, "
-         "lane: document.getElementById('lane').textContent, "
-         "speed: document.getElementById('speed').textContent, "
-         "tokens: document.getElementById('tokens').textContent, "
-         "receipt: document.getElementById('receipt').textContent})")
+STATE = (
+    "JSON.stringify({status: document.getElementById('status').textContent, "
+    "lane: document.getElementById('lane').textContent, "
+    "speed: document.getElementById('speed').textContent, "
+    "tokens: document.getElementById('tokens').textContent, "
+    "receipt: document.getElementById('receipt').textContent})"
+)
 
 
 def shown(bundle: Path, keys: Path, isolated: bool, prompt: str, profile: Path) -> dict[str, Any]:
@@ -33,7 +35,8 @@ def shown(bundle: Path, keys: Path, isolated: bool, prompt: str, profile: Path) 
     site = serve.site_for(args)
     # the bundle's own development key, which the page then allows (serve's default role)
     site.overrides["/config.json"] = serve.page_config(
-        keys.read_bytes(), True, json.loads(site.overrides["/config.json"])["model"]["sha256"])
+        keys.read_bytes(), True, json.loads(site.overrides["/config.json"])["model"]["sha256"]
+    )
     server, url = serve.start(site)
     page = Page(str(CHROMIUM), FLAGS, profile, f"{url}?prompt={prompt}")
     try:
@@ -57,15 +60,26 @@ def shown(bundle: Path, keys: Path, isolated: bool, prompt: str, profile: Path) 
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
-@pytest.mark.parametrize(("isolated", "lane"), [(True, THREADS_LANE), (False, SIMD_LANE)],
-                         ids=["isolated", "not isolated"])
+@pytest.mark.parametrize(
+    ("isolated", "lane"),
+    [(True, THREADS_LANE), (False, SIMD_LANE)],
+    ids=["isolated", "not isolated"],
+)
 def test_the_example_page_shows_lane_receipt_and_tokens(
-    loader_bundle: tuple[Path, Path], golden: dict[str, Any], tmp_path: Path,
-    isolated: bool, lane: str,
+    loader_bundle: tuple[Path, Path],
+    golden: dict[str, Any],
+    tmp_path: Path,
+    isolated: bool,
+    lane: str,
 ) -> None:
     bundle, key = loader_bundle
-    state = shown(bundle, key.parent / "development.trusted-keys.json", isolated,
-                  golden["prompt"], tmp_path / "profile")
+    state = shown(
+        bundle,
+        key.parent / "development.trusted-keys.json",
+        isolated,
+        golden["prompt"],
+        tmp_path / "profile",
+    )
     assert state["status"].startswith("ready in"), state["status"]
     assert state["lane"] == lane
     receipt = check_receipt(json.loads(state["receipt"]))

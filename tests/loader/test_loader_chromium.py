@@ -25,26 +25,42 @@ from tests.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
 
 pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-sync",
+]
 PAGE_TIMEOUT_SECONDS = 300
 WORKER_START_BOUND_MS = 3000
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
+)
 
 
-def run_page(server: tuple[Site, str], site: Path, cases: list[Case], model_sha256: str,
-             profile: Path) -> dict[str, Any]:
+def run_page(
+    server: tuple[Site, str], site: Path, cases: list[Case], model_sha256: str, profile: Path
+) -> dict[str, Any]:
     """Load the test page once in a fresh profile; returns what it posted."""
     served, url = server
-    env = Env(url=url, loader_root=url, model_sha256=model_sha256,
-              stalled_worker=f"{url}{STALLED_WORKER.lstrip('/')}")
+    env = Env(
+        url=url,
+        loader_root=url,
+        model_sha256=model_sha256,
+        stalled_worker=f"{url}{STALLED_WORKER.lstrip('/')}",
+    )
     served.overrides["/cases.json"] = json.dumps([c.spec(env) for c in cases]).encode()
     served.posted.clear()
     served.got_post.clear()
-    browser = subprocess.Popen([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}",
-                                f"{url}index.html"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    browser = subprocess.Popen(
+        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", f"{url}index.html"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert served.got_post.wait(PAGE_TIMEOUT_SECONDS), "the page reported nothing in time"
         return served.posted[0]
@@ -54,38 +70,52 @@ def run_page(server: tuple[Site, str], site: Path, cases: list[Case], model_sha2
 
 
 @pytest.fixture(scope="module")
-def isolated(site: Path, isolated_server: tuple[Site, str], golden: dict[str, Any],
-             tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def isolated(
+    site: Path,
+    isolated_server: tuple[Site, str],
+    golden: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
     if CHROMIUM is None:
         pytest.skip("Debian's chromium is not installed")
     prompt = golden["prompt"]
     cases = [c for c, _ in REFUSALS] + [
         Case(f"golden {THREADS_LANE}", prompt=prompt),
         Case(f"golden {SIMD_LANE}", prompt=prompt, options={"denyLanes": [THREADS_LANE]}),
-        Case(f"golden {SCALAR_LANE}", prompt=prompt,
-             options={"denyLanes": [THREADS_LANE, SIMD_LANE]}),
+        Case(
+            f"golden {SCALAR_LANE}", prompt=prompt, options={"denyLanes": [THREADS_LANE, SIMD_LANE]}
+        ),
         Case("cancel prefill threads", prompt=prompt, extra={"cancelPrefillAt": 5}),
         Case("cancel decode threads", prompt=prompt, extra={"cancelDecodeAt": 3}),
         Case("threads self-test fails", variant="threads-self-test-fails", prompt=prompt),
-        Case("worker cannot start", prompt=prompt,
-             options={"workerUrl": "STALLED", "startupMs": WORKER_START_BOUND_MS}),
+        Case(
+            "worker cannot start",
+            prompt=prompt,
+            options={"workerUrl": "STALLED", "startupMs": WORKER_START_BOUND_MS},
+        ),
         Case("threads disabled by the manifest", variant="threads-disabled", prompt=prompt),
     ]
-    page = run_page(isolated_server, site, cases, golden["model_sha256"],
-                    tmp_path_factory.mktemp("profile"))
+    page = run_page(
+        isolated_server, site, cases, golden["model_sha256"], tmp_path_factory.mktemp("profile")
+    )
     assert "error" not in page, page
     assert page["cross_origin_isolated"] is True
     return by_name(page["results"])
 
 
 @pytest.fixture(scope="module")
-def plain(site: Path, plain_server: tuple[Site, str], golden: dict[str, Any],
-          tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def plain(
+    site: Path,
+    plain_server: tuple[Site, str],
+    golden: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
     if CHROMIUM is None:
         pytest.skip("Debian's chromium is not installed")
     cases = [Case("golden, not isolated", prompt=golden["prompt"])]
-    page = run_page(plain_server, site, cases, golden["model_sha256"],
-                    tmp_path_factory.mktemp("profile"))
+    page = run_page(
+        plain_server, site, cases, golden["model_sha256"], tmp_path_factory.mktemp("profile")
+    )
     assert "error" not in page, page
     assert page["cross_origin_isolated"] is False
     return by_name(page["results"])
@@ -117,7 +147,9 @@ def test_not_isolated_chooses_simd128(plain: dict[str, Any], golden: dict[str, A
     receipt = check_ran(plain["golden, not isolated"], SIMD_LANE, golden["tokens"])
     assert receipt.observed.cross_origin_isolated is False
     assert (receipt.attempts[0].artifact_id, receipt.attempts[0].error_code) == (
-        THREADS_LANE, "NotIsolated")
+        THREADS_LANE,
+        "NotIsolated",
+    )
 
 
 @needs_chromium
@@ -135,7 +167,10 @@ def test_a_failing_threads_self_test_falls_back_to_simd128(
     receipt = check_ran(isolated["threads self-test fails"], SIMD_LANE, golden["tokens"])
     failed = receipt.attempts[0]
     assert (failed.artifact_id, failed.step, failed.error_code) == (
-        THREADS_LANE, "self-test", "SelfTestFailed")
+        THREADS_LANE,
+        "self-test",
+        "SelfTestFailed",
+    )
 
 
 @needs_chromium

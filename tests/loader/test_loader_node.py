@@ -29,34 +29,57 @@ def node_cases(prompt: str) -> list[Case]:
     for lane, options in ((THREADS_LANE, {}), (SIMD_LANE, DENY_THREADS), (SCALAR_LANE, DENY_BOTH)):
         cases += [
             Case(f"golden {lane}", prompt=prompt, options=options),
-            Case(f"cancel prefill {lane}", prompt=prompt,
-                 options={**options, "prefillChunk": 1 if lane == THREADS_LANE else 4},
-                 extra={"cancelPrefillAt": 5}),
-            Case(f"cancel decode {lane}", prompt=prompt, options=options,
-                 extra={"cancelDecodeAt": 3}),
+            Case(
+                f"cancel prefill {lane}",
+                prompt=prompt,
+                options={**options, "prefillChunk": 1 if lane == THREADS_LANE else 4},
+                extra={"cancelPrefillAt": 5},
+            ),
+            Case(
+                f"cancel decode {lane}", prompt=prompt, options=options, extra={"cancelDecodeAt": 3}
+            ),
         ]
     cases += [
         Case("threads self-test fails", variant="threads-self-test-fails", prompt=prompt),
-        Case("simd self-test fails", variant="simd-self-test-fails", prompt=prompt,
-             options=DENY_THREADS),
-        Case("worker cannot start", prompt=prompt,
-             options={"workerUrl": "STALLED", "startupMs": WORKER_START_BOUND_MS}),
+        Case(
+            "simd self-test fails",
+            variant="simd-self-test-fails",
+            prompt=prompt,
+            options=DENY_THREADS,
+        ),
+        Case(
+            "worker cannot start",
+            prompt=prompt,
+            options={"workerUrl": "STALLED", "startupMs": WORKER_START_BOUND_MS},
+        ),
         Case("threads disabled by the manifest", variant="threads-disabled", prompt=prompt),
     ]
     return cases
 
 
 @pytest.fixture(scope="module")
-def results(site: Path, isolated_server: tuple[Site, str], golden: dict[str, Any],
-            tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def results(
+    site: Path,
+    isolated_server: tuple[Site, str],
+    golden: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, dict[str, Any]]:
     _, url = isolated_server
-    env = Env(url=url, loader_root=site.as_uri() + "/", model_sha256=golden["model_sha256"],
-              stalled_worker=(site / "silent-worker.mjs").as_uri())
+    env = Env(
+        url=url,
+        loader_root=site.as_uri() + "/",
+        model_sha256=golden["model_sha256"],
+        stalled_worker=(site / "silent-worker.mjs").as_uri(),
+    )
     spec = tmp_path_factory.mktemp("node") / "cases.json"
     spec.write_text(json.dumps([c.spec(env) for c in node_cases(golden["prompt"])]))
-    done = subprocess.run([str(nodejs.executable()), str(site / "drive.mjs"), str(spec)],
-                          capture_output=True,
-                          text=True, timeout=NODE_TIMEOUT_SECONDS, check=False)
+    done = subprocess.run(
+        [str(nodejs.executable()), str(site / "drive.mjs"), str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=NODE_TIMEOUT_SECONDS,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     return by_name(json.loads(done.stdout))
 
@@ -69,8 +92,9 @@ def test_refused_with_its_code_and_nothing_instantiated(
 
 
 @pytest.mark.parametrize("lane", [THREADS_LANE, SIMD_LANE, SCALAR_LANE])
-def test_every_lane_gives_the_golden_tokens(results: dict[str, dict[str, Any]],
-                                            golden: dict[str, Any], lane: str) -> None:
+def test_every_lane_gives_the_golden_tokens(
+    results: dict[str, dict[str, Any]], golden: dict[str, Any], lane: str
+) -> None:
     receipt = check_ran(results[f"golden {lane}"], lane, golden["tokens"])
     assert receipt.self_test.failed_test is None
     evidence = receipt.executed_path_evidence
@@ -105,8 +129,10 @@ def test_cancel_during_decode_stops_the_stream_and_resumes(
 
 @pytest.mark.parametrize(
     ("name", "failed", "runs"),
-    [("threads self-test fails", THREADS_LANE, SIMD_LANE),
-     ("simd self-test fails", SIMD_LANE, SCALAR_LANE)],
+    [
+        ("threads self-test fails", THREADS_LANE, SIMD_LANE),
+        ("simd self-test fails", SIMD_LANE, SCALAR_LANE),
+    ],
     ids=["threads->simd128", "simd128->scalar"],
 )
 def test_a_failing_self_test_falls_back_and_is_recorded(
@@ -114,8 +140,11 @@ def test_a_failing_self_test_falls_back_and_is_recorded(
 ) -> None:
     receipt = check_ran(results[name], runs, golden["tokens"])
     attempt = next(a for a in receipt.attempts if a.artifact_id == failed)
-    assert (attempt.outcome, attempt.step, attempt.error_code) == ("failed", "self-test",
-                                                                   "SelfTestFailed")
+    assert (attempt.outcome, attempt.step, attempt.error_code) == (
+        "failed",
+        "self-test",
+        "SelfTestFailed",
+    )
     assert "e2e.tiny_greedy" in attempt.detail
 
 
@@ -135,19 +164,23 @@ def test_the_signed_manifest_can_disable_a_lane(results: dict[str, dict[str, Any
 
 
 def test_when_no_lane_is_left_one_error_lists_every_attempt(
-    results: dict[str, dict[str, Any]]
+    results: dict[str, dict[str, Any]],
 ) -> None:
     error = results["the only lane left fails its self-test"]["error"]
     attempts = [(a["artifact_id"], a["outcome"], a["error_code"]) for a in error["attempts"]]
-    assert attempts == [(THREADS_LANE, "skipped", "LaneDenied"),
-                        (SCALAR_LANE, "skipped", "LaneDenied"),
-                        (SIMD_LANE, "failed", "SelfTestFailed")]
+    assert attempts == [
+        (THREADS_LANE, "skipped", "LaneDenied"),
+        (SCALAR_LANE, "skipped", "LaneDenied"),
+        (SIMD_LANE, "failed", "SelfTestFailed"),
+    ]
     assert all(lane in error["message"] for lane in (THREADS_LANE, SIMD_LANE, SCALAR_LANE))
 
 
 def test_every_lane_reports_the_same_self_test_vector_set(
-    results: dict[str, dict[str, Any]]
+    results: dict[str, dict[str, Any]],
 ) -> None:
-    digests = {results[f"golden {lane}"]["receipt"]["self_test"]["vector_set_sha256"]
-               for lane in (THREADS_LANE, SIMD_LANE, SCALAR_LANE)}
+    digests = {
+        results[f"golden {lane}"]["receipt"]["self_test"]["vector_set_sha256"]
+        for lane in (THREADS_LANE, SIMD_LANE, SCALAR_LANE)
+    }
     assert len(digests) == 1

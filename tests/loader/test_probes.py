@@ -35,8 +35,14 @@ def test_every_probe_hash_is_the_hash_of_its_bytes() -> None:
     ("probe", "validates"),
     # the project's node (24, V8 13.6: requirements.lock) has shipped memory64 and relaxed
     # SIMD, with no flag to turn them off; node 20 had neither
-    [("simd128", True), ("threads", True), ("bulk-memory", True), ("exceptions", True),
-     ("memory64", True), ("relaxed-simd", True)],
+    [
+        ("simd128", True),
+        ("threads", True),
+        ("bulk-memory", True),
+        ("exceptions", True),
+        ("memory64", True),
+        ("relaxed-simd", True),
+    ],
     ids=lambda v: str(v),
 )
 def test_probe_validates_only_with_its_feature_in_node(probe: str, validates: bool) -> None:
@@ -45,9 +51,12 @@ def test_probe_validates_only_with_its_feature_in_node(probe: str, validates: bo
         f"const p = PROBES.find((x) => x.id === {json.dumps(probe)});"
         "console.log(WebAssembly.validate(new Uint8Array(p.bytes)));"
     )
-    done = subprocess.run([str(nodejs.executable()), "--input-type=module", "-e", script],
-                          capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [str(nodejs.executable()), "--input-type=module", "-e", script],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout.strip() == str(validates).lower()
 
 

@@ -57,14 +57,19 @@ def fetch(url: str) -> tuple[int, dict[str, str], bytes]:
 
 @pytest.mark.parametrize(
     ("path", "ctype"),
-    [("", "text/html; charset=utf-8"), ("app.mjs", "text/javascript; charset=utf-8"),
-     ("bundle/js/loader.js", "text/javascript; charset=utf-8"),
-     ("bundle/artifacts/runtime.x.wasm", "application/wasm"),
-     ("config.json", "application/json"), ("model.trlm", "application/octet-stream")],
+    [
+        ("", "text/html; charset=utf-8"),
+        ("app.mjs", "text/javascript; charset=utf-8"),
+        ("bundle/js/loader.js", "text/javascript; charset=utf-8"),
+        ("bundle/artifacts/runtime.x.wasm", "application/wasm"),
+        ("config.json", "application/json"),
+        ("model.trlm", "application/octet-stream"),
+    ],
     ids=["page", "page script", "loader", "wasm", "config", "model"],
 )
-def test_files_are_served_with_their_mime_type(bundle: Path, tmp_path: Path, path: str,
-                                               ctype: str) -> None:
+def test_files_are_served_with_their_mime_type(
+    bundle: Path, tmp_path: Path, path: str, ctype: str
+) -> None:
     url, stop = served(bundle, tmp_path, isolated=False)
     status, headers, _ = fetch(url + path)
     stop.set()
@@ -85,13 +90,18 @@ def test_config_names_the_model_hash_and_keys(bundle: Path, tmp_path: Path) -> N
     _, _, body = fetch(url + "config.json")
     stop.set()
     config = json.loads(body)
-    assert config["model"] == {"url": "model.trlm",
-                               "sha256": hashlib.sha256(b"model bytes").hexdigest()}
+    assert config["model"] == {
+        "url": "model.trlm",
+        "sha256": hashlib.sha256(b"model bytes").hexdigest(),
+    }
     assert config["allowDevKey"] is False  # an explicit trusted-keys file: no dev key
 
 
-@pytest.mark.parametrize("path", ["bundle/../secret.txt", "bundle/%2e%2e/secret.txt",
-                                  "bundle/nothing.js"], ids=["dotdot", "encoded", "missing"])
+@pytest.mark.parametrize(
+    "path",
+    ["bundle/../secret.txt", "bundle/%2e%2e/secret.txt", "bundle/nothing.js"],
+    ids=["dotdot", "encoded", "missing"],
+)
 def test_nothing_outside_the_served_folders(bundle: Path, tmp_path: Path, path: str) -> None:
     url, stop = served(bundle, tmp_path, isolated=False)
     status, _, body = fetch(url + path)

@@ -58,11 +58,20 @@ class Outcome:
 
 def load(path: Path = LIST) -> list[Bug]:
     rows = tomllib.loads(path.read_text(encoding="utf-8"))["bug"]
-    bugs = [Bug(id=r["id"], what=r["what"], file=r["file"], find=r["find"],
-                replace=r["replace"], tests=tuple(r["tests"]), count=r.get("count", 1),
-                prepare=tuple(tuple(c) for c in r.get("prepare", ())),
-                also=tuple(Edit(**e) for e in r.get("also", ())))
-            for r in rows]
+    bugs = [
+        Bug(
+            id=r["id"],
+            what=r["what"],
+            file=r["file"],
+            find=r["find"],
+            replace=r["replace"],
+            tests=tuple(r["tests"]),
+            count=r.get("count", 1),
+            prepare=tuple(tuple(c) for c in r.get("prepare", ())),
+            also=tuple(Edit(**e) for e in r.get("also", ())),
+        )
+        for r in rows
+    ]
     ids = [b.id for b in bugs]
     if len(ids) != len(set(ids)):
         raise SystemExit(f"{path}: duplicate ids")
@@ -97,16 +106,19 @@ def _tail(done: subprocess.CompletedProcess[str], lines: int = 3) -> str:
 
 def _failed_tests(output: str) -> str:
     """The `FAILED`/`ERROR` summary lines pytest prints (`-ra`): which test caught it."""
-    lines = [ln.split(" - ")[0] for ln in output.splitlines()
-             if ln.startswith(("FAILED ", "ERROR "))]
+    lines = [
+        ln.split(" - ")[0] for ln in output.splitlines() if ln.startswith(("FAILED ", "ERROR "))
+    ]
     return "; ".join(lines[:3])
 
 
 def run_one(bug: Bug, workdir: Path, revision: str) -> Outcome:
     started = time.monotonic()
     clone = workdir / bug.id
-    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(REPO_ROOT),
-                    str(clone)], check=True)
+    subprocess.run(
+        ["git", "clone", "--quiet", "--shared", "--no-checkout", str(REPO_ROOT), str(clone)],
+        check=True,
+    )
     subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", revision], check=True)
     problem = apply(bug, clone)
     if problem is not None:
@@ -115,29 +127,39 @@ def run_one(bug: Bug, workdir: Path, revision: str) -> Outcome:
     env = {**os.environ, "PYTHONPATH": str(clone)}
     for argv in bug.prepare:
         cmd = [sys.executable if a == "{python}" else a for a in argv]
-        done = subprocess.run(cmd, cwd=clone, env=env, capture_output=True, text=True,
-                              timeout=TIMEOUT_S, check=False)
+        done = subprocess.run(
+            cmd, cwd=clone, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+        )
         if done.returncode != 0:
-            return Outcome(bug, "BROKEN", f"prepare {' '.join(argv)}: {_tail(done)}",
-                           time.monotonic() - started)
+            return Outcome(
+                bug,
+                "BROKEN",
+                f"prepare {' '.join(argv)}: {_tail(done)}",
+                time.monotonic() - started,
+            )
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *bug.tests],
-        cwd=clone, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
     )
     seconds = time.monotonic() - started
     LOGS.mkdir(parents=True, exist_ok=True)
     (LOGS / f"{bug.id}.log").write_text(done.stdout + done.stderr)
     if done.returncode == PYTEST_TESTS_FAILED:
-        return Outcome(bug, "caught", f"{_tail(done, 1)} [{_failed_tests(done.stdout)}]",
-                       seconds)
+        return Outcome(bug, "caught", f"{_tail(done, 1)} [{_failed_tests(done.stdout)}]", seconds)
     if done.returncode == 0:
         return Outcome(bug, "SURVIVED", _tail(done, 1), seconds)
     return Outcome(bug, "BROKEN", f"pytest exit {done.returncode}: {_tail(done)}", seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("ids", nargs="*", help="only these bugs (default: all)")
     parser.add_argument("--list", action="store_true", help="list the bugs and stop")
     args = parser.parse_args(argv)
@@ -150,12 +172,18 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown bug ids: {', '.join(sorted(unknown))}")
     chosen = [b for b in bugs if not args.ids or b.id in args.ids]
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                           cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     if dirty.strip():
         print("note: uncommitted changes are not in the clones (they test HEAD)")
-    revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
+    revision = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
     print(f"testing {revision[:12]}; logs in {LOGS.relative_to(REPO_ROOT)}/")
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="planted-") as tmp:

@@ -40,15 +40,19 @@ def mutmut(args: list[str], log: Path | None = None) -> subprocess.CompletedProc
     if log is None:
         return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
     with log.open("w") as out:
-        return subprocess.run(argv, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT,
-                              text=True, check=False)
+        return subprocess.run(
+            argv, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT, text=True, check=False
+        )
 
 
 def run_mutmut(full: bool, max_children: int) -> int:
     LOG.parent.mkdir(exist_ok=True)
     globs = [] if full else list(QUICK)
-    print(f"== mutmut over {'every listed module' if full else ', '.join(globs)} "
-          f"(log: {LOG.relative_to(REPO_ROOT)})", flush=True)
+    print(
+        f"== mutmut over {'every listed module' if full else ', '.join(globs)} "
+        f"(log: {LOG.relative_to(REPO_ROOT)})",
+        flush=True,
+    )
     done = mutmut(["run", "--max-children", str(max_children), *globs], LOG)
     if done.returncode != 0:
         print(LOG.read_text()[-3000:])
@@ -69,11 +73,15 @@ def run_mutmut(full: bool, max_children: int) -> int:
             survivors[module_of(name)].append(f"{name} ({status})")
     per_file = Counter(module_of(n) for n in ran)
     per_file_killed = Counter(module_of(n) for n, s in ran.items() if s in KILLED)
-    print(f"\nmutation score: {killed}/{len(ran)} killed"
-          f" ({100 * killed / max(1, len(ran)):.1f}%); statuses: {dict(sorted(counts.items()))}")
+    print(
+        f"\nmutation score: {killed}/{len(ran)} killed"
+        f" ({100 * killed / max(1, len(ran)):.1f}%); statuses: {dict(sorted(counts.items()))}"
+    )
     for path in sorted(per_file):
-        print(f"  {path}: {per_file_killed[path]}/{per_file[path]} killed, "
-              f"{len(survivors[path])} surviving")
+        print(
+            f"  {path}: {per_file_killed[path]}/{per_file[path]} killed, "
+            f"{len(survivors[path])} surviving"
+        )
     for path, names in sorted(survivors.items()):
         print(f"\nsurviving in {path} ({len(names)}; `mutmut show NAME` prints the diff):")
         for name in names:
@@ -82,8 +90,9 @@ def run_mutmut(full: bool, max_children: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--full", action="store_true", help="mutate every listed module")
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--planted-only", action="store_true")

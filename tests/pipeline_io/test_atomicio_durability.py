@@ -29,12 +29,14 @@ def spy(monkeypatch: pytest.MonkeyPatch, target: Path) -> list[Synced]:
 
     def fsync(fd: int) -> None:
         st = os.fstat(fd)
-        calls.append(Synced(
-            path=Path(f"/proc/self/fd/{fd}").readlink(),
-            is_dir=stat.S_ISDIR(st.st_mode),
-            size=st.st_size,
-            target_bytes=target.read_bytes() if target.exists() else None,
-        ))
+        calls.append(
+            Synced(
+                path=Path(f"/proc/self/fd/{fd}").readlink(),
+                is_dir=stat.S_ISDIR(st.st_mode),
+                size=st.st_size,
+                target_bytes=target.read_bytes() if target.exists() else None,
+            )
+        )
         real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)

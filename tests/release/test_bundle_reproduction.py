@@ -39,17 +39,31 @@ SHIFT = "+1486800"
 def _tree(folder: Path) -> dict[str, tuple[str, int]]:
     """relative path -> (sha256, mode) of every file."""
     return {
-        p.relative_to(folder).as_posix(): (hashlib.sha256(p.read_bytes()).hexdigest(),
-                                           p.stat().st_mode & 0o777)
-        for p in sorted(folder.rglob("*")) if p.is_file()
+        p.relative_to(folder).as_posix(): (
+            hashlib.sha256(p.read_bytes()).hexdigest(),
+            p.stat().st_mode & 0o777,
+        )
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
     }
 
 
-def _cli(clone: Path, *args: str, env: dict[str, str] | None = None, umask: int = 0o022,
-         prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+def _cli(
+    clone: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    umask: int = 0o022,
+    prefix: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "PYTHONPATH": str(clone), **(env or {})}
-    done = subprocess.run([*prefix, sys.executable, "-m", "pipeline.cli", *args], cwd=clone,
-                          env=full_env, capture_output=True, text=True, umask=umask)
+    done = subprocess.run(
+        [*prefix, sys.executable, "-m", "pipeline.cli", *args],
+        cwd=clone,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        umask=umask,
+    )
     assert done.returncode == 0, f"{args[0]} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
     return done
 
@@ -57,8 +71,10 @@ def _cli(clone: Path, *args: str, env: dict[str, str] | None = None, umask: int 
 def _faketime() -> str:
     found = shutil.which("faketime")
     if found is None:
-        pytest.fail("Debian's `faketime` is not installed (.ci/run installs it): the "
-                    "time-of-day variation cannot run")
+        pytest.fail(
+            "Debian's `faketime` is not installed (.ci/run installs it): the "
+            "time-of-day variation cannot run"
+        )
     return found
 
 
@@ -75,8 +91,9 @@ class Clones:
 
 
 @pytest.fixture(scope="module")
-def clones(built_clone: Path, released_bundle: Path,
-           tmp_path_factory: pytest.TempPathFactory) -> Clones:
+def clones(
+    built_clone: Path, released_bundle: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Clones:
     faketime = _faketime()
     key = built_clone / ".dev-keys" / "development.key.pem"
     lanes = load_lanes(built_clone / "manifests" / "lanes.toml").lane
@@ -85,29 +102,70 @@ def clones(built_clone: Path, released_bundle: Path,
     root = tmp_path_factory.mktemp("other-maintainer")
     b = clone_head(root / "home" / "bob" / "src" / "deeper" / "tinyrustlm", built_clone)
     home_b = root / "home" / "bob"
-    shifted = {"HOME": str(home_b), "TZ": "Pacific/Kiritimati", "LANG": "de_DE.UTF-8",
-               "LC_ALL": "de_DE.UTF-8"}
+    shifted = {
+        "HOME": str(home_b),
+        "TZ": "Pacific/Kiritimati",
+        "LANG": "de_DE.UTF-8",
+        "LC_ALL": "de_DE.UTF-8",
+    }
     started = time.monotonic()
-    _cli(b, "release", "--key", str(key), "--key-class", "development", "--dist",
-         str(root / "dist"), env=shifted, umask=0o077, prefix=(faketime, "-m", "-f", SHIFT))
+    _cli(
+        b,
+        "release",
+        "--key",
+        str(key),
+        "--key-class",
+        "development",
+        "--dist",
+        str(root / "dist"),
+        env=shifted,
+        umask=0o077,
+        prefix=(faketime, "-m", "-f", SHIFT),
+    )
     seconds_b = time.monotonic() - started
     records = tmp_path_factory.mktemp("records")
     _cli(built_clone, "build", *wasm, "--records-out", str(records / "wasm-machine"))
-    _cli(b, "build", *native, "--records-out", str(records / "native-machine"), env=shifted,
-         umask=0o077)
+    _cli(
+        b,
+        "build",
+        *native,
+        "--records-out",
+        str(records / "native-machine"),
+        env=shifted,
+        umask=0o077,
+    )
     c = clone_head(tmp_path_factory.mktemp("assembler") / "tinyrustlm", built_clone)
-    _cli(c, "release", "--key", str(key), "--key-class", "development", "--dist",
-         str(c.parent / "dist"), "--from-records", str(records / "wasm-machine"),
-         str(records / "native-machine"))
+    _cli(
+        c,
+        "release",
+        "--key",
+        str(key),
+        "--key-class",
+        "development",
+        "--dist",
+        str(c.parent / "dist"),
+        "--from-records",
+        str(records / "wasm-machine"),
+        str(records / "native-machine"),
+    )
     name = released_bundle.name
-    return Clones(built_clone, b, c, released_bundle, root / "dist" / name,
-                  c.parent / "dist" / name, home_b, seconds_b)
+    return Clones(
+        built_clone,
+        b,
+        c,
+        released_bundle,
+        root / "dist" / name,
+        c.parent / "dist" / name,
+        home_b,
+        seconds_b,
+    )
 
 
 def test_faketime_shifts_the_clock_it_wraps() -> None:
     """The control for the time-of-day variation: faketime really moves the wall clock."""
-    done = subprocess.run([_faketime(), "-m", "-f", SHIFT, "date", "+%s"], capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [_faketime(), "-m", "-f", SHIFT, "date", "+%s"], capture_output=True, text=True, check=True
+    )
     assert int(done.stdout) - time.time() > 17 * 86400 + 5 * 3600 - 60
 
 

@@ -39,27 +39,48 @@ def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verifier, "default_deriver", lambda: fake_report)
 
 
-def _report(tested: Tested, rows: Sequence[tuple[str, bool, str]],
-            wrong_sha: bool = False) -> bytes:
+def _report(
+    tested: Tested, rows: Sequence[tuple[str, bool, str]], wrong_sha: bool = False
+) -> bytes:
     built = tested.verified.built
     out = []
     for engine, isolated, outcome in rows:
         for entry in built.index.lanes:
-            out.append(ConformanceRow(
-                engine=engine, engine_kind="browser", engine_version="1", isolated=isolated,
-                lane=entry.lane, artifact_sha256=SHA if wrong_sha else entry.sha256,
-                outcome=outcome, chosen=False, cases_passed=3 if outcome == "pass" else 0,
-                cases_failed=3 if outcome == "fail" else 0))
+            out.append(
+                ConformanceRow(
+                    engine=engine,
+                    engine_kind="browser",
+                    engine_version="1",
+                    isolated=isolated,
+                    lane=entry.lane,
+                    artifact_sha256=SHA if wrong_sha else entry.sha256,
+                    outcome=outcome,
+                    chosen=False,
+                    cases_passed=3 if outcome == "pass" else 0,
+                    cases_failed=3 if outcome == "fail" else 0,
+                )
+            )
     report = ConformanceReport(
-        release_version=built.checked.version, source_revision=built.checked.git.revision,
-        cases=CaseSet(count=3, seed=1, sha256=SHA, model="small", model_sha256=SHA,
-                      oracle_lane="oracle", oracle_sha256=SHA, oracle_stops={}),
-        rows=out)
+        release_version=built.checked.version,
+        source_revision=built.checked.git.revision,
+        cases=CaseSet(
+            count=3,
+            seed=1,
+            sha256=SHA,
+            model="small",
+            model_sha256=SHA,
+            oracle_lane="oracle",
+            oracle_sha256=SHA,
+            oracle_stops={},
+        ),
+        rows=out,
+    )
     return report.model_dump_json(by_alias=True).encode()
 
 
-def _release(harness: Harness, rows: Sequence[tuple[str, bool, str]] | None,
-             wrong_sha: bool = False) -> Path:
+def _release(
+    harness: Harness, rows: Sequence[tuple[str, bool, str]] | None, wrong_sha: bool = False
+) -> Path:
     steps = harness.steps
     if rows is not None:
         smoke = steps.smoke
@@ -76,19 +97,24 @@ def _verify(harness: Harness, bundle: Path, require: str) -> tuple[int, dict[str
     out, err = io.StringIO(), io.StringIO()
     extra = ["--require-engines", require] if require else []
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = verify_main(["bundle", str(bundle), "--trusted-keys", str(harness.trusted),
-                            "--json", *extra])
+        code = verify_main(
+            ["bundle", str(bundle), "--trusted-keys", str(harness.trusted), "--json", *extra]
+        )
     assert "Traceback" not in err.getvalue()
     return code, json.loads(out.getvalue())
 
 
 CASES = [
     ("all-required-pass", ALL_PASS, False, "chromium,firefox,webkit", None),
-    ("missing-engine", ALL_PASS[:2], False, "chromium,firefox,webkit",
-     "conformance.engine-missing"),
+    (
+        "missing-engine",
+        ALL_PASS[:2],
+        False,
+        "chromium,firefox,webkit",
+        "conformance.engine-missing",
+    ),
     ("failing-row", WEBKIT_FAILS, False, "chromium,webkit", "conformance.row-failed"),
-    ("only-not-run", [("webkit", False, "not-run")], False, "webkit",
-     "conformance.engine-missing"),
+    ("only-not-run", [("webkit", False, "not-run")], False, "webkit", "conformance.engine-missing"),
     ("failure-recorded-not-required", WEBKIT_FAILS, False, "chromium,firefox", None),
     ("nothing-required", WEBKIT_FAILS, False, "", None),
     ("no-report", None, False, "chromium", "conformance.missing"),
@@ -97,10 +123,16 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("rows", "wrong_sha", "require", "error_id"),
-                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_require_engines(harness: Harness, rows: list[tuple[str, bool, str]] | None,
-                         wrong_sha: bool, require: str, error_id: str | None) -> None:
+@pytest.mark.parametrize(
+    ("rows", "wrong_sha", "require", "error_id"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_require_engines(
+    harness: Harness,
+    rows: list[tuple[str, bool, str]] | None,
+    wrong_sha: bool,
+    require: str,
+    error_id: str | None,
+) -> None:
     bundle = _release(harness, rows, wrong_sha)
     code, doc = _verify(harness, bundle, require)
     if error_id is None:
@@ -121,7 +153,6 @@ def test_conformance_json_is_checksummed_and_attested(harness: Harness) -> None:
     (bundle / CONFORMANCE).write_bytes(data)
     code, doc = _verify(harness, bundle, "")
     assert (code, doc["error"]["id"]) == (1, "provenance.subjects")
-
 
 
 def test_a_failing_lane_the_manifest_disables_is_not_held_against_the_engine(

@@ -29,8 +29,10 @@ CANONICAL_CASES = [
     ({"\u20ac": 1, "\r": 2, "1": 3}, b'{"\\r":2,"1":3,"\xe2\x82\xac":1}'),
     # U+1F600 is the surrogate pair D83D DE00 in UTF-16, before U+E000; in code points (or
     # UTF-8 bytes) it sorts after U+E000: only UTF-16 order gives these bytes
-    ({"\ue000": 1, "\U0001f600": 2, "\uffff": 3},
-     b'{"\xf0\x9f\x98\x80":2,"\xee\x80\x80":1,"\xef\xbf\xbf":3}'),
+    (
+        {"\ue000": 1, "\U0001f600": 2, "\uffff": 3},
+        b'{"\xf0\x9f\x98\x80":2,"\xee\x80\x80":1,"\xef\xbf\xbf":3}',
+    ),
 ]
 
 

@@ -31,9 +31,22 @@ def _commit(repo: Path, commit_time: int) -> None:
     stamp = f"@{commit_time} +0000"
     env = {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp, "PATH": "/usr/bin:/bin"}
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
-                    "user.email=t@example.invalid", "commit", "-qm", "lanes"],
-                   check=True, env=env)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-qm",
+            "lanes",
+        ],
+        check=True,
+        env=env,
+    )
 
 
 def _prepare(harness: Harness) -> None:
@@ -43,16 +56,25 @@ def _prepare(harness: Harness) -> None:
     _commit(harness.repo, harness.commit_time)
 
 
-def _write_folder(harness: Harness, folder: Path, lanes: list[str],
-                  edit: Callable[[Doc, Doc], None] = lambda index, record: None) -> Path:
+def _write_folder(
+    harness: Harness,
+    folder: Path,
+    lanes: list[str],
+    edit: Callable[[Doc, Doc], None] = lambda index, record: None,
+) -> Path:
     repo = harness.repo
-    revision = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
-                              capture_output=True, text=True).stdout.strip()
+    revision = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     lock_sha = hashlib.sha256((repo / "toolchain.lock").read_bytes()).hexdigest()
     inputs = tree_inputs(repo)
-    index: Doc = {"schema": "tinyrustlm.build-index.v1", "source_revision": revision,
-                  "source_date_epoch": harness.commit_time, "toolchain_lock_sha256": lock_sha,
-                  "lanes": []}
+    index: Doc = {
+        "schema": "tinyrustlm.build-index.v1",
+        "source_revision": revision,
+        "source_date_epoch": harness.commit_time,
+        "toolchain_lock_sha256": lock_sha,
+        "lanes": [],
+    }
     records: list[tuple[Path, Doc]] = []
     for lane, kind, target in LANES:
         if lane not in lanes:
@@ -65,8 +87,11 @@ def _write_folder(harness: Harness, folder: Path, lanes: list[str],
         (folder / lane / name).write_bytes(data)
         smoke = {"status": "pass", "engine": "fake-engine 1.0", "detail": ""}
         record: Doc = {
-            "schema": "tinyrustlm.build-record.v1", "lane": lane, "target": target,
-            "kind": kind, "argv": ["/usr/bin/cargo", "build", "--target", target],
+            "schema": "tinyrustlm.build-record.v1",
+            "lane": lane,
+            "target": target,
+            "kind": kind,
+            "argv": ["/usr/bin/cargo", "build", "--target", target],
             "env": {"HOME": "$WORKSPACE/build/.scratch/home"},
             "source_date_epoch": harness.commit_time,
             "inputs": inputs[lane].model_dump(mode="json"),
@@ -74,9 +99,18 @@ def _write_folder(harness: Harness, folder: Path, lanes: list[str],
             "smoke": smoke,
         }
         records.append((folder / lane / "build-record.json", record))
-        index["lanes"].append({"lane": lane, "target": target, "kind": kind,
-                               "artifact": f"{lane}/{name}", "sha256": sha, "size": len(data),
-                               "record": f"{lane}/build-record.json", "smoke": smoke})
+        index["lanes"].append(
+            {
+                "lane": lane,
+                "target": target,
+                "kind": kind,
+                "artifact": f"{lane}/{name}",
+                "sha256": sha,
+                "size": len(data),
+                "record": f"{lane}/build-record.json",
+                "smoke": smoke,
+            }
+        )
     for path, record in records:
         edit(index, record)
         path.write_text(json.dumps(record))
@@ -103,16 +137,25 @@ REFUSALS: dict[str, tuple[Callable[[Doc, Doc], None], str]] = {
     "another commit": (_set("index", "source_revision", value="0" * 40), "built from revision"),
     "another commit time": (_set("index", "source_date_epoch", value=1), "SOURCE_DATE_EPOCH"),
     "another toolchain.lock (index)": (
-        _set("index", "toolchain_lock_sha256", value="9" * 64), "another toolchain.lock"),
+        _set("index", "toolchain_lock_sha256", value="9" * 64),
+        "another toolchain.lock",
+    ),
     "another toolchain.lock (record)": (
         _set("record", "inputs", "toolchain_lock_sha256", value="9" * 64),
-        "another toolchain.lock"),
+        "another toolchain.lock",
+    ),
     "another Cargo.lock": (
-        _set("record", "inputs", "cargo_lock_sha256", value="8" * 64), "another Cargo.lock"),
+        _set("record", "inputs", "cargo_lock_sha256", value="8" * 64),
+        "another Cargo.lock",
+    ),
     "another lane entry": (
-        _set("record", "inputs", "lane_entry_sha256", value="7" * 64), "another lanes.toml"),
+        _set("record", "inputs", "lane_entry_sha256", value="7" * 64),
+        "another lanes.toml",
+    ),
     "another source tree": (
-        _set("record", "inputs", "sources_sha256", value="6" * 64), "another sources"),
+        _set("record", "inputs", "sources_sha256", value="6" * 64),
+        "another sources",
+    ),
     "record of another lane": (_set("record", "lane", value=WASM[0]), "record is of lane"),
 }
 

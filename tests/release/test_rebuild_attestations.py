@@ -89,8 +89,9 @@ CASES: dict[str, tuple[tuple[Attest, ...], int, bool, int]] = {
 def _run(bundle: Path, trusted: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = verify_main(["bundle", str(bundle), "--trusted-keys", str(trusted), "--json",
-                            *extra])
+        code = verify_main(
+            ["bundle", str(bundle), "--trusted-keys", str(trusted), "--json", *extra]
+        )
     assert "Traceback" not in err.getvalue()
     return code, json.loads(out.getvalue()), err.getvalue()
 
@@ -108,10 +109,14 @@ def test_k_of_n_rebuilds(
     manifest = ModuleManifest.model_validate_json((bundle / "manifest.json").read_bytes())
     later = datetime.now(UTC) + timedelta(days=30)
     rebuilders = tmp_path / "rebuilders.json"
-    rebuilders.write_bytes(trusted_keys_json([
-        trusted_key_entry(_key(name).private_key.public_key(), "release", later)
-        for name in REBUILDERS
-    ]))
+    rebuilders.write_bytes(
+        trusted_keys_json(
+            [
+                trusted_key_entry(_key(name).private_key.public_key(), "release", later)
+                for name in REBUILDERS
+            ]
+        )
+    )
     files = [_write(spec, manifest, tmp_path, i) for i, spec in enumerate(specs)]
     args = ["--rebuilders", str(rebuilders), "--require-rebuilds", str(k)]
     for path in files:
@@ -122,7 +127,10 @@ def test_k_of_n_rebuilds(
         assert result["steps"][13]["detail"].startswith(f"{counting} of 3 rebuilders")
     else:
         assert (code, result["error"]["id"], result["error"]["step"]) == (
-            1, "rebuilds.insufficient", 14)
+            1,
+            "rebuilds.insufficient",
+            14,
+        )
         assert result["error"]["message"].startswith(f"{counting} independent")
 
 
@@ -130,8 +138,16 @@ def test_require_rebuilds_needs_a_rebuilders_file(pristine: tuple[Harness, Path]
     harness, bundle = pristine
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        code = verify_main(["bundle", str(bundle), "--trusted-keys", str(harness.trusted),
-                            "--require-rebuilds", "1"])
+        code = verify_main(
+            [
+                "bundle",
+                str(bundle),
+                "--trusted-keys",
+                str(harness.trusted),
+                "--require-rebuilds",
+                "1",
+            ]
+        )
     assert code == 2 and "--rebuilders" in err.getvalue()
 
 

@@ -61,8 +61,13 @@ def test_forged_bundle_is_refused_before_any_build(
     workdir = tmp_path / "work"
     lines: list[str] = []
     with pytest.raises(BundleNotVerified) as caught:
-        reproduce(bundle, str(tmp_path / "no-such-repo"), workdir, lines.append,
-                  trusted_keys=harness.trusted)
+        reproduce(
+            bundle,
+            str(tmp_path / "no-such-repo"),
+            workdir,
+            lines.append,
+            trusted_keys=harness.trusted,
+        )
     assert caught.value.error_id == error_id
     assert lines == [] and not workdir.exists(), "a step after verification ran"
 
@@ -76,8 +81,18 @@ def test_cli_prints_the_error_id_and_exits_1(
     _forge_manifest(bundle)
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = release_main(["reproduce", str(bundle), "--trusted-keys", str(harness.trusted),
-                             "--source", str(tmp_path / "none"), "--workdir", str(tmp_path / "w")])
+        code = release_main(
+            [
+                "reproduce",
+                str(bundle),
+                "--trusted-keys",
+                str(harness.trusted),
+                "--source",
+                str(tmp_path / "none"),
+                "--workdir",
+                str(tmp_path / "w"),
+            ]
+        )
     assert code == 1
     assert "error[signature.invalid]" in err.getvalue() and "Traceback" not in err.getvalue()
     assert not (tmp_path / "w").exists()
@@ -90,6 +105,11 @@ def test_an_untampered_bundle_passes_verification_first(
     harness, bundle = pristine
     lines: list[str] = []
     with pytest.raises(Exception, match="git clone"):
-        reproduce(bundle, str(tmp_path / "no-such-repo"), tmp_path / "work", lines.append,
-                  trusted_keys=harness.trusted)
+        reproduce(
+            bundle,
+            str(tmp_path / "no-such-repo"),
+            tmp_path / "work",
+            lines.append,
+            trusted_keys=harness.trusted,
+        )
     assert lines[0].startswith("[1/6] bundle verified")

@@ -34,7 +34,11 @@ def cargo_build(
     }
     done = subprocess.run(
         [str(CARGO), "build", "--release", "--locked", *args],
-        cwd=CRATES, env=env, capture_output=True, text=True, check=False,
+        cwd=CRATES,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         pytest.fail(f"cargo build {' '.join(args)} failed:\n{done.stderr[-4000:]}")
@@ -63,8 +67,10 @@ def aarch64_cli() -> list[str]:
     if not (qemu and linker):
         pytest.skip("qemu-aarch64-static or aarch64-linux-gnu-gcc not installed")
     target = "aarch64-unknown-linux-gnu"
-    cargo_build(["-p", "tinyrustlm", "--target", target],
-                extra_env={"CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER": linker})
+    cargo_build(
+        ["-p", "tinyrustlm", "--target", target],
+        extra_env={"CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER": linker},
+    )
     return [qemu, "-L", "/usr/aarch64-linux-gnu", str(TARGET / target / "release" / "tinyrustlm")]
 
 

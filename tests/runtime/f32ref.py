@@ -40,8 +40,17 @@ class InvalidArgument(Exception):
 LOG2E = f32(1.44269504)
 LN2_C1 = f32(0.693359375)
 LN2_C2 = f32(-2.12194440e-4)
-POLY = [f32(v) for v in (1.98756915e-4, 1.3981999507e-3, 8.3334519073e-3,
-                         4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)]
+POLY = [
+    f32(v)
+    for v in (
+        1.98756915e-4,
+        1.3981999507e-3,
+        8.3334519073e-3,
+        4.1665795894e-2,
+        1.6666665459e-1,
+        5.0000001201e-1,
+    )
+]
 EXP_OVERFLOW = f32(88.72283)
 EXP_UNDERFLOW = f32(-87.33654)
 
@@ -150,8 +159,15 @@ def softmax(scores: Sequence[float]) -> list[float]:
     return [f32(v / z) for v in e]
 
 
-def attention(q: Sequence[float], keys: Sequence[float], values: Sequence[float],
-              n_heads: int, n_kv_heads: int, head_dim: int, n_pos: int) -> list[float]:
+def attention(
+    q: Sequence[float],
+    keys: Sequence[float],
+    values: Sequence[float],
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    n_pos: int,
+) -> list[float]:
     group, kv_dim = n_heads // n_kv_heads, n_kv_heads * head_dim
     scale = f32(1.0 / f32(math.sqrt(head_dim)))
     out: list[float] = []

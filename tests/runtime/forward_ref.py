@@ -23,14 +23,28 @@ Vec = npt.NDArray[np.float32]
 BLOCK = 32
 HEADER = struct.Struct("<8sII8IIIQ")
 ENTRY = struct.Struct("<HHIIIQQ")
-KINDS = {1: "token_embedding", 2: "attn_norm", 3: "wq", 4: "wk", 5: "wv", 6: "wo",
-         7: "ffn_norm", 8: "w_gate", 9: "w_up", 10: "w_down", 11: "final_norm", 12: "output",
-         13: "rope_cos", 14: "rope_sin"}
+KINDS = {
+    1: "token_embedding",
+    2: "attn_norm",
+    3: "wq",
+    4: "wk",
+    5: "wv",
+    6: "wo",
+    7: "ffn_norm",
+    8: "w_gate",
+    9: "w_up",
+    10: "w_down",
+    11: "final_norm",
+    12: "output",
+    13: "rope_cos",
+    14: "rope_sin",
+}
 
 
 @dataclass(frozen=True)
 class Matrix:
     """f32: `dense` [rows, cols]; q8/q4: `scales` [rows, blocks], `codes` [rows, blocks, 32]."""
+
     rows: int
     cols: int
     dense: Vec | None = None
@@ -76,13 +90,27 @@ class Model:
 
 
 def load_model(data: bytes) -> Model:
-    (magic, _version, flags, n_layers, dim, _ff, vocab, n_heads, n_kv, head_dim, _ctx, eps_bits,
-     count, _length) = HEADER.unpack_from(data, 0)
+    (
+        magic,
+        _version,
+        flags,
+        n_layers,
+        dim,
+        _ff,
+        vocab,
+        n_heads,
+        n_kv,
+        head_dim,
+        _ctx,
+        eps_bits,
+        count,
+        _length,
+    ) = HEADER.unpack_from(data, 0)
     assert magic == b"TRLMODEL"
     tensors = {}
     for i in range(count):
         kind, layer, layout, rows, cols, offset, size = ENTRY.unpack_from(data, 64 + 32 * i)
-        tensors[(KINDS[kind], layer)] = _matrix(layout, rows, cols, data[offset:offset + size])
+        tensors[(KINDS[kind], layer)] = _matrix(layout, rows, cols, data[offset : offset + size])
     if flags & 1:  # tied: the output projection is the embedding
         tensors[("output", 0)] = tensors[("token_embedding", 0)]
     eps = np.frombuffer(struct.pack("<I", eps_bits), "<f4")[0]
@@ -142,10 +170,12 @@ class Simd128:
         whole = m.cols // BLOCK
         lanes = np.zeros((m.rows, 4), F32)
         for b in range(whole):
-            p = ((m.codes[:, b, :] * F32(2.0**24)) * x[b * BLOCK:(b + 1) * BLOCK]).reshape(
-                m.rows, 8, 4)
-            block_sum = (((p[:, 0] + p[:, 1]) + (p[:, 2] + p[:, 3]))
-                         + ((p[:, 4] + p[:, 5]) + (p[:, 6] + p[:, 7])))
+            p = ((m.codes[:, b, :] * F32(2.0**24)) * x[b * BLOCK : (b + 1) * BLOCK]).reshape(
+                m.rows, 8, 4
+            )
+            block_sum = ((p[:, 0] + p[:, 1]) + (p[:, 2] + p[:, 3])) + (
+                (p[:, 4] + p[:, 5]) + (p[:, 6] + p[:, 7])
+            )
             lanes = lanes + m.scales[:, b, None] * block_sum
         acc = _reduce(lanes * F32(2.0**-24))
         return _partial_block(m, x, acc, whole)
@@ -155,7 +185,7 @@ class Simd128:
         whole = n // 4 * 4
         lanes = np.zeros((rows.shape[0], 4), F32)
         for q in range(0, whole, 4):
-            lanes = lanes + rows[:, q:q + 4] * x[q:q + 4]
+            lanes = lanes + rows[:, q : q + 4] * x[q : q + 4]
         acc = _reduce(lanes)
         for i in range(whole, n):
             acc = acc + rows[:, i] * x[i]
@@ -200,7 +230,7 @@ class Session:
             dense_row: Vec = m.dense[token].copy()
             return dense_row
         assert m.codes is not None and m.scales is not None
-        row: Vec = (m.scales[token, :, None] * m.codes[token]).reshape(-1)[:m.cols].astype(F32)
+        row: Vec = (m.scales[token, :, None] * m.codes[token]).reshape(-1)[: m.cols].astype(F32)
         return row
 
     def _attention(self, q: Vec, layer: int) -> Vec:
@@ -211,12 +241,12 @@ class Session:
         out = np.empty(md.n_heads * d, F32)
         for h in range(md.n_heads):
             kv = (h // group) * d
-            scores = k.dot_rows(keys[:, kv:kv + d], q[h * d:(h + 1) * d]) * scale
+            scores = k.dot_rows(keys[:, kv : kv + d], q[h * d : (h + 1) * d]) * scale
             p = f32ref.softmax([float(s) for s in scores])
             head = np.zeros(d, F32)
             for t, pt in enumerate(p):
-                head = head + F32(pt) * values[t, kv:kv + d]
-            out[h * d:(h + 1) * d] = head
+                head = head + F32(pt) * values[t, kv : kv + d]
+            out[h * d : (h + 1) * d] = head
         return out
 
     def forward(self, token: int) -> None:
@@ -231,16 +261,21 @@ class Session:
             kk = k.matvec(md.m("wk", layer), xb)
             vv = k.matvec(md.m("wv", layer), xb)
             d = md.head_dim
-            q = np.concatenate([rope(q[i:i + d], cos, sin) for i in range(0, q.shape[0], d)])
-            kk = np.concatenate([rope(kk[i:i + d], cos, sin) for i in range(0, kk.shape[0], d)])
+            q = np.concatenate([rope(q[i : i + d], cos, sin) for i in range(0, q.shape[0], d)])
+            kk = np.concatenate([rope(kk[i : i + d], cos, sin) for i in range(0, kk.shape[0], d)])
             self.keys[layer].append(kk)
             self.values[layer].append(vv)
             x = x + k.matvec(md.m("wo", layer), self._attention(q, layer))
             xb = rmsnorm(k, x, md.v("ffn_norm", layer)[0], md.eps)
             gate = k.matvec(md.m("w_gate", layer), xb)
             up = k.matvec(md.m("w_up", layer), xb)
-            hb = np.array([f32ref.f32(f32ref.silu(float(g)) * float(u))
-                           for g, u in zip(gate, up, strict=True)], F32)
+            hb = np.array(
+                [
+                    f32ref.f32(f32ref.silu(float(g)) * float(u))
+                    for g, u in zip(gate, up, strict=True)
+                ],
+                F32,
+            )
             x = x + k.matvec(md.m("w_down", layer), hb)
         xb = rmsnorm(k, x, md.v("final_norm")[0], md.eps)
         self.logits = k.matvec(md.m("output"), xb)
@@ -252,8 +287,15 @@ class Generated:
     rng_state: int  # PCG32 state after the last draw
 
 
-def generate(model: Model, kernels: Kernels, prompt: Sequence[int], config: sampler_ref.Config,
-             seed: int, stream: int, max_tokens: int) -> Generated:
+def generate(
+    model: Model,
+    kernels: Kernels,
+    prompt: Sequence[int],
+    config: sampler_ref.Config,
+    seed: int,
+    stream: int,
+    max_tokens: int,
+) -> Generated:
     """prefill(prompt), then decode until EOS or max_tokens (CONTRACT.md §3)."""
     session = Session(model, kernels)
     rng = Pcg32(seed, stream)

@@ -39,6 +39,7 @@ def _overflow_dims(b: bytearray) -> None:
 def _shift(i: int, delta: int) -> Callable[[bytearray], None]:
     def mutate(b: bytearray) -> None:
         put_u64(b, entry_at(i) + ENTRY_OFFSET, get_u64(b, entry_at(i) + ENTRY_OFFSET) + delta)
+
     return mutate
 
 
@@ -88,10 +89,16 @@ CASES: tuple[Case, ...] = (
     Case("stored-bytes-mismatch", _short_stored, "InvalidModel"),
     Case("misaligned-offset", _shift(3, 4), "Alignment"),
     Case("offset-past-end", lambda b: put_u64(b, entry_at(3) + ENTRY_OFFSET, 1 << 40), "Bounds"),
-    Case("offset-wraps-u64", lambda b: put_u64(b, entry_at(3) + ENTRY_OFFSET, 2**64 - 16),
-         "IntegerOverflow"),
-    Case("offset-into-directory", lambda b: put_u64(b, entry_at(3) + ENTRY_OFFSET, 64),
-         "InvalidModel"),
+    Case(
+        "offset-wraps-u64",
+        lambda b: put_u64(b, entry_at(3) + ENTRY_OFFSET, 2**64 - 16),
+        "IntegerOverflow",
+    ),
+    Case(
+        "offset-into-directory",
+        lambda b: put_u64(b, entry_at(3) + ENTRY_OFFSET, 64),
+        "InvalidModel",
+    ),
     Case("overlapping-tensors", _overlap, "InvalidModel"),
     Case("duplicate-tensor", _duplicate, "InvalidModel"),
     Case("overflowing-dims", _overflow_dims, "IntegerOverflow"),

@@ -53,8 +53,9 @@ def _stable_probabilities(values: Sequence[float]) -> list[float]:
     return [f32(v / z) for v in e]
 
 
-def sample(logits: Sequence[float], history: Sequence[int], config: Config, rng: Pcg32,
-           mask: bytes = b"") -> int:
+def sample(
+    logits: Sequence[float], history: Sequence[int], config: Config, rng: Pcg32, mask: bytes = b""
+) -> int:
     config.validate()
     if not logits:
         raise InvalidArgument
@@ -81,10 +82,9 @@ def sample(logits: Sequence[float], history: Sequence[int], config: Config, rng:
     # 8. top-k over (logit desc, id asc) of the eligible tokens
     candidates = sorted((i for i, x in enumerate(v) if x != NEG_INF), key=lambda i: (-v[i], i))
     if config.top_k > 0:
-        candidates = candidates[:config.top_k]
+        candidates = candidates[: config.top_k]
     # 9. stable probabilities; 10. (p desc, id asc)
-    probs = dict(zip(candidates, _stable_probabilities([v[i] for i in candidates]),
-                     strict=True))
+    probs = dict(zip(candidates, _stable_probabilities([v[i] for i in candidates]), strict=True))
     order = sorted(candidates, key=lambda i: (-probs[i], i))
     # 11. top-p: the minimal prefix with cumulative >= p (at least one token)
     kept = order

@@ -58,46 +58,52 @@ def lane_dot(a: Sequence[float], b: Sequence[float], reduce: Reduce = reduce_pai
     return acc
 
 
-def f32_matvec(w: Sequence[float], x: Sequence[float], rows: int,
-               reduce: Reduce = reduce_pairwise) -> list[float]:
+def f32_matvec(
+    w: Sequence[float], x: Sequence[float], rows: int, reduce: Reduce = reduce_pairwise
+) -> list[float]:
     cols = len(x)
-    return [lane_dot(w[r * cols:(r + 1) * cols], x, reduce) for r in range(rows)]
+    return [lane_dot(w[r * cols : (r + 1) * cols], x, reduce) for r in range(rows)]
 
 
 def _codes(block: bytes, q4: bool) -> list[int]:
     if q4:
         return [((block[4 + j // 2] >> (4 * (j % 2))) & 0x0F) - 8 for j in range(BLOCK)]
-    return list(struct.unpack("<32b", block[4:4 + BLOCK]))
+    return list(struct.unpack("<32b", block[4 : 4 + BLOCK]))
 
 
 def _scale(block: bytes) -> float:
     return float(struct.unpack("<f", block[:4])[0])
 
 
-def quant_matvec(w: bytes, x: Sequence[float], rows: int, q4: bool,
-                 reduce: Reduce = reduce_pairwise) -> list[float]:
+def quant_matvec(
+    w: bytes, x: Sequence[float], rows: int, q4: bool, reduce: Reduce = reduce_pairwise
+) -> list[float]:
     cols = len(x)
     block_bytes = 4 + (BLOCK // 2 if q4 else BLOCK)
     blocks = -(-cols // BLOCK)
     whole = cols // BLOCK
     out = []
     for r in range(rows):
-        row = w[r * blocks * block_bytes:(r + 1) * blocks * block_bytes]
+        row = w[r * blocks * block_bytes : (r + 1) * blocks * block_bytes]
         lanes = [0.0] * LANES
         for b in range(whole):
-            block = row[b * block_bytes:(b + 1) * block_bytes]
+            block = row[b * block_bytes : (b + 1) * block_bytes]
             codes = _codes(block, q4)
             scale = _scale(block)
             for lane in range(LANES):
                 # p_g, lane l: element 4g + l of the block, code as code * 2^24
-                p = [f32(f32(codes[4 * g + lane] * CODE_SCALE) * x[b * BLOCK + 4 * g + lane])
-                     for g in range(8)]
-                block_sum = f32(f32(f32(p[0] + p[1]) + f32(p[2] + p[3]))
-                                + f32(f32(p[4] + p[5]) + f32(p[6] + p[7])))
+                p = [
+                    f32(f32(codes[4 * g + lane] * CODE_SCALE) * x[b * BLOCK + 4 * g + lane])
+                    for g in range(8)
+                ]
+                block_sum = f32(
+                    f32(f32(p[0] + p[1]) + f32(p[2] + p[3]))
+                    + f32(f32(p[4] + p[5]) + f32(p[6] + p[7]))
+                )
                 lanes[lane] = f32(lanes[lane] + f32(scale * block_sum))
         acc = reduce([f32(v * UNSCALE) for v in lanes])
         if whole < blocks:  # the partial block: the scalar block routine, left to right
-            block = row[whole * block_bytes:(whole + 1) * block_bytes]
+            block = row[whole * block_bytes : (whole + 1) * block_bytes]
             codes = _codes(block, q4)
             s = 0.0
             for j in range(cols - whole * BLOCK):
@@ -107,25 +113,35 @@ def quant_matvec(w: bytes, x: Sequence[float], rows: int, q4: bool,
     return out
 
 
-def rmsnorm(x: Sequence[float], weight: Sequence[float], eps: float,
-            reduce: Reduce = reduce_pairwise) -> list[float]:
+def rmsnorm(
+    x: Sequence[float], weight: Sequence[float], eps: float, reduce: Reduce = reduce_pairwise
+) -> list[float]:
     ss = lane_dot(x, x, reduce)
     mean = f32(ss / len(x))
     inv = f32(1.0 / f32(math.sqrt(f32(mean + eps))))
     return [f32(f32(v * inv) * w) for v, w in zip(x, weight, strict=True)]
 
 
-def attention(q: Sequence[float], keys: Sequence[float], values: Sequence[float],
-              n_heads: int, n_kv_heads: int, head_dim: int, n_pos: int,
-              reduce: Reduce = reduce_pairwise) -> list[float]:
+def attention(
+    q: Sequence[float],
+    keys: Sequence[float],
+    values: Sequence[float],
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    n_pos: int,
+    reduce: Reduce = reduce_pairwise,
+) -> list[float]:
     group, kv_dim = n_heads // n_kv_heads, n_kv_heads * head_dim
     scale = f32(1.0 / f32(math.sqrt(head_dim)))
     out: list[float] = []
     for h in range(n_heads):
         kv = (h // group) * head_dim
-        qh = q[h * head_dim:(h + 1) * head_dim]
-        scores = [f32(lane_dot(qh, keys[t * kv_dim + kv:t * kv_dim + kv + head_dim], reduce)
-                      * scale) for t in range(n_pos)]
+        qh = q[h * head_dim : (h + 1) * head_dim]
+        scores = [
+            f32(lane_dot(qh, keys[t * kv_dim + kv : t * kv_dim + kv + head_dim], reduce) * scale)
+            for t in range(n_pos)
+        ]
         p = softmax(scores)
         head = [0.0] * head_dim
         for t in range(n_pos):

@@ -70,8 +70,11 @@ def test_operator_input_is_a_typed_error(
     assert "panicked" not in done.stderr
 
 
-@pytest.mark.parametrize("argv", [["inspect-model"], ["run", "--prompt", "hi", "--model"],
-                                  ["self-test"]], ids=["inspect-model", "run", "self-test"])
+@pytest.mark.parametrize(
+    "argv",
+    [["inspect-model"], ["run", "--prompt", "hi", "--model"], ["self-test"]],
+    ids=["inspect-model", "run", "self-test"],
+)
 def test_closed_stdout_is_a_typed_error(cli: Path, tmp_path: Path, argv: list[str]) -> None:
     model = [] if argv == ["self-test"] else [str(_tiny(tmp_path))]
     read_end, write_end = os.pipe()

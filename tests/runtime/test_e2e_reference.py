@@ -35,8 +35,9 @@ def reference_run(vector: GoldenVector, kernels: forward_ref.Kernels) -> forward
     prompt = vector.inputs["prompt_tokens"]
     assert isinstance(prompt, U32Input)
     config = sampler_ref.Config(f("temperature"), top_k, f("top_p"), f("repetition_penalty"))
-    return forward_ref.generate(small_model(), kernels, prompt.values, config, seed, stream,
-                                vector.shape["max_tokens"])
+    return forward_ref.generate(
+        small_model(), kernels, prompt.values, config, seed, stream, vector.shape["max_tokens"]
+    )
 
 
 @pytest.mark.slow

@@ -27,8 +27,18 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 VECTORS = TypeAdapter(list[GoldenVector])
 # Operators the suite must contain (one file each).
 OPERATORS = (
-    "q8_matvec", "q4_matvec", "f32_matvec", "rmsnorm", "rope", "softmax", "attention",
-    "silu_mul", "exp_det", "pcg32", "sampler", "e2e_decode",
+    "q8_matvec",
+    "q4_matvec",
+    "f32_matvec",
+    "rmsnorm",
+    "rope",
+    "softmax",
+    "attention",
+    "silu_mul",
+    "exp_det",
+    "pcg32",
+    "sampler",
+    "e2e_decode",
 )
 
 
@@ -66,8 +76,13 @@ REFERENCES: dict[str, Callable[[GoldenVector], list[float]]] = {
     "rope": lambda v: f32ref.rope(floats(v, "v"), floats(v, "cos"), floats(v, "sin")),
     "softmax": lambda v: f32ref.softmax(floats(v, "scores")),
     "attention": lambda v: f32ref.attention(
-        floats(v, "q"), floats(v, "keys"), floats(v, "values"), v.shape["n_heads"],
-        v.shape["n_kv_heads"], v.shape["head_dim"], v.shape["n_pos"],
+        floats(v, "q"),
+        floats(v, "keys"),
+        floats(v, "values"),
+        v.shape["n_heads"],
+        v.shape["n_kv_heads"],
+        v.shape["head_dim"],
+        v.shape["n_pos"],
     ),
     "silu_mul": lambda v: [
         f32ref.f32(f32ref.silu(g) * u)

@@ -54,8 +54,16 @@ def test_header_and_directory_describe_the_file(preset: str) -> None:
     data = pack(p, 7)
     h = HEADER.unpack_from(data)
     assert h[0] == b"TRLMODEL" and h[1] == 1
-    assert h[3:11] == (p.n_layers, p.d_model, p.d_ff, p.vocab, p.n_heads, p.n_kv_heads,
-                       p.head_dim, p.max_context)
+    assert h[3:11] == (
+        p.n_layers,
+        p.d_model,
+        p.d_ff,
+        p.vocab,
+        p.n_heads,
+        p.n_kv_heads,
+        p.head_dim,
+        p.max_context,
+    )
     assert h[13] == len(data)
     spans = []
     for kind, layer, layout, rows, cols, offset, size in directory(data):

@@ -43,8 +43,18 @@ def _without_provenance(text: str) -> list[dict[str, Any]]:
 def test_golden_regeneration_reproduces_the_committed_vectors(
     cli: Path, small_model: Path, tmp_path: Path
 ) -> None:
-    done = run(cli, "golden", "--out", str(tmp_path), "--small-model", str(small_model),
-               "--source-revision", "test", "--generated-utc", "now")
+    done = run(
+        cli,
+        "golden",
+        "--out",
+        str(tmp_path),
+        "--small-model",
+        str(small_model),
+        "--source-revision",
+        "test",
+        "--generated-utc",
+        "now",
+    )
     assert done.returncode == 0, done.stderr
     committed = sorted(p.name for p in GOLDEN.glob("*.json"))
     assert sorted(p.name for p in tmp_path.glob("*.json")) == committed
@@ -65,10 +75,24 @@ def _run_args(v: GoldenVector, model: Path) -> list[str]:
         return repr(__import__("struct").unpack("<f", int(value, 16).to_bytes(4, "little"))[0])
 
     return [
-        "run", "--model", str(model), "--prompt", str(p["prompt"]), "--seed", str(p["seed"]),
-        "--max-tokens", str(v.shape["max_tokens"]), "--temperature", f("temperature"),
-        "--top-k", str(p["top_k"]), "--top-p", f("top_p"),
-        "--repetition-penalty", f("repetition_penalty"), "--json",
+        "run",
+        "--model",
+        str(model),
+        "--prompt",
+        str(p["prompt"]),
+        "--seed",
+        str(p["seed"]),
+        "--max-tokens",
+        str(v.shape["max_tokens"]),
+        "--temperature",
+        f("temperature"),
+        "--top-k",
+        str(p["top_k"]),
+        "--top-p",
+        f("top_p"),
+        "--repetition-penalty",
+        f("repetition_penalty"),
+        "--json",
     ]
 
 
@@ -139,8 +163,9 @@ def test_truncation_at_every_header_offset_and_through_the_data_is_bounds(
 def test_aarch64_reproduces_the_end_to_end_golden_tokens(
     aarch64_cli: list[str], small_model: Path, vector: GoldenVector
 ) -> None:
-    done = subprocess.run([*aarch64_cli, *_run_args(vector, small_model)], capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        [*aarch64_cli, *_run_args(vector, small_model)], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert isinstance(vector.expected, U32Expected)
     assert json.loads(done.stdout)["tokens"] == vector.expected.values

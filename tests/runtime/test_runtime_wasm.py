@@ -22,18 +22,34 @@ pytestmark = pytest.mark.integration
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 WASM_TOOLS = Path(sys.executable).parent / "wasm-tools"
 EXPORTS = {
-    "tr_abi_version", "tr_runtime_semantics", "tr_lane", "tr_alloc", "tr_free", "tr_model_load",
-    "tr_preflight", "tr_session_new", "tr_prefill", "tr_decode", "tr_session_free",
-    "tr_model_free", "tr_self_test", "tr_path_counters",
+    "tr_abi_version",
+    "tr_runtime_semantics",
+    "tr_lane",
+    "tr_alloc",
+    "tr_free",
+    "tr_model_load",
+    "tr_preflight",
+    "tr_session_new",
+    "tr_prefill",
+    "tr_decode",
+    "tr_session_free",
+    "tr_model_free",
+    "tr_self_test",
+    "tr_path_counters",
 }
 
 
 def test_module_is_mvp_only_with_no_imports(scalar_wasm: Path) -> None:
-    done = subprocess.run([str(WASM_TOOLS), "validate", "--features", "mvp,mutable-global",
-                           str(scalar_wasm)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [str(WASM_TOOLS), "validate", "--features", "mvp,mutable-global", str(scalar_wasm)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
-    text = subprocess.run([str(WASM_TOOLS), "print", str(scalar_wasm)], capture_output=True,
-                          text=True, check=True).stdout
+    text = subprocess.run(
+        [str(WASM_TOOLS), "print", str(scalar_wasm)], capture_output=True, text=True, check=True
+    ).stdout
     assert "(import " not in text
     assert '(export "memory" (memory 0))' in text
 
@@ -67,8 +83,14 @@ def test_abi_reproduces_the_end_to_end_golden_tokens(
     assert code == "Ok"
     seed, top_k = vector.params["seed"], vector.params["top_k"]
     assert isinstance(seed, int) and isinstance(top_k, int)
-    session = rt.session(model, seed, _f(vector, "temperature"), top_k, _f(vector, "top_p"),
-                         _f(vector, "repetition_penalty"))
+    session = rt.session(
+        model,
+        seed,
+        _f(vector, "temperature"),
+        top_k,
+        _f(vector, "top_p"),
+        _f(vector, "repetition_penalty"),
+    )
     prompt = getattr(vector.inputs["prompt_tokens"], "values", [])
     assert rt.prefill(session, prompt) == "Ok"
     tokens = []

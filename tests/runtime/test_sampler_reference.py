@@ -55,6 +55,7 @@ def test_top_p_boundary_cases_discriminate() -> None:
     for v in cut:
         logits, history = floats(v, "logits"), list(getattr(v.inputs["history"], "values", []))
         rng = rng_of(v)
-        tokens = {sampler_ref.sample(logits, history, config_of(v), rng)
-                  for _ in range(v.shape["draws"])}
+        tokens = {
+            sampler_ref.sample(logits, history, config_of(v), rng) for _ in range(v.shape["draws"])
+        }
         assert len(tokens) > 1, v.id

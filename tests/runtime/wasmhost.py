@@ -9,10 +9,26 @@ from typing import Any
 import wasmtime
 
 RESULT_NAMES = (
-    "Ok", "InvalidArgument", "UnsupportedAbi", "UnsupportedFeature", "InvalidHandle",
-    "StaleHandle", "Bounds", "Alignment", "IntegerOverflow", "OutOfMemory", "InvalidModel",
-    "HashMismatch", "UnsupportedQuantization", "UnsupportedShape", "ContextExceeded", "Cancelled",
-    "WorkerFailure", "SelfTestFailed", "NumericalFailure", "TrapRecoveredByHost",
+    "Ok",
+    "InvalidArgument",
+    "UnsupportedAbi",
+    "UnsupportedFeature",
+    "InvalidHandle",
+    "StaleHandle",
+    "Bounds",
+    "Alignment",
+    "IntegerOverflow",
+    "OutOfMemory",
+    "InvalidModel",
+    "HashMismatch",
+    "UnsupportedQuantization",
+    "UnsupportedShape",
+    "ContextExceeded",
+    "Cancelled",
+    "WorkerFailure",
+    "SelfTestFailed",
+    "NumericalFailure",
+    "TrapRecoveredByHost",
     "InternalInvariant",
 )
 
@@ -59,8 +75,16 @@ class WasmRuntime:
         handle = struct.unpack("<Q", self.read(out, 8))[0]
         return RESULT_NAMES[code], handle
 
-    def session(self, model: int, seed: int, temperature: float, top_k: int, top_p: float,
-                penalty: float, context: int = 0) -> int:
+    def session(
+        self,
+        model: int,
+        seed: int,
+        temperature: float,
+        top_k: int,
+        top_p: float,
+        penalty: float,
+        context: int = 0,
+    ) -> int:
         config = struct.pack("<QQfIffII", seed, 0, temperature, top_k, top_p, penalty, context, 0)
         cfg, out = self.write(config), self.call("tr_alloc", 8)
         assert RESULT_NAMES[self.call("tr_session_new", model, cfg, len(config), out)] == "Ok"

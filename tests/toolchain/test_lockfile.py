@@ -43,13 +43,22 @@ def _line_of_package(text: str, package: int) -> int:
 
 MALFORMED = {
     "missing-field": (lambda t: _drop_key(t, "sha256", 2), "package.2.sha256", "package2"),
-    "wrong-type": (lambda t: t.replace('size = ', 'size = "', 1).replace(
-        "\nsha256", '"\nsha256', 1), "package.0.size", None),
+    "wrong-type": (
+        lambda t: t.replace("size = ", 'size = "', 1).replace("\nsha256", '"\nsha256', 1),
+        "package.0.size",
+        None,
+    ),
     "bad-sha256": (lambda t: t.replace('sha256 = "', 'sha256 = "zz', 1), "package.0.sha256", None),
-    "unknown-schema": (lambda t: t.replace("toolchain-lock.v1", "toolchain-lock.v9"),
-                       "schema", None),
-    "unknown-field": (lambda t: t.replace("[rustc]\n", "[rustc]\nflavour = \"nightly\"\n"),
-                      "rustc.flavour", None),
+    "unknown-schema": (
+        lambda t: t.replace("toolchain-lock.v1", "toolchain-lock.v9"),
+        "schema",
+        None,
+    ),
+    "unknown-field": (
+        lambda t: t.replace("[rustc]\n", '[rustc]\nflavour = "nightly"\n'),
+        "rustc.flavour",
+        None,
+    ),
     "missing-table": (lambda t: t.replace("[rustc]", "[rustc_]"), "rustc", None),
 }
 

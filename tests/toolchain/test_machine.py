@@ -27,8 +27,9 @@ needs_toolchain = pytest.mark.skipif(
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args],
-                          capture_output=True, text=True, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, cwd=REPO
+    )
 
 
 @needs_toolchain
@@ -42,11 +43,17 @@ def test_real_check_passes_on_this_machine() -> None:
 EDITS = {
     "rustc-release": ('release = "1.63.0"', 'release = "1.64.0"', "rustc.release"),
     "llvm": ('llvm_version = "14.0.6"', 'llvm_version = "15.0.0"', "rustc.llvm_version"),
-    "package-version": ('version = "1.63.0+dfsg1-2"', 'version = "1.63.0+dfsg1-3"',
-                        "package.rustc:amd64.version"),
-    "sysroot-digest": ('target = "wasm32-unknown-unknown"\npath = "/usr/lib/rustlib/'
-                       'wasm32-unknown-unknown/lib"\nfiles = ', None,
-                       "sysroot.wasm32-unknown-unknown.files"),
+    "package-version": (
+        'version = "1.63.0+dfsg1-2"',
+        'version = "1.63.0+dfsg1-3"',
+        "package.rustc:amd64.version",
+    ),
+    "sysroot-digest": (
+        'target = "wasm32-unknown-unknown"\npath = "/usr/lib/rustlib/'
+        'wasm32-unknown-unknown/lib"\nfiles = ',
+        None,
+        "sysroot.wasm32-unknown-unknown.files",
+    ),
     "tool-version": ('version = "1.262.0"', 'version = "1.261.0"', "tool.wasm-tools.version"),
 }
 
@@ -85,8 +92,12 @@ def test_a_corrupted_deb_is_refused_and_deleted(tmp_path: Path) -> None:
     lock = load_lock(LOCK)
     pkg = next(p for p in lock.package if p.name == "gcc-aarch64-linux-gnu")  # ~1 KiB
     tmp_path.chmod(0o777)  # apt's sandbox user downloads into it
-    done = subprocess.run(["apt-get", "download", f"{pkg.spec}={pkg.version}"],
-                          cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(
+        ["apt-get", "download", f"{pkg.spec}={pkg.version}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"archive not reachable: {done.stderr.strip()[-200:]}")
     deb = tmp_path / deb_filename(pkg)
@@ -106,7 +117,8 @@ def test_not_root_prints_the_commands_and_installs_nothing(
     from pipeline.toolchain import install as install_module
 
     text = LOCK.read_text(encoding="utf-8").replace(
-        'version = "1.63.0+dfsg1-2"', 'version = "1.63.0+dfsg1-9"', 1)
+        'version = "1.63.0+dfsg1-2"', 'version = "1.63.0+dfsg1-9"', 1
+    )
     lock_copy = tmp_path / "toolchain.lock"
     lock_copy.write_text(text, encoding="utf-8")
     monkeypatch.setattr("os.geteuid", lambda: 1000)

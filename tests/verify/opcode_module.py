@@ -76,15 +76,32 @@ def encode(op: Op, index: int) -> bytes:
 
 # The block operators in an order the printer accepts (it tracks nesting); `end` closes
 # `block`, `loop`/`if` and the first `try` by repetition, so it is listed once per use.
-STRUCTURE = ("block", "loop", "if", "else", "end", "end", "end",
-             "try", "catch", "catch_all", "end", "try", "delegate", "try_table", "end")
+STRUCTURE = (
+    "block",
+    "loop",
+    "if",
+    "else",
+    "end",
+    "end",
+    "end",
+    "try",
+    "catch",
+    "catch_all",
+    "end",
+    "try",
+    "delegate",
+    "try_table",
+    "end",
+)
 
 
 def ordered_ops() -> list[Op]:
     """The structure above, then every other operator in (prefix, code) order."""
     by_name = {op.name: op for op in OPCODES.values()}
-    rest = sorted((op for op in OPCODES.values() if op.name not in STRUCTURE),
-                  key=lambda op: (op.prefix, op.code))
+    rest = sorted(
+        (op for op in OPCODES.values() if op.name not in STRUCTURE),
+        key=lambda op: (op.prefix, op.code),
+    )
     return [by_name[name] for name in STRUCTURE] + rest
 
 
@@ -96,5 +113,9 @@ def module() -> bytes:
     def section(sid: int, payload: bytes) -> bytes:
         return bytes([sid]) + uleb(len(payload)) + payload
 
-    return (b"\0asm\x01\0\0\0" + section(1, b"\x01\x60\x00\x00") + section(3, b"\x01\x00")
-            + section(10, code))
+    return (
+        b"\0asm\x01\0\0\0"
+        + section(1, b"\x01\x60\x00\x00")
+        + section(3, b"\x01\x00")
+        + section(10, code)
+    )

@@ -51,10 +51,13 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("pe-timestamp", WINDOWS, {"pe_timestamp": 1700000000}, "native.pe.timestamp"),
     ("pe-debug-dir", WINDOWS, {"pe_debug_types": ("CODEVIEW",)}, "native.pe.debug_directory"),
     ("pe-no-aslr", WINDOWS, {"pe_high_entropy_va": False}, "native.pe.aslr"),
-    ("lief-anomaly", WINDOWS, {"parse_anomalies": ("Corrupted section #3 (.pdata)",)},
-     "native.parse.clean"),
-    ("shorter-than-headers", LINUX, {"claimed_size": lambda f: f.size + 1},
-     "native.file.complete"),
+    (
+        "lief-anomaly",
+        WINDOWS,
+        {"parse_anomalies": ("Corrupted section #3 (.pdata)",)},
+        "native.parse.clean",
+    ),
+    ("shorter-than-headers", LINUX, {"claimed_size": lambda f: f.size + 1}, "native.file.complete"),
 ]
 
 

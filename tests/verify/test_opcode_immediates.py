@@ -24,21 +24,25 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     fail, naming the printer's error)."""
     path: Path = tmp_path_factory.mktemp("ops") / "every-operator.wasm"
     path.write_bytes(module())
-    done = subprocess.run([str(tools.executable()), "print", str(path)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [str(tools.executable()), "print", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     if done.returncode != 0:
         return [f"<wasm-tools print refused the module: {done.stderr.strip()}>"]
     lines = [line.strip() for line in done.stdout.splitlines()]
     start = next(i for i, line in enumerate(lines) if line.startswith("(func"))
-    return [line.split(";;")[0].strip() for line in lines[start + 1:] if line not in (")", "))")]
+    return [line.split(";;")[0].strip() for line in lines[start + 1 :] if line not in (")", "))")]
 
 
 def test_the_operator_sequence_is_printed_back(printed: list[str]) -> None:
     assert not printed[0].startswith("<"), printed[0]
     names = [line.split()[0].rstrip(")") for line in printed]
     expected = [op.name for op in OPS]
-    first = next((i for i, (a, b) in enumerate(zip(names, expected, strict=False)) if a != b),
-                 None)
+    first = next((i for i, (a, b) in enumerate(zip(names, expected, strict=False)) if a != b), None)
     assert first is None and len(names) == len(expected), (
         f"first difference at operator {first}: printed {printed[first or 0]!r}, "
         f"table {expected[first or 0]!r} {OPS[first or 0].imms}"

@@ -23,34 +23,41 @@ def _row_name(engine: str, lane: str, isolated: bool | None) -> str:
     return f"{engine}/{lane}" + ("" if isolated is None else f" (isolated={isolated})")
 
 
-def check_conformance(data: bytes | None, manifest: ModuleManifest,
-                      require: Sequence[str]) -> str:
+def check_conformance(data: bytes | None, manifest: ModuleManifest, require: Sequence[str]) -> str:
     if data is None:
         if require:
             raise e.ConformanceMissing(
-                f"engines {', '.join(require)} are required but the bundle has no "
-                f"{CONFORMANCE}", where=CONFORMANCE)
+                f"engines {', '.join(require)} are required but the bundle has no {CONFORMANCE}",
+                where=CONFORMANCE,
+            )
         return "no conformance report (none required)"
     try:
         report = ConformanceReport.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise e.ConformanceInvalid(f"not a tinyrustlm.conformance-report.v1: {field}: "
-                                   f"{first['msg']}", where=f"{CONFORMANCE}: {field}") from exc
-    if (report.release_version, report.source_revision) != (manifest.version,
-                                                            manifest.source_revision):
+        raise e.ConformanceInvalid(
+            f"not a tinyrustlm.conformance-report.v1: {field}: {first['msg']}",
+            where=f"{CONFORMANCE}: {field}",
+        ) from exc
+    if (report.release_version, report.source_revision) != (
+        manifest.version,
+        manifest.source_revision,
+    ):
         raise e.ConformanceMismatch(
             f"report is of {report.release_version} at {report.source_revision[:12]}, the "
             f"manifest of {manifest.version} at {manifest.source_revision[:12]}",
-            where=f"{CONFORMANCE}: release_version")
+            where=f"{CONFORMANCE}: release_version",
+        )
     digests = {a.id: a.sha256 for a in manifest.artifacts}
     digests.update({a.id: a.sha256 for a in manifest.native_artifacts})
     for i, row in enumerate(report.rows):
         if digests.get(row.lane) != row.artifact_sha256:
             raise e.ConformanceMismatch(
                 f"row {_row_name(row.engine, row.lane, row.isolated)} ran an artifact that is "
-                "not this manifest's", where=f"{CONFORMANCE}: rows[{i}].artifact_sha256")
+                "not this manifest's",
+                where=f"{CONFORMANCE}: rows[{i}].artifact_sha256",
+            )
     disabled = set(manifest.disabled_lanes or ())
     for engine in require:
         rows = [r for r in report.rows if r.engine == engine and r.lane not in disabled]
@@ -62,11 +69,12 @@ def check_conformance(data: bytes | None, manifest: ModuleManifest,
                 f"engine {engine}: {len(failing)} failing row(s), first "
                 f"{_row_name(r.engine, r.lane, r.isolated)}: {r.cases_failed} case(s) failed "
                 f"(first {first_case}) {r.detail}".rstrip(),
-                where=f"{CONFORMANCE}: rows[{report.rows.index(r)}]")
+                where=f"{CONFORMANCE}: rows[{report.rows.index(r)}]",
+            )
         if not any(r.outcome == "pass" for r in rows):
-            raise e.ConformanceEngineMissing(f"engine {engine} has no passing row",
-                                             where=CONFORMANCE)
+            raise e.ConformanceEngineMissing(
+                f"engine {engine} has no passing row", where=CONFORMANCE
+            )
     passed = sum(r.outcome == "pass" for r in report.rows)
     required = f", required engines {', '.join(require)} pass" if require else ""
     return f"{len(report.rows)} rows, {passed} pass{required}"
-

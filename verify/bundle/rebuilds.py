@@ -44,8 +44,9 @@ class Counted:
     reason: str
 
 
-def _judge(path: Path, policy: RebuildPolicy, manifest: ModuleManifest, now: int,
-           seen: set[str]) -> Counted:
+def _judge(
+    path: Path, policy: RebuildPolicy, manifest: ModuleManifest, now: int, seen: set[str]
+) -> Counted:
     where = str(path)
     try:  # bounded like every input (verify/inputs.py LIMITS)
         bundle = parse_sigstore_bundle(read_regular_file(path, "rebuild-attestation"), where)
@@ -79,12 +80,14 @@ def _judge(path: Path, policy: RebuildPolicy, manifest: ModuleManifest, now: int
     except (MalformedJson, ValidationError) as exc:
         return Counted(where, keyid, False, f"not a rebuild attestation: {str(exc)[:200]}")
     release = statement.predicate.build_definition.external_parameters
-    if (release.source.revision, release.build_id) != (manifest.source_revision,
-                                                       manifest.build_id):
+    if (release.source.revision, release.build_id) != (manifest.source_revision, manifest.build_id):
         return Counted(where, keyid, False, "attests another release (revision or build id)")
     attested = statement.attested()
-    wrong = [url for url, _ in manifest.lanes()
-             if attested.get(url) != dict(manifest.listed_files())[url]]
+    wrong = [
+        url
+        for url, _ in manifest.lanes()
+        if attested.get(url) != dict(manifest.listed_files())[url]
+    ]
     if wrong:
         return Counted(where, keyid, False, f"other digests or no subject for {', '.join(wrong)}")
     if keyid in seen:

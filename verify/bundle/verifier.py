@@ -642,8 +642,7 @@ def verify_bundle(
         done(10, _check_builder_paths(state))
         done(11, _check_checksums(state))
         done(12, _check_report(state, derive))
-        done(13, check_conformance(state.files.get(CONFORMANCE), _manifest(state),
-                                   require_engines))
+        done(13, check_conformance(state.files.get(CONFORMANCE), _manifest(state), require_engines))
         done(14, _check_rebuilds(state, rebuilds, now))
         manifest = _manifest(state)
         signer = state.signer[MANIFEST_SIGNATURE]

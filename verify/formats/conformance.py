@@ -103,8 +103,9 @@ class ConformanceReport(Frozen):
     cases: CaseSet
     rows: list[ConformanceRow]
     speed: list[SpeedRow] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list,
-                             description="what this run could not check, and why")
+    notes: list[str] = Field(
+        default_factory=list, description="what this run could not check, and why"
+    )
 
     def engines(self) -> list[str]:
         return sorted({r.engine for r in self.rows})

@@ -31,9 +31,7 @@ class FuzzCampaign(Frozen):
     seed: int
     count: int = Field(ge=0, description="cases run")
     seconds: float = Field(ge=0)
-    outcomes: dict[str, dict[str, int]] = Field(
-        description="mutation class -> outcome -> cases"
-    )
+    outcomes: dict[str, dict[str, int]] = Field(description="mutation class -> outcome -> cases")
     compared: dict[str, int] = Field(
         description="comparison with a reference (e.g. wasm-tools validate) -> cases"
     )

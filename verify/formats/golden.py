@@ -23,7 +23,6 @@ GOLDEN_SCHEMA = "tinyrustlm.golden-vector.v1"
 F32Bits = Annotated[str, Field(pattern=r"^0x[0-9a-f]{8}$", description="f32 bit pattern")]
 
 
-
 class F32Input(Frozen):
     kind: Literal["f32_bits"]
     values: list[F32Bits]

@@ -30,7 +30,6 @@ BundlePath = Annotated[
 KeyClass = Literal["release", "development"]
 
 
-
 class MemoryRules(Frozen):
     """How the module's linear memory may behave (the reference's `memory` object)."""
 

@@ -16,7 +16,6 @@ from verify.formats.base import Frozen, Sha256Hex
 TestOutcome = Literal["pass", "fail", "not-run"]
 
 
-
 class HostReported(Frozen):
     browser_brand: str = "unknown"
     browser_version: str = "unknown"
