@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.release import Tested, Verified
+from pipeline import release
 from verify.bundle import verifier
 from verify.bundle.conformance_check import check_conformance
 from verify.bundle.errors import ConformanceRowFailed
@@ -40,7 +40,7 @@ def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _report(
-    tested: Tested, rows: Sequence[tuple[str, bool, str]], wrong_sha: bool = False
+    tested: release.Tested, rows: Sequence[tuple[str, bool, str]], wrong_sha: bool = False
 ) -> bytes:
     built = tested.verified.built
     out = []
@@ -85,7 +85,7 @@ def _release(
     if rows is not None:
         smoke = steps.smoke
 
-        def smoke_and_matrix(verified: Verified) -> Tested:
+        def smoke_and_matrix(verified: release.Verified) -> release.Tested:
             tested = smoke(verified)
             return replace(tested, conformance=_report(tested, rows, wrong_sha))
 
