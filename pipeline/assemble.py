@@ -43,6 +43,7 @@ class ReleaseMaterial:
     expires_epoch: int
     compiler: CompilerVersions | None = None  # pinned rustc/LLVM, quoted by receipts
     conformance: bytes | None = None  # conformance.json (release --conformance)
+    disabled_lanes: tuple[str, ...] = ()  # signed rollback flags (release --disable-lane)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
         key_class=key_class,
         expires_epoch=material.expires_epoch,
         compiler=material.compiler,
+        disabled_lanes=material.disabled_lanes,
     )
     files: dict[str, bytes] = {f.url: f.data for f in (*material.artifacts, *material.js_files)}
     files[MANIFEST] = manifest_bytes(manifest)

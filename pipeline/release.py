@@ -74,6 +74,8 @@ class ReleaseRequest:
     now: int = field(default_factory=lambda: int(time.time()))
     derive: Deriver | None = None  # verify step's report maker (None: verify.inspect)
     say: Say = print  # progress lines (set by run_release)
+    # wasm lanes the signed manifest switches off: a rollback without a rebuild
+    disabled_lanes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -342,6 +344,14 @@ def read_material(tested: Tested) -> ReleaseMaterial:
     root = built.checked.request.repo_root
     index = built.index
     wasm_lanes = [e.lane for e in index.lanes if e.kind == "wasm"]
+    disabled = built.checked.request.disabled_lanes
+    unknown = sorted(set(disabled) - set(wasm_lanes))
+    if unknown:
+        raise CheckFailed(
+            f"--disable-lane names no wasm lane of this release: {', '.join(unknown)}",
+            where="release --disable-lane",
+            hint=f"wasm lanes: {', '.join(wasm_lanes)}",
+        )
     steps = tuple(
         BuildStep(
             e.lane,
@@ -364,6 +374,7 @@ def read_material(tested: Tested) -> ReleaseMaterial:
         expires_epoch=index.source_date_epoch + MANIFEST_VALIDITY_SECONDS,
         compiler=compiler_versions(root),
         conformance=tested.conformance,
+        disabled_lanes=tuple(sorted(set(disabled))),
     )
 
 
@@ -514,6 +525,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop unless each of these engines has passing and no failing rows",
     )
     parser.add_argument(
+        "--disable-lane",
+        action="append",
+        default=[],
+        dest="disabled_lanes",
+        metavar="ID",
+        help="switch this wasm lane off in the signed manifest (repeatable; no rebuild needed)",
+    )
+    parser.add_argument(
         "--from-records",
         nargs="+",
         type=Path,
@@ -540,6 +559,7 @@ def run(args: argparse.Namespace) -> int:
         allow_dirty=args.allow_dirty,
         key_path=args.key,
         key_class=args.key_class,
+        disabled_lanes=tuple(args.disabled_lanes),
     )
     steps = STEPS
     if args.from_records:

@@ -7,6 +7,10 @@ import hashlib
 import tarfile
 from pathlib import Path
 
+import pytest
+
+from pipeline.errors import CheckFailed
+
 from .conftest import LANES, VERSION, Harness
 
 
@@ -84,3 +88,19 @@ def test_dev_key_release_verifies_only_when_allowed(harness: Harness) -> None:
     assert harness.verify(done.bundle, trusted, allow_dev_key=True).key_class == "development"
     again = harness.release(dist=harness.tmp / "again", key_path=None, env={})
     assert again.key.keyid == done.key.keyid, "dev key made twice"
+
+
+def test_disable_lane_is_signed_into_the_manifest(harness: Harness) -> None:
+    """`release --disable-lane` switches a lane off in the signed manifest (the loader then
+    skips it) without a rebuild; the bundle still verifies."""
+    done = harness.release(disabled_lanes=("simd128-threads-wasm32", "simd128-wasm32"))
+    assert done.manifest.disabled_lanes == ["simd128-threads-wasm32", "simd128-wasm32"]
+    assert harness.verify(done.bundle).build_id == done.manifest.build_id
+    plain = harness.release(dist=harness.tmp / "plain")
+    assert plain.manifest.disabled_lanes is None
+
+
+def test_disable_lane_refuses_a_lane_that_is_not_a_wasm_lane(harness: Harness) -> None:
+    with pytest.raises(CheckFailed, match="names no wasm lane of this release: no-such-lane"):
+        harness.release(disabled_lanes=("no-such-lane",))
+    assert not (harness.tmp / "dist").exists() or not any((harness.tmp / "dist").iterdir())
