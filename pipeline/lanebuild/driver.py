@@ -20,10 +20,10 @@ from pipeline.filelock import hold_lock
 from pipeline.inputs import load_model
 from pipeline.lanebuild import smoke
 from pipeline.lanebuild.cargo import CompileError, as_recorded, plan_run, run_cargo
-from pipeline.lanebuild.inputs import lane_inputs, sha256_file, source_files
+from pipeline.lanebuild.inputs import sha256_file, tree_inputs
 from pipeline.lanebuild.lanes import Lane, load_lanes
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
-from pipeline.sources import git_facts, tree_digest
+from pipeline.sources import git_facts
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
 from verify.wasm.sections import parse_module
 
@@ -114,11 +114,8 @@ def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Sa
     revision, epoch = git.revision, git.commit_time
     build_dir = repo_root / "build"
     scratch = build_dir / ".scratch"
-    sources = tree_digest(workspace, source_files(workspace))
     index_path = build_dir / "index.json"
-    inputs_of = {
-        lane.id: lane_inputs(lane, workspace, lock_path, sources) for lane in lanes_file.lane
-    }
+    inputs_of = tree_inputs(lanes_file, workspace, lock_path)
     current = {lane_id: inputs.input_digest for lane_id, inputs in inputs_of.items()}
     entries = _previous_entries(index_path, build_dir, current)
     failures: list[str] = []

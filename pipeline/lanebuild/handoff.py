@@ -24,10 +24,11 @@ from pathlib import Path
 from pipeline.atomicio import write_atomic
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.inputs import load_model
-from pipeline.lanebuild.inputs import lane_inputs, sha256_file, source_files
+from pipeline.lanebuild import inputs
+from pipeline.lanebuild.inputs import sha256_file
 from pipeline.lanebuild.lanes import load_lanes
 from pipeline.lanebuild.records import BuildIndex, BuildInputs, BuildRecord, IndexEntry
-from pipeline.sources import GitFacts, tree_digest
+from pipeline.sources import GitFacts
 from verify.errors import VerifyError
 from verify.inputs import read_regular_file
 
@@ -76,9 +77,7 @@ def tree_inputs(repo_root: Path) -> dict[str, BuildInputs]:
     """Each lane's input digests for this tree, exactly as the build computes them."""
     lanes_file = load_lanes(repo_root / "manifests" / "lanes.toml")
     workspace = repo_root / lanes_file.workspace
-    sources = tree_digest(workspace, source_files(workspace))
-    lock = repo_root / "toolchain.lock"
-    return {lane.id: lane_inputs(lane, workspace, lock, sources) for lane in lanes_file.lane}
+    return inputs.tree_inputs(lanes_file, workspace, repo_root / "toolchain.lock")
 
 
 def _read_index(folder: Path) -> BuildIndex:
