@@ -28,6 +28,7 @@ from verify.formats.conformance import (
     CaseSet,
     ConformanceReport,
     ConformanceRow,
+    EngineKind,
     SamplerCase,
     SpeedRow,
 )
@@ -241,6 +242,15 @@ def lane_rows(
     return rows
 
 
+# The engines that are not browsers and run the Wasm lanes: name -> (runner, row kind).
+RUNTIMES: dict[
+    str, tuple[Callable[[Subject, Path, Sequence[SamplerCase], Path], Lanes], EngineKind]
+] = {
+    "node": (run_node, "js-runtime"),
+    "wasmtime": (run_wasmtime, "wasm-runtime"),
+}
+
+
 def oracle_lane(subject: Subject, scratch: Path) -> tuple[NativeLane, native.NativeEngine]:
     for lane in subject.native:
         engine = native.engine_for(lane.target, scratch)
@@ -316,26 +326,12 @@ def run_matrix(
                 lanes = run_browser(name, subject, model, cases, isolated, opts, workdir)
                 key = compare.RowKey(name, "browser", lanes.version, isolated)
                 rows += lane_rows(key, subject, lanes, cases, oracle)
-        elif name == "node":
-            opts.say("node")
-            lanes = run_node(subject, model, cases, workdir)
-            rows += lane_rows(
-                compare.RowKey("node", "js-runtime", lanes.version, None),
-                subject,
-                lanes,
-                cases,
-                oracle,
-            )
-        elif name == "wasmtime":
-            opts.say("wasmtime")
-            lanes = run_wasmtime(subject, model, cases, workdir)
-            rows += lane_rows(
-                compare.RowKey("wasmtime", "wasm-runtime", lanes.version, None),
-                subject,
-                lanes,
-                cases,
-                oracle,
-            )
+        elif name in RUNTIMES:
+            runner, kind = RUNTIMES[name]
+            opts.say(name)
+            lanes = runner(subject, model, cases, workdir)
+            key = compare.RowKey(name, kind, lanes.version, None)
+            rows += lane_rows(key, subject, lanes, cases, oracle)
         elif name == "native":
             opts.say("native lanes")
             rows += native_rows(
