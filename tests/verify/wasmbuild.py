@@ -89,6 +89,7 @@ class ModuleSpec:
     customs: list[bytes] = field(default_factory=list)  # raw custom sections (at the end)
     data: list[bytes] = field(default_factory=list)  # raw data segments
     data_count: bool = False
+    raw_bodies: list[bytes] | None = None  # whole bodies (size-prefixed), replacing code
 
 
 def module(spec: ModuleSpec | None = None) -> bytes:
@@ -107,7 +108,8 @@ def module(spec: ModuleSpec | None = None) -> bytes:
     if spec.data_count:
         out += section(12, uleb(len(spec.data)))
     locals_ = spec.local_types + [()] * (len(spec.code) - len(spec.local_types))
-    out += section(10, vec([body(c, lt) for c, lt in zip(spec.code, locals_, strict=True)]))
+    bodies = spec.raw_bodies or [body(c, lt) for c, lt in zip(spec.code, locals_, strict=True)]
+    out += section(10, vec(bodies))
     if spec.data:
         out += section(11, vec(spec.data))
     for raw in spec.customs:

@@ -20,7 +20,9 @@ from verify.wasm.reader import leb_signed, leb_unsigned
 from verify.wasm.types import valtype_requirement
 
 # ---- shapes of single-byte opcodes (derived from the table) ----
-_UNKNOWN, _NONE, _LEB, _MEMARG, _BLOCK, _END, _PREFIX, _OTHER, _ELSE, _LABEL = range(10)
+_UNKNOWN, _NONE, _LEB, _MEMARG, _BLOCK, _END, _PREFIX, _OTHER, _ELSE, _LABEL, _FIXED = range(11)
+# Immediates of a fixed byte width (f32.const, f64.const; lane indices after a prefix).
+_FIXED_WIDTH = {(Imm.F32,): 4, (Imm.F64,): 8, (Imm.LANE,): 1}
 # Immediate kind -> (signed, bits) for the one-LEB fast path.
 _LEB_KINDS: dict[Imm, tuple[bool, int]] = {
     Imm.LABEL: (False, 32),
@@ -62,6 +64,8 @@ def _shape(op: Op) -> int:
         return _BLOCK
     if op.imms == ():
         return _NONE
+    if op.imms in _FIXED_WIDTH:
+        return _FIXED
     if op.imms == (Imm.MEMARG,):
         return _MEMARG
     if len(op.imms) == 1 and op.imms[0] in _LEB_KINDS:
@@ -69,22 +73,46 @@ def _shape(op: Op) -> int:
     return _OTHER
 
 
+def _leb5_last(byte: int, signed: bool, bits: int) -> bool:
+    """Whether `byte` may be the 5th and last byte of a LEB of that kind (bits 28..34)."""
+    if byte >= 0x80 or bits > 35:
+        return byte < 0x80
+    if not signed:  # the unused high bits must be zero
+        return byte < 1 << (bits - 28)
+    sign = 1 << (bits - 29)  # the unused high bits must copy the sign bit
+    return byte < sign or byte >= 0x80 - sign
+
+
 # opcodes interns immediate tuples, so the prefixed fast path can test identity.
 _MEMARG_ONLY = next(op.imms for op in OPCODES.values() if op.imms == (Imm.MEMARG,))
+_LANE_ONLY = next(op.imms for op in OPCODES.values() if op.imms == (Imm.LANE,))
 SHAPES: list[int] = [_UNKNOWN] * 256
 LEB_SIGNED: list[bool] = [False] * 256
 LEB_BITS: list[int] = [32] * 256
+# Whether a byte may end a 5-byte LEB of each single-byte opcode's immediate: lld pads the
+# LEBs it relocates (call, global.get, i32.const addresses) to 5 bytes, so they are common.
+LEB5_LAST: list[list[bool]] = [[False] * 256] * 256
 SINGLE: list[Op | None] = [None] * 256
+FIXED_WIDTH: list[int] = [0] * 256  # immediate bytes of a _FIXED opcode
 OPENS: list[int] = [_F_BLOCK] * 256  # frame kind opened by a _BLOCK opcode
 for (_prefix, _code), _op in OPCODES.items():
     if _prefix == 0:
         SHAPES[_code] = _shape(_op)
         SINGLE[_code] = _op
         OPENS[_code] = _OPENS.get(_op.name, _F_BLOCK)
+        FIXED_WIDTH[_code] = _FIXED_WIDTH.get(_op.imms, 0)
         if SHAPES[_code] == _LEB:
             LEB_SIGNED[_code], LEB_BITS[_code] = _LEB_KINDS[_op.imms[0]]
+            LEB5_LAST[_code] = [_leb5_last(b, *_LEB_KINDS[_op.imms[0]]) for b in range(256)]
 for _prefix in PREFIXES:
     SHAPES[_prefix] = _PREFIX
+# Prefixed operators as lists indexed by sub-opcode (list indexing beats a tuple-keyed dict).
+PREFIXED: list[list[Op | None]] = [[] for _ in range(256)]
+for (_prefix, _code), _op in OPCODES.items():
+    if _prefix:
+        _row = PREFIXED[_prefix]
+        _row.extend([None] * (_code + 1 - len(_row)))
+        _row[_code] = _op
 # Structured operators outside the fast shapes.
 _TRY_TABLE = 0x1F
 _DELEGATE = 0x18
@@ -226,8 +254,21 @@ def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra)
     return pos
 
 
+# Local types that need no proposal (the common case, checked without a call).
+_MVP_LOCALS = frozenset({0x7F, 0x7E, 0x7D, 0x7C})
+
+
 def _locals(body: Sequence[int], base: int, extra: _Extra) -> int:
     """Skip the local declarations; returns the position of the first operator."""
+    groups = body[0]
+    if groups < 0x80:  # one-byte counts of MVP types: no range or proposal to check
+        pos = 1
+        for _ in range(groups):
+            if body[pos] >= 0x80 or body[pos + 1] not in _MVP_LOCALS:
+                break
+            pos += 2
+        else:
+            return pos
     groups, pos = _u32(body, 0, base, "local group count")
     total = 0
     for _ in range(groups):
@@ -307,12 +348,15 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
     checked (that is `wasm-tools validate`'s job).
     """
     counts = [0] * 256
-    prefixed: dict[int, int] = {}
+    prefixed = [[0] * len(row) for row in PREFIXED]  # [prefix][sub-opcode] -> count
+    prefixed_ops = PREFIXED
     extra = _Extra()
     shapes = SHAPES
     opens = OPENS
     leb_signed_of = LEB_SIGNED
     leb_bits_of = LEB_BITS
+    leb5_last = LEB5_LAST
+    fixed_width = FIXED_WIDTH
     for start, end in bodies:
         body = list(data[start:end])  # list indexing is specialised by CPython 3.11; bytes is not
         n = len(body)
@@ -335,6 +379,8 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         pos += 3
                     elif body[pos + 3] < 0x80:
                         pos += 4
+                    elif leb5_last[op][body[pos + 4]]:
+                        pos += 5
                     else:
                         pos = _leb(
                             body, pos, leb_signed_of[op], leb_bits_of[op], start, "immediate"
@@ -352,6 +398,8 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         pos += 4
                     elif body[pos + 4] < 0x80:
                         pos += 5
+                    elif body[pos + 5] < 0x80:  # a padded 5-byte offset (any u64 fits)
+                        pos += 6
                     else:
                         pos = _memarg(body, pos, start, extra)
                 elif shape == 9:  # _LABEL: br, br_if, rethrow
@@ -372,6 +420,8 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         pos += 1
                     else:
                         pos = _blocktype(body, pos, start, extra)
+                elif shape == 10:  # _FIXED: f32.const, f64.const
+                    pos += fixed_width[op]
                 elif shape == 8:  # _ELSE: only in an `if` that has none yet
                     if frames[-1] != _F_IF:
                         raise MalformedWasm("else found outside of an `if` block", start + pos - 1)
@@ -387,17 +437,22 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                     else:
                         code, pos = _u32(body, pos, start, "prefixed opcode")
                     counts[op] -= 1  # counted under its full key instead
-                    info = OPCODES.get((op, code))
+                    row = prefixed_ops[op]
+                    info = row[code] if code < len(row) else None
                     if info is None:
                         raise MalformedWasm(
                             f"unknown opcode 0x{op:02x} 0x{code:x}", start + sub_at - 1
                         )
-                    key = (op << 16) | code
-                    prefixed[key] = prefixed.get(key, 0) + 1
-                    if not info.imms:
+                    prefixed[op][code] += 1
+                    imms = info.imms
+                    if not imms:
                         pass
-                    elif info.imms is _MEMARG_ONLY and body[pos] < 0x40 and body[pos + 1] < 0x80:
+                    elif imms is _LANE_ONLY:
+                        pos += 1
+                    elif imms is _MEMARG_ONLY and body[pos] < 0x40 and body[pos + 1] < 0x80:
                         pos += 2
+                    elif imms is _MEMARG_ONLY and body[pos] < 0x40 and body[pos + 5] < 0x80:
+                        pos = _leb(body, pos + 1, False, 64, start, "memarg offset")
                     else:
                         pos = _immediates(body, pos, info, start, extra)
                 elif shape == 7:  # _OTHER
@@ -412,6 +467,7 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
         if pos != n:
             raise MalformedWasm("operators remaining after the end of the function", start + pos)
     op_counts = {code: c for code, c in enumerate(counts) if c}
-    op_counts.update(prefixed)
+    for prefix, row in enumerate(prefixed):
+        op_counts.update({(prefix << 16) | code: c for code, c in enumerate(row) if c})
     total = sum(op_counts.values())  # prefix bytes were moved to their full keys above
     return CodeFacts(len(bodies), total, op_counts, extra.requires)
