@@ -22,7 +22,7 @@ from verify.wasm.types import valtype_requirement
 # ---- shapes of single-byte opcodes (derived from the table) ----
 _UNKNOWN, _NONE, _LEB, _MEMARG, _BLOCK, _END, _PREFIX, _OTHER, _ELSE, _LABEL, _FIXED = range(11)
 # Immediates of a fixed byte width (f32.const, f64.const; lane indices after a prefix).
-_FIXED_WIDTH = {(Imm.F32,): 4, (Imm.F64,): 8, (Imm.LANE,): 1}
+_FIXED_WIDTH: dict[tuple[Imm, ...], int] = {(Imm.F32,): 4, (Imm.F64,): 8, (Imm.LANE,): 1}
 # Immediate kind -> (signed, bits) for the one-LEB fast path.
 _LEB_KINDS: dict[Imm, tuple[bool, int]] = {
     Imm.LABEL: (False, 32),
@@ -467,7 +467,7 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
         if pos != n:
             raise MalformedWasm("operators remaining after the end of the function", start + pos)
     op_counts = {code: c for code, c in enumerate(counts) if c}
-    for prefix, row in enumerate(prefixed):
-        op_counts.update({(prefix << 16) | code: c for code, c in enumerate(row) if c})
+    for prefix, by_code in enumerate(prefixed):
+        op_counts.update({(prefix << 16) | code: c for code, c in enumerate(by_code) if c})
     total = sum(op_counts.values())  # prefix bytes were moved to their full keys above
     return CodeFacts(len(bodies), total, op_counts, extra.requires)
