@@ -43,6 +43,8 @@ def _cases() -> list[tuple[str, bytes, tuple[int, ...]]]:
             (f"v128.load-{last:02x}", b"\x41\x00\xfd\x00\x04" + leb5 + b"\x1a", ()),
         ]
     out += [
+        # a 3-byte offset on the body's last operator: nothing may be read past the `end`
+        ("v128.load-last", b"\x41\x00\xfd\x00\x04\x80\x80\x01", ()),
         ("f32.const", b"\x43\x00\x00\x80\x3f\x1a", ()),
         ("f64.const", b"\x44" + bytes(7) + b"\x40\x1a", ()),
         ("f32.const-short", b"\x43\x00\x00", ()),

@@ -451,7 +451,7 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         pos += 1
                     elif imms is _MEMARG_ONLY and body[pos] < 0x40 and body[pos + 1] < 0x80:
                         pos += 2
-                    elif imms is _MEMARG_ONLY and body[pos] < 0x40 and body[pos + 5] < 0x80:
+                    elif imms is _MEMARG_ONLY and body[pos] < 0x40:  # longer offsets
                         pos = _leb(body, pos + 1, False, 64, start, "memarg offset")
                     else:
                         pos = _immediates(body, pos, info, start, extra)
