@@ -2,18 +2,20 @@
 
 Engines: the three browsers (each with and without COOP/COEP), node, wasmtime and the native
 lanes (this machine, qemu-user, wine). Each runner reports lane documents of one shape
-(lanerun.mjs); `compare` turns them into rows.
+(lanerun.mjs); `compare` turns them into rows. Browsers and node run every lane through the
+bundle's js/loader.js, so they need the bundle's signed manifest and whom to trust (`Trust`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,13 +36,22 @@ from verify.formats.conformance import (
 )
 
 PAGE = Path(__file__).parent / "page"
-PAGE_FILES = ("index.html", "main.mjs", "lanerun.mjs", "probes.mjs")
+PAGE_FILES = ("index.html", "main.mjs", "lanerun.mjs")
 HOSTS = ("node", "wasmtime", "native")
 ALL_ENGINES = (*browsers.BROWSERS, *HOSTS)
 NODE_TIMEOUT_SECONDS = 1800
 MODEL_URL = "/model/model.trlm"
 WORKERS = 2
 SPEED_PROMPT = "Once upon a time"
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What the loader is told to trust: a tinyrustlm.trusted-keys.v1 document, and whether a
+    development key is acceptable (`--allow-dev-key`)."""
+
+    trusted_keys: Mapping[str, Any]
+    allow_dev_key: bool = False
 
 
 @dataclass
@@ -53,6 +64,7 @@ class Options:
     speed_tokens: int = 16
     page_timeout: float = 900.0
     isolation: Sequence[bool] = (True, False)
+    trust: Trust | None = None  # required when a browser or node runs
     # tests only: replace what the server sends for these urls (a broken probe, a wrong host)
     overrides: dict[str, bytes] = field(default_factory=dict)
     on_lane: Callable[[harness.Launched, dict[str, Any]], None] | None = None
@@ -69,10 +81,20 @@ class Lanes:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Job:
+    """What every runner is given: the release, the model, the cases, whom the loader trusts."""
+
+    subject: Subject
+    model: Path
+    model_sha256: str
+    cases: Sequence[SamplerCase]
+    trust: Trust | None
+
+
 def _plan_lane(lane: WasmLane) -> dict[str, Any]:
     return {
         "lane": lane.lane,
-        "url": "/" + lane.url,
         "path": str(lane.path),
         "sha256": lane.sha256,
         "simd": lane.simd,
@@ -80,26 +102,34 @@ def _plan_lane(lane: WasmLane) -> dict[str, Any]:
     }
 
 
-def _plan(subject: Subject, model: Path, cases: Sequence[SamplerCase]) -> dict[str, Any]:
+def _plan(job: Job, base: str) -> dict[str, Any]:
+    """plan.json: `base` is the bundle root (a URL path for a page, a folder for node)."""
+    if job.trust is None:
+        raise PipelineError(
+            "the JS engines run every lane through js/loader.js, which needs trusted keys",
+            where="--trusted-keys",
+            hint="a tinyrustlm.trusted-keys.v1 file whose key signed the bundle's manifest",
+        )
     return {
-        "lanes": [_plan_lane(w) for w in subject.wasm],
+        "lanes": [_plan_lane(w) for w in job.subject.wasm],
+        "base": base,
+        "trusted_keys": dict(job.trust.trusted_keys),
+        "allow_dev_key": job.trust.allow_dev_key,
         "model_url": MODEL_URL,
-        "model_path": str(model),
+        "model_path": str(job.model),
+        "model_sha256": job.model_sha256,
         "workers": WORKERS,
-        "cases": [case_gen.case_record(c) for c in cases],
+        "cases": [case_gen.case_record(c) for c in job.cases],
     }
 
 
+def _bundle_files(subject: Subject) -> list[tuple[str, Path]]:
+    """Bundle url -> file of everything the loader fetches: manifest, signature, js, modules."""
+    return [*subject.signed_files, *subject.js_files, *((w.url, w.path) for w in subject.wasm)]
+
+
 # -- runners ------------------------------------------------------------------------------
-def run_browser(
-    name: str,
-    subject: Subject,
-    model: Path,
-    cases: Sequence[SamplerCase],
-    isolated: bool,
-    opts: Options,
-    workdir: Path,
-) -> Lanes:
+def run_browser(name: str, job: Job, isolated: bool, opts: Options, workdir: Path) -> Lanes:
     b = browsers.browser(name)
     exe = b.executable()
     if exe is None:
@@ -112,11 +142,10 @@ def run_browser(
     # sockets in their profile and TMPDIR, and a socket path over 107 bytes aborts Chromium.
     profile = Path(tempfile.mkdtemp(prefix=f"trlm-{name}-"))
     version = browsers.browser_version(b, exe, profile)
-    routes: dict[str, harness.Route] = {f"/{url}": path for url, path in subject.js_files}
-    routes.update({f"/{w.url}": w.path for w in subject.wasm})
+    routes: dict[str, harness.Route] = {f"/{url}": path for url, path in _bundle_files(job.subject)}
     routes.update({harness.PAGE_ROOT + f: PAGE / f for f in PAGE_FILES})
-    routes[harness.PAGE_ROOT + "plan.json"] = json.dumps(_plan(subject, model, cases)).encode()
-    routes[MODEL_URL] = model
+    routes[harness.PAGE_ROOT + "plan.json"] = json.dumps(_plan(job, "/")).encode()
+    routes[MODEL_URL] = job.model
     routes.update(opts.overrides)
     try:
         run = harness.run_page(
@@ -151,16 +180,18 @@ def _json_process(argv: list[str], timeout: float, what: str) -> dict[str, Any]:
     return doc
 
 
-def run_node(subject: Subject, model: Path, cases: Sequence[SamplerCase], workdir: Path) -> Lanes:
+def run_node(job: Job, workdir: Path) -> Lanes:
+    # the bundle as the loader sees it (lanerun.mjs imports ../js/loader.js), and the runner
     site = Path(tempfile.mkdtemp(prefix="node-", dir=workdir))
-    for url, path in subject.js_files:
+    plan = _plan(job, str(site))
+    for url, path in _bundle_files(job.subject):
         (site / url).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, site / url)
     (site / "conformance").mkdir()
     for f in (*PAGE_FILES[1:], "node_main.mjs"):
         shutil.copy(PAGE / f, site / "conformance" / f)
     plan_path = site / "plan.json"
-    plan_path.write_text(json.dumps(_plan(subject, model, cases)), encoding="utf-8")
+    plan_path.write_text(json.dumps(plan), encoding="utf-8")
     node = str(nodejs.executable())  # the project's node (requirements.lock), never PATH's
     doc = _json_process(
         [node, str(site / "conformance/node_main.mjs"), str(plan_path)],
@@ -173,11 +204,13 @@ def run_node(subject: Subject, model: Path, cases: Sequence[SamplerCase], workdi
     )
 
 
-def run_wasmtime(
-    subject: Subject, model: Path, cases: Sequence[SamplerCase], workdir: Path
-) -> Lanes:
-    plan = _plan(subject, model, cases)
-    plan["lanes"] = [p for p in plan["lanes"] if not p["threads"]]
+def run_wasmtime(job: Job, workdir: Path) -> Lanes:
+    # no JavaScript, so no loader: the module bytes from the (hash-checked) subject directly
+    plan = {
+        "lanes": [_plan_lane(w) for w in job.subject.wasm if not w.threads],
+        "model_path": str(job.model),
+        "cases": [case_gen.case_record(c) for c in job.cases],
+    }
     plan_path = workdir / "wasmtime-plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     doc = _json_process(
@@ -193,7 +226,7 @@ def run_wasmtime(
             "results": [],
             "error": "wasmtime-py here runs no shared-memory workers",
         }
-        for w in subject.wasm
+        for w in job.subject.wasm
         if w.threads
     ]
     return Lanes(docs, None, str(doc.get("version", "wasmtime-py")), doc.get("error"))
@@ -243,9 +276,7 @@ def lane_rows(
 
 
 # The engines that are not browsers and run the Wasm lanes: name -> (runner, row kind).
-RUNTIMES: dict[
-    str, tuple[Callable[[Subject, Path, Sequence[SamplerCase], Path], Lanes], EngineKind]
-] = {
+RUNTIMES: dict[str, tuple[Callable[[Job, Path], Lanes], EngineKind]] = {
     "node": (run_node, "js-runtime"),
     "wasmtime": (run_wasmtime, "wasm-runtime"),
 }
@@ -305,6 +336,7 @@ def run_matrix(
     subject: Subject, model: Path, model_name: str, model_sha256: str, opts: Options, workdir: Path
 ) -> ConformanceReport:
     cases = case_gen.make_cases(opts.cases, opts.seed)
+    job = Job(subject, model, model_sha256, cases, opts.trust)
     oracle_native, oracle_engine = oracle_lane(subject, workdir)
     opts.say(f"oracle: {oracle_native.lane} on {len(cases)} cases")
     oracle_list = native.run_cases(oracle_engine, oracle_native.path, model, cases)
@@ -323,13 +355,13 @@ def run_matrix(
         if name in browsers.BROWSERS:
             for isolated in opts.isolation:
                 opts.say(f"{name}: {'with' if isolated else 'without'} COOP/COEP")
-                lanes = run_browser(name, subject, model, cases, isolated, opts, workdir)
+                lanes = run_browser(name, job, isolated, opts, workdir)
                 key = compare.RowKey(name, "browser", lanes.version, isolated)
                 rows += lane_rows(key, subject, lanes, cases, oracle)
         elif name in RUNTIMES:
             runner, kind = RUNTIMES[name]
             opts.say(name)
-            lanes = runner(subject, model, cases, workdir)
+            lanes = runner(job, workdir)
             key = compare.RowKey(name, kind, lanes.version, None)
             rows += lane_rows(key, subject, lanes, cases, oracle)
         elif name == "native":
@@ -361,8 +393,9 @@ def run_matrix(
             "compared per case: every token and the final PCG32 state against the native "
             "scalar oracle; logits are not visible through the tr_* ABI, so the SIMD tier "
             "and 'threads == simd128 bit for bit' are checked at that level",
-            "browser receipts are provisional (js/host.js); js/loader.js gives the "
-            "capability receipt",
+            "browsers and node run every lane through js/loader.js (signed manifest, "
+            "probes, self-tests; the other lanes denied): a row's receipt is the loader's "
+            "tinyrustlm.capability-receipt.v1, a refusal its LoaderError code",
         ],
     )
 
@@ -413,6 +446,7 @@ def run_speed(
     subject: Subject, model: Path, model_name: str, opts: Options, workdir: Path
 ) -> list[SpeedRow]:
     cases = speed_cases(opts.speed_runs, opts.speed_tokens)
+    job = Job(subject, model, hashlib.sha256(model.read_bytes()).hexdigest(), cases, opts.trust)
     out: list[SpeedRow] = []
 
     def add(engine: str, lanes: Lanes) -> None:
@@ -431,11 +465,9 @@ def run_speed(
     for name in opts.engines:
         opts.say(f"speed: {name}, model {model_name}")
         if name in browsers.BROWSERS:
-            add(name, run_browser(name, subject, model, cases, True, opts, workdir))
-        elif name == "node":
-            add(name, run_node(subject, model, cases, workdir))
-        elif name == "wasmtime":
-            add(name, run_wasmtime(subject, model, cases, workdir))
+            add(name, run_browser(name, job, True, opts, workdir))
+        elif name in RUNTIMES:
+            add(name, RUNTIMES[name][0](job, workdir))
         elif name == "native":
             lane, engine = oracle_lane(subject, workdir)
             row = speed_row(

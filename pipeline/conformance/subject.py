@@ -1,7 +1,9 @@
 """What the matrix runs: the lanes of a release, from a bundle folder or from a build index.
 
 A lane's needs come from the signed manifest's own fields (`required_features`,
-`requires_cross_origin_isolation`, a native `target`), never from its id.
+`requires_cross_origin_isolation`, a native `target`), never from its id. The JS engines run
+the lanes through js/loader.js, which fetches the signed manifest itself: `signed_files` are
+manifest.json and its signature, served at the bundle root beside js/ and artifacts/.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pipeline.errors import PipelineError
-from verify.bundle.layout import MANIFEST
+from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
 from verify.formats.manifest import ModuleManifest
 
 
@@ -42,6 +44,7 @@ class Subject:
     wasm: tuple[WasmLane, ...]
     native: tuple[NativeLane, ...]
     js_files: tuple[tuple[str, Path], ...]  # (bundle url, file)
+    signed_files: tuple[tuple[str, Path], ...] = ()  # (bundle url, file): what the loader verifies
 
 
 def _checked(root: Path, url: str, sha256: str) -> Path:
@@ -90,4 +93,15 @@ def from_bundle(bundle: Path) -> Subject:
             for a in manifest.native_artifacts
         ),
         js_files=tuple((f.url, _checked(bundle, f.url, f.sha256)) for f in manifest.js_files),
+        signed_files=((MANIFEST, bundle / MANIFEST), (MANIFEST_SIGNATURE, _signature(bundle))),
     )
+
+
+def _signature(bundle: Path) -> Path:
+    path = bundle / MANIFEST_SIGNATURE
+    if not path.is_file():
+        raise PipelineError(
+            "the bundle has no manifest signature: the loader verifies one before any lane runs",
+            where=str(path),
+        )
+    return path

@@ -1,59 +1,65 @@
-// Runs one lane of a release on a list of sampler cases, in a browser page or in node: the
-// only in-page code of the conformance matrix (main.mjs and node_main.mjs only feed it).
+// Runs one lane of a release on a list of sampler cases, in a browser page or in node, through
+// the shipped js/loader.js: the only in-page code of the conformance matrix (main.mjs and
+// node_main.mjs only feed it). The loader verifies the signed manifest, probes the engine,
+// chooses lanes, self-tests and admits the model; a row's receipt is the loader's
+// tinyrustlm.capability-receipt.v1, and a lane the loader refuses is reported with its
+// LoaderError code, never hidden.
 //
-//   environment()                    -> { cross_origin_isolated, shared_memory, probes }
-//   chooseLane(lanes, env)           -> the lane id this engine should use
-//   runLane({ lane, bytes, sha256, simd, threads, workers, modelBytes, cases })
-//     -> { lane, status: 'ran' | 'refused' | 'failed', error, results, receipt }
+// `bundle` (both functions): { baseUrl, trustedKeys, allowDevKey, fetch? } — the bundle root
+// as an absolute URL ending in '/' (manifest.json, manifest.sigstore.json, js/, artifacts/
+// under it), the tinyrustlm.trusted-keys.v1 document, and how to fetch (node: files).
 //
-// Today it drives the shipped js/host.js and js/abi.js directly and makes a provisional
-// receipt; js/loader.js (signed manifest, probes, lane choice, capability receipt) replaces
-// the bodies of environment, chooseLane and instantiateLane without changing this interface.
-import { instantiate, isNode } from '../js/host.js';
+//   environment(bundle)
+//     -> { cross_origin_isolated, shared_memory, probes: {id: validates}, chosen,
+//          chosen_isolated, chosen_not_isolated, error }
+//        chosen*: the lane the loader's choice puts first here / if isolated / if not;
+//        error: null, or { code, message } when the signed manifest is refused.
+//   runLane({ lane, lanes, bundle, model: { bytes, sha256 }, workers, cases })
+//     -> { lane, status: 'ran' | 'refused' | 'failed', error, error_code, results, receipt }
+//        `lanes` = every wasm lane id; all but `lane` are denied, so the loader runs `lane`
+//        or refuses it. refused = correct not to run here (not isolated, disabled lanes).
+import { load, verifySignedManifest, runProbes, chooseLanes } from '../js/loader.js';
 import * as abi from '../js/abi.js';
-import { PROBES } from './probes.mjs';
+import { isNode } from '../js/host.js';
 
 const hex64 = (big) => `0x${big.toString(16).padStart(16, '0')}`;
 const now = () => performance.now();
+// Loader codes that mean "this lane must not run in this context" rather than "it broke".
+const REFUSALS = new Set(['NotIsolated', 'LaneDisabled']);
 
-export function environment() {
-  const probes = {};
-  for (const [name, bytes] of Object.entries(PROBES)) {
-    try {
-      probes[name] = WebAssembly.validate(bytes);
-    } catch {
-      probes[name] = false;
-    }
-  }
-  return {
+const loaderOptions = (bundle) => ({
+  baseUrl: bundle.baseUrl,
+  trustedKeys: bundle.trustedKeys,
+  allowDevKey: bundle.allowDevKey === true,
+  ...(bundle.fetch ? { fetch: bundle.fetch } : {}),
+});
+
+const errorOf = (e) => ({ code: (e && e.code) || 'Error', message: String((e && e.message) || e) });
+
+export async function environment(bundle) {
+  const env = {
     cross_origin_isolated: globalThis.crossOriginIsolated === true || isNode,
     shared_memory: typeof SharedArrayBuffer === 'function',
-    probes,
+    probes: {},
+    chosen: null,
+    chosen_isolated: null,
+    chosen_not_isolated: null,
+    error: null,
   };
-}
-
-/** Why `lane` cannot run here: null, or { status: 'refused' | 'failed', error }. */
-function obstacle(lane, env) {
-  if (lane.threads && !env.cross_origin_isolated) {
-    return { status: 'refused', error: 'the threads lane needs a cross-origin isolated page' };
+  try {
+    // verifySignedManifest takes the loader's normalised options: an absolute base, a fetch
+    const o = { fetch: (url) => globalThis.fetch(url), ...loaderOptions(bundle), now: Date.now() / 1000 };
+    const signed = await verifySignedManifest(o);
+    const probes = await runProbes();
+    for (const [id, p] of Object.entries(probes)) env.probes[id] = p.validates;
+    const first = (opts) => chooseLanes(signed.manifest, probes, opts).candidates.map((a) => a.id)[0] || null;
+    env.chosen = first({});
+    env.chosen_isolated = first({ isolation: true });
+    env.chosen_not_isolated = first({ isolation: false });
+  } catch (e) {
+    env.error = errorOf(e);
   }
-  if (lane.threads && !env.shared_memory) {
-    return { status: 'refused', error: 'the page is isolated but has no SharedArrayBuffer' };
-  }
-  if (lane.simd && !env.probes.simd128) return { status: 'failed', error: 'probe simd128 did not validate' };
-  if (lane.threads && !env.probes.threads) return { status: 'failed', error: 'probe threads did not validate' };
-  return null;
-}
-
-/** The best lane this engine can run: threads, else SIMD, else scalar (manifest order). */
-export function chooseLane(lanes, env) {
-  const rank = (l) => (l.threads ? 2 : l.simd ? 1 : 0);
-  const usable = lanes.filter((l) => obstacle(l, env) === null).sort((a, b) => rank(b) - rank(a));
-  return usable.length ? usable[0].lane : null;
-}
-
-async function instantiateLane({ bytes, sha256, threads, workers }) {
-  return instantiate({ bytes, sha256, workers: threads ? workers : 1 });
+  return env;
 }
 
 async function runCase(rt, model, c) {
@@ -89,45 +95,41 @@ async function runCase(rt, model, c) {
   }
 }
 
-export async function runLane({ lane, bytes, sha256, simd = false, threads = false, workers = 2, modelBytes, cases }) {
-  const env = environment();
-  const blocked = obstacle({ lane, simd, threads }, env);
-  if (blocked) return { lane, ...blocked, results: [], receipt: null };
-  let rt;
+/** The loader's refusal of `lane`: its own attempt when every lane was skipped or failed. */
+function refusal(lane, e) {
+  const attempts = (e && e.detail && e.detail.attempts) || [];
+  const mine = attempts.find((a) => a.artifact_id === lane && a.outcome !== 'selected');
+  const { code, message } = mine ? { code: mine.error_code, message: `${mine.error_code}: ${mine.detail}` } : errorOf(e);
+  return { lane, status: REFUSALS.has(code) ? 'refused' : 'failed', error: message, error_code: code, results: [], receipt: null };
+}
+
+export async function runLane({ lane, lanes, bundle, model, workers = 2, cases }) {
+  let lm;
   try {
-    rt = await instantiateLane({ bytes, sha256, threads, workers });
+    lm = await load({ ...loaderOptions(bundle), denyLanes: lanes.filter((l) => l !== lane), model, workers });
   } catch (e) {
-    return { lane, status: 'failed', error: `instantiate: ${e.message || e}`, results: [], receipt: null };
+    return refusal(lane, e);
   }
   const results = [];
   try {
-    const model = await abi.loadModel(rt, modelBytes);
+    if (lm.receipt.module.artifact_id !== lane) {
+      // denyLanes leaves the loader one lane: anything else is a loader bug, not a pass
+      return { lane, status: 'failed', error: `the loader ran ${lm.receipt.module.artifact_id}`, error_code: 'WrongLane', results, receipt: lm.receipt };
+    }
+    // One session per case on the loader's runtime and model. The loader's own session goes
+    // first: memory is sized at activation, and a second session beside it would grow it.
+    await lm.rt.call('tr_session_free', lm.session);
     for (const c of cases) {
       try {
-        results.push(await runCase(rt, model, c));
+        results.push(await runCase(lm.rt, lm.model, c));
       } catch (e) {
         results.push({ id: c.id, error: String(e.message || e) });
       }
     }
-    const counters = await abi.pathCounters(rt);
-    const receipt = {
-      kind: 'provisional lane-run receipt (host.js; js/loader.js will give the capability receipt)',
-      lane,
-      module_sha256: rt.sha256,
-      cross_origin_isolated: env.cross_origin_isolated,
-      probes: env.probes,
-      workers_requested: threads ? workers : 0,
-      workers_started: rt.workers,
-      executed_path_evidence: {
-        scalar_kernel_calls: Number(counters.scalar),
-        simd_kernel_calls: Number(counters.simd),
-        worker_ids_participating: counters.participating,
-      },
-    };
-    return { lane, status: 'ran', error: null, results, receipt };
+    return { lane, status: 'ran', error: null, error_code: null, results, receipt: lm.receipt };
   } catch (e) {
-    return { lane, status: 'failed', error: String(e.message || e), results, receipt: null };
+    return { lane, status: 'failed', error: String(e.message || e), error_code: errorOf(e).code, results, receipt: lm.receipt };
   } finally {
-    await rt.close();
+    await lm.close();
   }
 }

@@ -1,6 +1,7 @@
-// The conformance page: reads ./plan.json (lanes, cases, model), runs every lane through
-// lanerun.mjs and POSTs each lane's outcome to ./lane as it finishes, then ./done.
-import { environment, chooseLane, runLane } from './lanerun.mjs';
+// The conformance page: reads ./plan.json (lanes, cases, model, trust), runs every lane
+// through lanerun.mjs (js/loader.js on the bundle served at plan.base) and POSTs each
+// lane's outcome to ./lane as it finishes, then ./done.
+import { environment, runLane } from './lanerun.mjs';
 
 const post = (path, doc) => fetch(path, { method: 'POST', body: JSON.stringify(doc) });
 const bytesOf = async (url) => {
@@ -11,12 +12,17 @@ const bytesOf = async (url) => {
 
 async function main() {
   const plan = await (await fetch('./plan.json')).json();
-  const env = environment();
-  await post('./start', { env, chosen: chooseLane(plan.lanes, env), user_agent: navigator.userAgent });
-  const modelBytes = await bytesOf(plan.model_url);
-  for (const lane of plan.lanes) {
-    const bytes = await bytesOf(lane.url);
-    await post('./lane', await runLane({ ...lane, bytes, modelBytes, cases: plan.cases, workers: plan.workers }));
+  const bundle = {
+    baseUrl: new URL(plan.base, location.href).href,
+    trustedKeys: plan.trusted_keys,
+    allowDevKey: plan.allow_dev_key,
+  };
+  const env = await environment(bundle);
+  await post('./start', { env, chosen: env.chosen, user_agent: navigator.userAgent });
+  const model = { bytes: await bytesOf(plan.model_url), sha256: plan.model_sha256 };
+  const lanes = plan.lanes.map((l) => l.lane);
+  for (const lane of lanes) {
+    await post('./lane', await runLane({ lane, lanes, bundle, model, cases: plan.cases, workers: plan.workers }));
   }
 }
 
