@@ -1,8 +1,12 @@
-"""`tinyrustlm-release conformance BUNDLE [--engines ...] [--cases N] --out FILE`.
+"""`tinyrustlm-release conformance BUNDLE --trusted-keys FILE [--allow-dev-key] [--engines ...]
+[--cases N] --out FILE`.
 
 Runs the conformance matrix on a bundle folder and writes `tinyrustlm.conformance-report.v1`
-(and the HTML matrix beside it). Exit 0 when no row failed, 1 when one did (the report is
-written either way: a failure is recorded, never hidden), 3 on bad input.
+(and the HTML matrix beside it). The browsers and node run every lane through the bundle's
+js/loader.js, which verifies the signed manifest against the trusted keys; the signature is
+checked here first (`TrustRefused`, exit 3, before any engine starts). Exit 0 when no row
+failed, 1 when one did (the report is written either way: a failure is recorded, never
+hidden), 3 on bad input.
 """
 
 from __future__ import annotations
@@ -15,8 +19,15 @@ from pathlib import Path
 from pipeline.atomicio import write_atomic
 from pipeline.conformance import cases as case_gen
 from pipeline.conformance.html import render
-from pipeline.conformance.matrix import ALL_ENGINES, Options, run_matrix, run_speed
+from pipeline.conformance.matrix import (
+    ALL_ENGINES,
+    LOADER_ENGINES,
+    Options,
+    run_matrix,
+    run_speed,
+)
 from pipeline.conformance.subject import Subject, from_bundle
+from pipeline.conformance.trust import check_signed_manifest, load_trust
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, PipelineError
 from pipeline.modelpack import PRESETS, pack
 from verify.formats.conformance import ConformanceReport
@@ -68,6 +79,19 @@ def conformance(subject: Subject, opts: Options) -> ConformanceReport:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="a release bundle folder")
     parser.add_argument(
+        "--trusted-keys",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="tinyrustlm.trusted-keys.v1 file the loader verifies the manifest with "
+        "(required unless only wasmtime/native run)",
+    )
+    parser.add_argument(
+        "--allow-dev-key",
+        action="store_true",
+        help="let the loader accept a manifest signed by a development key",
+    )
+    parser.add_argument(
         "--engines",
         default=",".join(ALL_ENGINES),
         help=f"comma-separated (default: {','.join(ALL_ENGINES)})",
@@ -98,15 +122,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.cases < 1 or args.speed_runs < 1:
         raise UsageError("--cases and --speed-runs must be >= 1", where="command line")
+    engines = _names(args.engines, ALL_ENGINES, "--engines")
+    subject = from_bundle(args.bundle)
+    trust = None
+    if args.trusted_keys is not None:
+        trust, root = load_trust(args.trusted_keys, args.allow_dev_key)
+        check_signed_manifest(args.bundle, root, args.allow_dev_key)
+    elif any(e in LOADER_ENGINES for e in engines):
+        raise UsageError(
+            "--trusted-keys is required: the browsers and node run the lanes through "
+            "js/loader.js, which verifies the signed manifest",
+            where="--trusted-keys",
+            hint="a release's keygen writes NAME.trusted-keys.json; a development build's "
+            "is .dev-keys/development.trusted-keys.json (with --allow-dev-key)",
+        )
     opts = Options(
-        engines=_names(args.engines, ALL_ENGINES, "--engines"),
+        engines=engines,
+        trust=trust,
         cases=args.cases,
         seed=args.seed,
         speed_models=_names(args.speed, tuple(PRESETS), "--speed") if args.speed else (),
         speed_runs=args.speed_runs,
         page_timeout=args.timeout,
     )
-    report = conformance(from_bundle(args.bundle), opts)
+    report = conformance(subject, opts)
     write_atomic(args.out, report_bytes(report))
     html = args.html or args.out.with_suffix(".html")
     write_atomic(html, render(report).encode("utf-8"))

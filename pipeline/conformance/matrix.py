@@ -39,6 +39,7 @@ PAGE = Path(__file__).parent / "page"
 PAGE_FILES = ("index.html", "main.mjs", "lanerun.mjs")
 HOSTS = ("node", "wasmtime", "native")
 ALL_ENGINES = (*browsers.BROWSERS, *HOSTS)
+LOADER_ENGINES = (*browsers.BROWSERS, "node")  # the engines that run js/loader.js
 NODE_TIMEOUT_SECONDS = 1800
 MODEL_URL = "/model/model.trlm"
 WORKERS = 2

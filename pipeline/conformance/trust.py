@@ -1,0 +1,90 @@
+"""Whom the matrix's loader trusts, and the manifest signature checked before any engine starts.
+
+The JS engines run every lane through js/loader.js, which verifies manifest.sigstore.json
+against the trusted keys it is given; `conformance BUNDLE` checks the same signature here
+first, so a bundle the keys do not vouch for is one clear error instead of a matrix of
+failed rows. (`run_matrix` itself does not pre-check: there the loader's refusal is recorded.)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from pipeline.conformance.matrix import Trust
+from pipeline.errors import PipelineError
+from verify.bundle import errors as e
+from verify.bundle.dsse import parse_sigstore_bundle, verify_signature
+from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
+from verify.bundle.trusted_keys import TrustRoot, load_trust_root
+from verify.errors import VerifyError
+from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
+from verify.inputs import read_regular_file
+
+
+class TrustRefused(PipelineError):
+    """The trusted keys are unreadable, or the bundle's manifest signature does not verify
+    against them; `error_id` is the verifier's stable id (signature.invalid, ...)."""
+
+    def __init__(self, exc: VerifyError) -> None:
+        super().__init__(
+            f"[{exc.error_id}] {exc.message}",
+            where=exc.where,
+            hint="pass the tinyrustlm.trusted-keys.v1 file of the key that signed this bundle "
+            "(and --allow-dev-key for a development build)",
+        )
+        self.error_id = exc.error_id
+
+
+def load_trust(path: Path, allow_dev_key: bool) -> tuple[Trust, TrustRoot]:
+    """The document the loader gets, and the same keys parsed (checked) by the verifier."""
+    try:
+        root = load_trust_root(path)
+        doc = json.loads(read_regular_file(path, "trusted-keys"))
+    except VerifyError as exc:
+        raise TrustRefused(exc) from exc
+    return Trust(doc, allow_dev_key), root
+
+
+def check_signed_manifest(
+    bundle: Path, root: TrustRoot, allow_dev_key: bool, now: int | None = None
+) -> str:
+    """The keyid that signed `bundle`'s manifest, or `TrustRefused` saying why not."""
+    now = int(time.time()) if now is None else now
+    try:
+        signed = parse_sigstore_bundle(
+            read_regular_file(bundle / MANIFEST_SIGNATURE, "json"), MANIFEST_SIGNATURE
+        )
+        envelope = signed.envelope
+        if envelope.payload_type != MANIFEST_PAYLOAD_TYPE or len(envelope.signatures) != 1:
+            raise e.PayloadTypeMismatch(
+                f"expected one signature over {MANIFEST_PAYLOAD_TYPE!r}",
+                where=f"{MANIFEST_SIGNATURE}: dsseEnvelope",
+            )
+        signature = envelope.signatures[0]
+        key = root.keys.get(signature.keyid)
+        if key is None:
+            raise e.UntrustedKey(
+                f"signed by key {signature.keyid} which is not in the trusted-keys file",
+                where=f"{MANIFEST_SIGNATURE}: dsseEnvelope.signatures[0].keyid",
+            )
+        verify_signature(envelope, signature, key.public_key, MANIFEST_SIGNATURE)
+        if now >= key.not_after_epoch:
+            raise e.KeyExpired(
+                f"key {key.keyid[:16]}… is trusted only until epoch {key.not_after_epoch}",
+                where=f"{MANIFEST_SIGNATURE}: trusted key not_after",
+            )
+        if key.role == "development" and not allow_dev_key:
+            raise e.DevKeyRefused(
+                f"signed by development key {key.keyid[:16]}…; pass --allow-dev-key",
+                where=MANIFEST_SIGNATURE,
+            )
+        if envelope.payload != read_regular_file(bundle / MANIFEST, "json"):
+            raise e.ManifestMismatch(
+                "manifest.json is not byte-identical to the signed payload",
+                where=str(bundle / MANIFEST),
+            )
+    except VerifyError as exc:
+        raise TrustRefused(exc) from exc
+    return signature.keyid
