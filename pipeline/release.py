@@ -115,6 +115,8 @@ class Tested:
     verified: Verified
     detail: str
     conformance: bytes | None = None  # conformance.json, shipped and attested when present
+    # the manifest signature the matrix's loader verified (step 5 must produce the same bytes)
+    conformance_manifest_signature: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -396,9 +398,18 @@ def step_sign(tested: Tested) -> Signed:
         request.repo_root, request.key_path, dict(request.env), request.key_class
     )
     documents = assemble(read_material(tested), key.key_class)
+    signatures = sign_documents(documents, key)
+    ran_on = tested.conformance_manifest_signature
+    if ran_on is not None and ran_on != signatures[MANIFEST_SIGNATURE]:
+        raise CheckFailed(
+            "the conformance matrix ran on a signed manifest other than the one being released",
+            where=MANIFEST_SIGNATURE,
+            hint="the manifest must not depend on conformance.json, nor the key change between "
+            "steps 4 and 5",
+        )
     build_id = documents.manifest.build_id
     detail = f"key {key.keyid[:16]}… ({key.key_class}), build id {build_id[:16]}…"
-    return Signed(tested, key, documents, sign_documents(documents, key), detail)
+    return Signed(tested, key, documents, signatures, detail)
 
 
 # -- 6 bundle -----------------------------------------------------------------------------
