@@ -126,6 +126,7 @@ export async function runLane({ lane, lanes, bundle, model, workers = 2, cases }
         results.push({ id: c.id, error: String(e.message || e) });
       }
     }
+    lm.checkMemory(); // the loader's promise: memory fixed since activation (MemoryGrew)
     return { lane, status: 'ran', error: null, error_code: null, results, receipt: lm.receipt };
   } catch (e) {
     return { lane, status: 'failed', error: String(e.message || e), error_code: errorOf(e).code, results, receipt: lm.receipt };
