@@ -1,4 +1,5 @@
-"""What the matrix runs: the lanes of a release, from a bundle folder or from a build index.
+"""What the matrix runs: the lanes of a release, from a bundle folder (`release --conformance`
+stages one before signing).
 
 A lane's needs come from the signed manifest's own fields (`required_features`,
 `requires_cross_origin_isolation`, a native `target`), never from its id. The JS engines run
