@@ -15,9 +15,8 @@ from pathlib import Path
 from pipeline.conformance.matrix import Trust
 from pipeline.errors import PipelineError
 from verify.bundle import errors as e
-from verify.bundle.dsse import parse_sigstore_bundle, verify_signature
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
-from verify.bundle.trusted_keys import TrustRoot, load_trust_root
+from verify.bundle.trusted_keys import TrustRoot, check_signed, load_trust_root
 from verify.errors import VerifyError
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
 from verify.inputs import read_regular_file
@@ -53,32 +52,13 @@ def check_signed_manifest(
     """The keyid that signed `bundle`'s manifest, or `TrustRefused` saying why not."""
     now = int(time.time()) if now is None else now
     try:
-        signed = parse_sigstore_bundle(
-            read_regular_file(bundle / MANIFEST_SIGNATURE, "json"), MANIFEST_SIGNATURE
-        )
+        data = read_regular_file(bundle / MANIFEST_SIGNATURE, "json")
+        signed, key = check_signed(data, MANIFEST_SIGNATURE, root.keys, allow_dev_key, now)
         envelope = signed.envelope
-        if envelope.payload_type != MANIFEST_PAYLOAD_TYPE or len(envelope.signatures) != 1:
+        if envelope.payload_type != MANIFEST_PAYLOAD_TYPE:
             raise e.PayloadTypeMismatch(
-                f"expected one signature over {MANIFEST_PAYLOAD_TYPE!r}",
-                where=f"{MANIFEST_SIGNATURE}: dsseEnvelope",
-            )
-        signature = envelope.signatures[0]
-        key = root.keys.get(signature.keyid)
-        if key is None:
-            raise e.UntrustedKey(
-                f"signed by key {signature.keyid} which is not in the trusted-keys file",
-                where=f"{MANIFEST_SIGNATURE}: dsseEnvelope.signatures[0].keyid",
-            )
-        verify_signature(envelope, signature, key.public_key, MANIFEST_SIGNATURE)
-        if now >= key.not_after_epoch:
-            raise e.KeyExpired(
-                f"key {key.keyid[:16]}… is trusted only until epoch {key.not_after_epoch}",
-                where=f"{MANIFEST_SIGNATURE}: trusted key not_after",
-            )
-        if key.role == "development" and not allow_dev_key:
-            raise e.DevKeyRefused(
-                f"signed by development key {key.keyid[:16]}…; pass --allow-dev-key",
-                where=MANIFEST_SIGNATURE,
+                f"expected a signature over {MANIFEST_PAYLOAD_TYPE!r}",
+                where=f"{MANIFEST_SIGNATURE}: dsseEnvelope.payloadType",
             )
         if envelope.payload != read_regular_file(bundle / MANIFEST, "json"):
             raise e.ManifestMismatch(
@@ -87,4 +67,4 @@ def check_signed_manifest(
             )
     except VerifyError as exc:
         raise TrustRefused(exc) from exc
-    return signature.keyid
+    return key.keyid

@@ -32,11 +32,13 @@ from pipeline.conformance.subject import from_bundle
 from pipeline.errors import CheckFailed
 from pipeline.keys import load_private_key
 from pipeline.sign import sign_to_sigstore_bundle
+from verify.bundle.conformance_check import check_conformance
+from verify.bundle.errors import ConformanceMismatch
 from verify.bundle.layout import CONFORMANCE, MANIFEST, MANIFEST_SIGNATURE
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.canonical import canonical_json
 from verify.formats.conformance import ConformanceReport, ConformanceRow
-from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
+from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest
 from verify.formats.receipt import CapabilityReceipt
 
 pytestmark = pytest.mark.integration
@@ -220,6 +222,16 @@ def test_release_conformance_signs_the_manifest_its_loader_verified(
     for row in report.rows:
         receipt = CapabilityReceipt.model_validate(row.receipt)
         assert receipt.module.build_manifest_sha256 == manifest_sha
+    # verify bundle's step 13 holds the receipts to this manifest, whole
+    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    data = (bundle / CONFORMANCE).read_bytes()
+    assert "rows" in check_conformance(data, manifest, manifest_sha, ["node"])
+    with pytest.raises(ConformanceMismatch, match="not this bundle's"):
+        check_conformance(data, manifest, "0" * 64, [])
+    doc = json.loads(data)
+    doc["rows"][0]["receipt"]["observed"]["memory_bytes"] += 65536
+    with pytest.raises(ConformanceMismatch, match="not the digest of its receipt"):
+        check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, [])
 
     def smoke_with_another_signature(verified: release.Verified) -> release.Tested:
         # as if the matrix had run on another manifest (no need to run it again)

@@ -166,6 +166,7 @@ def test_a_failing_lane_the_manifest_disables_is_not_held_against_the_engine(
     doc["rows"].append({**webkit, "isolated": False, "outcome": "fail", "cases_passed": 0})
     report = json.dumps(doc).encode()
     with pytest.raises(ConformanceRowFailed):
-        check_conformance(report, manifest, ["webkit"])
+        check_conformance(report, manifest, SHA, ["webkit"])
     switched_off = manifest.model_copy(update={"disabled_lanes": [lane]})
-    assert "required engines webkit pass" in check_conformance(report, switched_off, ["webkit"])
+    verdict = check_conformance(report, switched_off, SHA, ["webkit"])
+    assert "required engines webkit pass" in verdict

@@ -2,28 +2,72 @@
 
 When `conformance.json` is present it must be a valid `tinyrustlm.conformance-report.v1`
 about this release: same version and revision, and every row names an artifact of this
-manifest by its SHA-256. With `--require-engines`, each named engine needs at least one
+manifest by its SHA-256. A row with a loader's capability receipt must carry it whole: its
+digest, the artifact it names, and the signed manifest it was loaded from (this bundle's, by
+SHA-256) — so a report from another manifest, or a receipt edited after the run, is refused.
+With `--require-engines`, each named engine needs at least one
 passing row and no failing row, except for a lane the manifest switches off in
 `disabled_lanes` (the signed switch a loader obeys: a lane off for this release).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from verify.bundle import errors as e
 from verify.bundle.layout import CONFORMANCE
-from verify.formats.conformance import ConformanceReport
+from verify.canonical import canonical_json
+from verify.formats.conformance import ConformanceReport, ConformanceRow
 from verify.formats.manifest import ModuleManifest
+from verify.formats.receipt import CapabilityReceipt
+
+RECEIPT_SCHEMA = "tinyrustlm.capability-receipt.v1"
 
 
 def _row_name(engine: str, lane: str, isolated: bool | None) -> str:
     return f"{engine}/{lane}" + ("" if isolated is None else f" (isolated={isolated})")
 
 
-def check_conformance(data: bytes | None, manifest: ModuleManifest, require: Sequence[str]) -> str:
+def _check_receipt(row: ConformanceRow, where: str, manifest_sha256: str) -> None:
+    """A loader's receipt in a row: intact, and about this artifact of this signed manifest."""
+    receipt = row.receipt
+    if receipt is None or receipt.get("schema") != RECEIPT_SCHEMA:
+        return  # wasmtime and native rows run no loader
+    name = _row_name(row.engine, row.lane, row.isolated)
+    digest = hashlib.sha256(canonical_json(receipt)).hexdigest()
+    if row.receipt_sha256 != digest:
+        raise e.ConformanceMismatch(
+            f"row {name}: receipt_sha256 is not the digest of its receipt",
+            where=f"{where}.receipt_sha256",
+        )
+    try:
+        module = CapabilityReceipt.model_validate(receipt).module
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise e.ConformanceInvalid(
+            f"row {name}: not a {RECEIPT_SCHEMA}: {field}: {first['msg']}",
+            where=f"{where}.receipt.{field}",
+        ) from exc
+    if module.sha256 != row.artifact_sha256:
+        raise e.ConformanceMismatch(
+            f"row {name}: the receipt is of module {module.sha256[:16]}…, not the row's artifact",
+            where=f"{where}.receipt.module.sha256",
+        )
+    if module.build_manifest_sha256 != manifest_sha256:
+        raise e.ConformanceMismatch(
+            f"row {name}: the loader verified manifest {module.build_manifest_sha256[:16]}…, "
+            f"not this bundle's {manifest_sha256[:16]}…",
+            where=f"{where}.receipt.module.build_manifest_sha256",
+        )
+
+
+def check_conformance(
+    data: bytes | None, manifest: ModuleManifest, manifest_sha256: str, require: Sequence[str]
+) -> str:
     if data is None:
         if require:
             raise e.ConformanceMissing(
@@ -58,6 +102,7 @@ def check_conformance(data: bytes | None, manifest: ModuleManifest, require: Seq
                 "not this manifest's",
                 where=f"{CONFORMANCE}: rows[{i}].artifact_sha256",
             )
+        _check_receipt(row, f"{CONFORMANCE}: rows[{i}]", manifest_sha256)
     disabled = set(manifest.disabled_lanes or ())
     for engine in require:
         rows = [r for r in report.rows if r.engine == engine and r.lane not in disabled]

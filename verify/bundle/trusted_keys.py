@@ -27,7 +27,8 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
-from verify.bundle.dsse import keyid_of
+from verify.bundle import errors as e
+from verify.bundle.dsse import SigstoreBundle, keyid_of, parse_sigstore_bundle, verify_signature
 from verify.bundle.errors import TrustedKeysInvalid
 from verify.canonical import MalformedJson, parse_json
 from verify.inputs import read_regular_file
@@ -131,3 +132,37 @@ def load_trust_root(path: Path) -> TrustRoot:
             entry.keyid, public_key, entry.role, int(entry.not_after.timestamp())
         )
     return TrustRoot(keys, one_signer=doc.signers == "one-key")
+
+
+def check_signed(
+    data: bytes, name: str, trusted: dict[str, TrustedKey], allow_dev_key: bool, now: int
+) -> tuple[SigstoreBundle, TrustedKey]:
+    """One signature bundle (file `name`) judged against the trust root: exactly one
+    signature, by a trusted key, valid, within the key's not-after, and a development key
+    only when allowed. The verifier's steps 2-4 and the conformance matrix's pre-check."""
+    bundle = parse_sigstore_bundle(data, name)
+    if len(bundle.envelope.signatures) != 1:
+        raise e.MalformedSignatureBundle(
+            f"expected exactly one signature, found {len(bundle.envelope.signatures)}",
+            where=name,
+        )
+    signature = bundle.envelope.signatures[0]
+    key = trusted.get(signature.keyid)
+    if key is None:
+        raise e.UntrustedKey(
+            f"signed by key {signature.keyid} which is not in the trusted-keys file",
+            where=f"{name}: dsseEnvelope.signatures[0].keyid",
+        )
+    verify_signature(bundle.envelope, signature, key.public_key, name)
+    if now >= key.not_after_epoch:
+        raise e.KeyExpired(
+            f"key {key.keyid[:16]}… is trusted only until epoch {key.not_after_epoch}",
+            where=f"{name}: trusted key not_after",
+        )
+    if key.role == "development" and not allow_dev_key:
+        raise e.DevKeyRefused(
+            f"signed by development key {key.keyid[:16]}…; pass --allow-dev-key to "
+            "accept a local trial build",
+            where=name,
+        )
+    return bundle, key

@@ -57,8 +57,6 @@ from verify.bundle.conformance_check import check_conformance
 from verify.bundle.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     SigstoreBundle,
-    parse_sigstore_bundle,
-    verify_signature,
 )
 from verify.bundle.layout import (
     ATTESTED_FIXED_FILES,
@@ -85,7 +83,7 @@ from verify.bundle.tarball import (
     member_limit,
     read_tarball,
 )
-from verify.bundle.trusted_keys import TrustedKey
+from verify.bundle.trusted_keys import TrustedKey, check_signed
 from verify.bundle.versions import version_key
 from verify.canonical import MalformedJson, canonical_json, parse_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id_of
@@ -219,31 +217,7 @@ def _check_signatures(
     for name in SIGNED_FILES:
         if name not in state.files:
             raise e.MissingFile("signature bundle is missing", where=name)
-        bundle = parse_sigstore_bundle(state.files[name], name)
-        if len(bundle.envelope.signatures) != 1:
-            raise e.MalformedSignatureBundle(
-                f"expected exactly one signature, found {len(bundle.envelope.signatures)}",
-                where=name,
-            )
-        signature = bundle.envelope.signatures[0]
-        key = trusted.get(signature.keyid)
-        if key is None:
-            raise e.UntrustedKey(
-                f"signed by key {signature.keyid} which is not in the trusted-keys file",
-                where=f"{name}: dsseEnvelope.signatures[0].keyid",
-            )
-        verify_signature(bundle.envelope, signature, key.public_key, name)
-        if now >= key.not_after_epoch:
-            raise e.KeyExpired(
-                f"key {key.keyid[:16]}… is trusted only until epoch {key.not_after_epoch}",
-                where=f"{name}: trusted key not_after",
-            )
-        if key.role == "development" and not allow_dev_key:
-            raise e.DevKeyRefused(
-                f"signed by development key {key.keyid[:16]}…; pass --allow-dev-key to "
-                "accept a local trial build",
-                where=name,
-            )
+        bundle, key = check_signed(state.files[name], name, trusted, allow_dev_key, now)
         state.signed[name] = bundle
         state.signer[name] = key
     roles = {k.keyid: k.role for k in state.signer.values()}
@@ -642,7 +616,9 @@ def verify_bundle(
         done(10, _check_builder_paths(state))
         done(11, _check_checksums(state))
         done(12, _check_report(state, derive))
-        done(13, check_conformance(state.files.get(CONFORMANCE), _manifest(state), require_engines))
+        conformance = state.files.get(CONFORMANCE)
+        manifest_sha256 = _sha(state.files[MANIFEST])
+        done(13, check_conformance(conformance, _manifest(state), manifest_sha256, require_engines))
         done(14, _check_rebuilds(state, rebuilds, now))
         manifest = _manifest(state)
         signer = state.signer[MANIFEST_SIGNATURE]
