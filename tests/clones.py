@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -36,3 +38,18 @@ def run_build(
         text=True,
         umask=umask,
     )
+
+
+# A bundle released from this checkout (signed with its .dev-keys) can stand in for the
+# session's full release while working on the loader or the conformance matrix.
+BUNDLE_ENV = "TINYRUSTLM_LOADER_BUNDLE"
+
+
+def bundle_and_dev_keys(request: pytest.FixtureRequest) -> tuple[Path, Path]:
+    """(the bundle under test, the .dev-keys folder of the development key that signed it)."""
+    override = os.environ.get(BUNDLE_ENV)
+    if override:
+        return Path(override), REPO_ROOT / ".dev-keys"
+    bundle: Path = request.getfixturevalue("released_bundle")
+    clone: Path = request.getfixturevalue("built_clone")
+    return bundle, clone / ".dev-keys"

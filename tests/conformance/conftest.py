@@ -4,29 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from pipeline.conformance.matrix import Trust
 from pipeline.modelpack import PRESETS, pack
+from tests.clones import bundle_and_dev_keys
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# As in tests/loader: a bundle released from this checkout (signed with its .dev-keys) can
-# stand in for the session's full release while working on the matrix.
-BUNDLE_ENV = "TINYRUSTLM_LOADER_BUNDLE"
 
 
 @pytest.fixture(scope="session")
 def conformance_bundle(request: pytest.FixtureRequest) -> tuple[Path, Path]:
     """(bundle, the trusted-keys file of the development key that signed it)."""
-    override = os.environ.get(BUNDLE_ENV)
-    if override:
-        return Path(override), REPO_ROOT / ".dev-keys/development.trusted-keys.json"
-    bundle: Path = request.getfixturevalue("released_bundle")
-    clone: Path = request.getfixturevalue("built_clone")
-    return bundle, clone / ".dev-keys/development.trusted-keys.json"
+    bundle, keys = bundle_and_dev_keys(request)
+    return bundle, keys / "development.trusted-keys.json"
 
 
 @pytest.fixture(scope="session")

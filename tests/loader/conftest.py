@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,13 +12,11 @@ import pytest
 
 from pipeline.modelpack import PRESETS, pack
 from pipeline.serve import STALL, Site, start
+from tests.clones import bundle_and_dev_keys
 from tests.loader.site import make_site
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = REPO_ROOT / "tests/golden/e2e_decode.json"
-# A bundle released from this checkout (with its .dev-keys) can stand in for the session's
-# full release while working on the loader: TINYRUSTLM_LOADER_BUNDLE=dist/tinyrustlm-<v>.
-BUNDLE_ENV = "TINYRUSTLM_LOADER_BUNDLE"
 STALLED_WORKER = "/stalled/worker.js"
 
 
@@ -38,12 +35,8 @@ def golden() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def loader_bundle(request: pytest.FixtureRequest) -> tuple[Path, Path]:
     """(bundle, development private key that signed it)."""
-    override = os.environ.get(BUNDLE_ENV)
-    if override:
-        return Path(override), REPO_ROOT / ".dev-keys/development.key.pem"
-    bundle: Path = request.getfixturevalue("released_bundle")
-    clone: Path = request.getfixturevalue("built_clone")
-    return bundle, clone / ".dev-keys/development.key.pem"
+    bundle, keys = bundle_and_dev_keys(request)
+    return bundle, keys / "development.key.pem"
 
 
 @pytest.fixture(scope="session")

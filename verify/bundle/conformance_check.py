@@ -31,6 +31,13 @@ def _row_name(engine: str, lane: str, isolated: bool | None) -> str:
     return f"{engine}/{lane}" + ("" if isolated is None else f" (isolated={isolated})")
 
 
+def _invalid(exc: ValidationError, what: str, where: str) -> e.ConformanceInvalid:
+    """The first validation error, naming its field (`where` + the field's path)."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"])
+    return e.ConformanceInvalid(f"{what}: {field}: {first['msg']}", where=f"{where}{field}")
+
+
 def _check_receipt(row: ConformanceRow, where: str, manifest_sha256: str) -> None:
     """A loader's receipt in a row: intact, and about this artifact of this signed manifest."""
     receipt = row.receipt
@@ -46,12 +53,7 @@ def _check_receipt(row: ConformanceRow, where: str, manifest_sha256: str) -> Non
     try:
         module = CapabilityReceipt.model_validate(receipt).module
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise e.ConformanceInvalid(
-            f"row {name}: not a {RECEIPT_SCHEMA}: {field}: {first['msg']}",
-            where=f"{where}.receipt.{field}",
-        ) from exc
+        raise _invalid(exc, f"row {name}: not a {RECEIPT_SCHEMA}", f"{where}.receipt.") from exc
     if module.sha256 != row.artifact_sha256:
         raise e.ConformanceMismatch(
             f"row {name}: the receipt is of module {module.sha256[:16]}…, not the row's artifact",
@@ -78,12 +80,8 @@ def check_conformance(
     try:
         report = ConformanceReport.model_validate_json(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise e.ConformanceInvalid(
-            f"not a tinyrustlm.conformance-report.v1: {field}: {first['msg']}",
-            where=f"{CONFORMANCE}: {field}",
-        ) from exc
+        what = "not a tinyrustlm.conformance-report.v1"
+        raise _invalid(exc, what, f"{CONFORMANCE}: ") from exc
     if (report.release_version, report.source_revision) != (
         manifest.version,
         manifest.source_revision,
