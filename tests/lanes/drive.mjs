@@ -274,7 +274,7 @@ async function cancel(lanePath, workers, modelPath) {
 // ---- tiled kernels against matvec, every tail length -----------------------------------------
 
 /** Deterministic matrices per layout, cols (every q8/q4 tail: 1..64, and longer rows) and
- * tile size (1..9: groups of 4 and remainders); the harness counts differing bits. */
+ * tile size (1..13: groups of 8 and 4 and remainders); the harness counts differing bits. */
 async function tiles(harnessPath) {
   const { instance } = await WebAssembly.instantiate(readFileSync(harnessPath), {});
   const h = new Harness(instance.exports);
@@ -304,7 +304,7 @@ async function tiles(harnessPath) {
         w = h.bytes(bytes);
         wLen = bytes.length;
       }
-      for (let tokens = 1; tokens <= 9; tokens++) {
+      for (let tokens = 1; tokens <= 13; tokens++) { // every mix of the 8-, 4- and 1-token groups
         const xs = h.f32(Array.from({ length: tokens * cols }, unit));
         cases.push({ layout, cols, tokens, differ: ex.h_tile_mismatches(layout, w, wLen, xs, cols, rows, tokens) });
       }

@@ -90,7 +90,7 @@ def test_tiled_kernels_equal_matvec_bit_for_bit(
     lane_id: str, harness: Callable[[str], Path], drive: Drive
 ) -> None:
     """The prefill tile kernels (`kernels::tile_rows`) against one matvec per token, for f32,
-    q8 and q4, every tail length 1..64 plus longer rows, tiles of 1..9 tokens, rows split as a
+    q8 and q4, every tail length 1..64 plus longer rows, tiles of 1..13 tokens, rows split as a
     partition would; and `attention_head` against `attention` for every head."""
     doc = drive("tiles", harness(lane_id))
     assert doc["simd"] is (lane_id != "scalar-wasm32")

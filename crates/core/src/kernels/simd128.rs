@@ -391,6 +391,10 @@ fn quant_tile(
     let tokens = xs.len() / cols;
     for (r, row) in w.chunks_exact(row_bytes).enumerate() {
         let mut t = 0;
+        while t + 8 <= tokens {
+            group::<8>(row, &xs[t * cols..(t + 8) * cols], cols, whole, blocks, block_bytes, codes, tail, &mut |k, v| emit(r, t + k, v));
+            t += 8;
+        }
         while t + 4 <= tokens {
             group::<4>(row, &xs[t * cols..(t + 4) * cols], cols, whole, blocks, block_bytes, codes, tail, &mut |k, v| emit(r, t + k, v));
             t += 4;
