@@ -132,10 +132,13 @@ function* sweepCases() {
     }
     return Uint8Array.from(bytes);
   };
-  // every tail length from 1 to 2x the q8/q4 block (32), odd rows for the two-row kernel
+  // every tail length from 1 to 2x the q8/q4 block (32); rows 3, 5, 6, 7: the two-row kernel
+  // with and without a single last row, over one to three pairs
   for (const [op, q4] of [['q8_matvec', false], ['q4_matvec', true]]) {
     for (let cols = 1; cols <= 64; cols++) yield { op, shape: { rows: 5, cols }, inputs: { w: packed(5, cols, q4), x: vec(cols) } };
-    for (const cols of [96, 1024]) yield { op, shape: { rows: 3, cols }, inputs: { w: packed(3, cols, q4), x: vec(cols) } };
+    for (const cols of [96, 1024]) {
+      for (const rows of [3, 6, 7]) yield { op, shape: { rows, cols }, inputs: { w: packed(rows, cols, q4), x: vec(cols) } };
+    }
   }
   // f32 kernels: every tail length from 1 to 2x the vector width (4), and a few long ones
   const lengths = [1, 2, 3, 4, 5, 6, 7, 8, 31, 33, 64, 257];
