@@ -190,7 +190,8 @@ def _memarg(body: Sequence[int], pos: int, base: int, extra: _Extra) -> int:
 
 
 def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra) -> int:
-    """Decode the immediates of any operator (the generic, slower path)."""
+    """Decode the immediates of any operator but br_table and try_table (the generic, slower
+    path; those two are decoded by `_structured`, which checks their labels)."""
     for imm in op.imms:
         if imm in _ONE_LEB and body[pos] < 0x80:  # any one-byte LEB is in range
             if (imm is Imm.MEM or imm is Imm.TABLE) and body[pos]:
@@ -213,10 +214,6 @@ def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra)
                 extra.requires |= Proposal.MULTI_MEMORY
             elif index:
                 extra.requires |= Proposal.REFERENCE_TYPES
-        elif imm is Imm.BR_TABLE:
-            n, pos = _u32(body, pos, base, "br_table label count")
-            for _ in range(n + 1):
-                pos = _leb(body, pos, False, 32, base, "br_table label")
         elif imm is Imm.F32:
             pos += 4
         elif imm is Imm.F64:
@@ -238,19 +235,8 @@ def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra)
                 pos += 1
         elif imm is Imm.HEAPTYPE:
             pos = _leb(body, pos, True, 33, base, "heap type")
-        elif imm is Imm.TRY_TABLE:
-            pos = _blocktype(body, pos, base, extra)
-            n, pos = _u32(body, pos, base, "try_table catch count")
-            for _ in range(n):
-                kind = body[pos]
-                pos += 1
-                if kind > 3:
-                    raise MalformedWasm(f"invalid try_table catch kind {kind}", base + pos - 1)
-                if kind < 2:  # catch / catch_ref carry a tag index
-                    pos = _leb(body, pos, False, 32, base, "catch tag")
-                pos = _leb(body, pos, False, 32, base, "catch label")
-        else:  # pragma: no cover - every Imm kind is handled above
-            raise AssertionError(imm)
+        else:  # pragma: no cover - br_table and try_table are `_structured`'s (their labels
+            raise AssertionError(imm)  # are checked against the open frames)
     return pos
 
 
