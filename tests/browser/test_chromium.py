@@ -18,21 +18,14 @@ from typing import Any
 
 import pytest
 
+from pipeline.conformance.browsers import CHROMIUM_FLAGS
+
 pytestmark = pytest.mark.integration
 
 PAGE = Path(__file__).parent / "page"
 CHROMIUM = shutil.which("chromium")
-# Flags from the machine notes: no sandbox as root, and no background traffic off this host.
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# the harness's one list: no sandbox as root, no background traffic off this host
+FLAGS = list(CHROMIUM_FLAGS)
 TIMEOUT_SECONDS = 90
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.conformance.browsers import CHROMIUM_FLAGS
 from pipeline.serve import Site
 from tests.loader.cases import AFTER_INSTANTIATION, REFUSALS, Case, Env
 from tests.loader.checks import by_name, check_ran, check_refused
@@ -25,16 +26,8 @@ from tests.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
 
 pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-quic",
-    "--disable-sync",
-]
+# the harness's one list: no sandbox as root, no background traffic off this host
+FLAGS = list(CHROMIUM_FLAGS)
 PAGE_TIMEOUT_SECONDS = 300
 WORKER_START_BOUND_MS = 3000
 needs_chromium = pytest.mark.skipif(

@@ -9,7 +9,9 @@ machine probe, the build loads the hand-made index, and verification uses `fake_
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -37,6 +39,7 @@ from pipeline.release import (
 )
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import Verdict, verify_bundle
+from verify.cli import main as verify_main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSION = "9.9.9"
@@ -243,3 +246,22 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Harness, Path]:
     key = generate_key_files(tmp / "keys", "release", "release")
     h = Harness(tmp, repo, key, commit_time)
     return h, h.release().bundle
+
+
+def copy_pristine(pristine: tuple[Harness, Path], tmp_path: Path) -> Path:
+    """A copy of the module's pristine bundle to tamper with."""
+    target = tmp_path / "bundle"
+    shutil.copytree(pristine[1], target)
+    return target
+
+
+def verify_json(bundle: Path, trusted: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    """`tinyrustlm-verify bundle BUNDLE --trusted-keys T --json ...` in this process: the exit
+    code, the JSON verdict and stderr (which never holds a traceback)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = verify_main(
+            ["bundle", str(bundle), "--trusted-keys", str(trusted), "--json", *extra]
+        )
+    assert "Traceback" not in err.getvalue()
+    return code, json.loads(out.getvalue()), err.getvalue()

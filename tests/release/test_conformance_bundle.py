@@ -7,8 +7,6 @@ needs a passing row and no failing one; a failure nobody requires is recorded, n
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from collections.abc import Sequence
 from dataclasses import replace
@@ -22,11 +20,10 @@ from verify.bundle import verifier
 from verify.bundle.conformance_check import check_conformance
 from verify.bundle.errors import ConformanceRowFailed
 from verify.bundle.layout import CONFORMANCE, MANIFEST, parse_checksums
-from verify.cli import main as verify_main
 from verify.formats.conformance import CaseSet, ConformanceReport, ConformanceRow
 from verify.formats.manifest import ModuleManifest
 
-from .conftest import Harness, fake_report
+from .conftest import Harness, fake_report, verify_json
 
 SHA = "c" * 64
 # (engine, isolated, outcome) rows, applied to every lane of the release
@@ -94,14 +91,9 @@ def _release(
 
 
 def _verify(harness: Harness, bundle: Path, require: str) -> tuple[int, dict[str, Any]]:
-    out, err = io.StringIO(), io.StringIO()
     extra = ["--require-engines", require] if require else []
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = verify_main(
-            ["bundle", str(bundle), "--trusted-keys", str(harness.trusted), "--json", *extra]
-        )
-    assert "Traceback" not in err.getvalue()
-    return code, json.loads(out.getvalue())
+    code, doc, _ = verify_json(bundle, harness.trusted, *extra)
+    return code, doc
 
 
 CASES = [

@@ -13,7 +13,6 @@ import gzip
 import io
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -22,7 +21,6 @@ import tracemalloc
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -35,7 +33,7 @@ from verify.bundle.tarball import GZIP_HEADER, HARD_LIMITS
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.cli import main as verify_main
 
-from .conftest import VERSION, Harness, fake_report
+from .conftest import VERSION, Harness, copy_pristine, fake_report, verify_json
 
 REPO = Path(__file__).resolve().parents[2]
 TOP = f"tinyrustlm-{VERSION}"
@@ -46,20 +44,6 @@ MiB = 1024 * 1024
 @pytest.fixture(autouse=True)
 def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verifier, "default_deriver", lambda: fake_report)
-
-
-def _copy(pristine: tuple[Harness, Path], tmp_path: Path) -> Path:
-    target = tmp_path / "bundle"
-    shutil.copytree(pristine[1], target)
-    return target
-
-
-def _run(path: Path, trusted: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = verify_main(["bundle", str(path), "--trusted-keys", str(trusted), "--json", *extra])
-    assert "Traceback" not in err.getvalue()
-    return code, json.loads(out.getvalue())
 
 
 # -- gzip/tar builders ----------------------------------------------------------------------
@@ -145,7 +129,7 @@ def test_bomb_is_refused_at_the_limit(
         target = tmp_path / TARBALL
         target.write_bytes(data)
     else:
-        target = _copy(pristine, tmp_path)
+        target = copy_pristine(pristine, tmp_path)
         (target / TARBALL).write_bytes(data)
     del data
     tracemalloc.start()
@@ -162,7 +146,7 @@ def test_bomb_is_refused_at_the_limit(
     # never more than the limits admit: the members held, one being assembled, a chunk
     bound = HARD_LIMITS.total_bytes + HARD_LIMITS.member_bytes + 16 * MiB
     assert peak < bound, f"peak {peak / MiB:.0f} MiB"
-    code, result = _run(target, pristine[0].trusted)
+    code, result, _ = verify_json(target, pristine[0].trusted)
     assert (code, result["error"]["id"]) == (1, "bundle.limit")
 
 
@@ -258,9 +242,9 @@ def test_tarball_bytes_are_pinned(
         target = tmp_path / TARBALL
         target.write_bytes(data)
     else:
-        target = _copy(pristine, tmp_path)
+        target = copy_pristine(pristine, tmp_path)
         (target / TARBALL).write_bytes(data)
-    code, result = _run(target, pristine[0].trusted)
+    code, result, _ = verify_json(target, pristine[0].trusted)
     assert (code, result["error"]["id"]) == (1, error_id)
 
 
@@ -273,7 +257,7 @@ def test_corrupt_deflate_is_a_typed_error(
         data[int(len(data) * at) + i] ^= 0xA5
     target = tmp_path / TARBALL
     target.write_bytes(bytes(data))
-    code, result = _run(target, pristine[0].trusted)
+    code, result, _ = verify_json(target, pristine[0].trusted)
     assert (code, result["error"]["id"]) == (1, "tarball.gzip")
 
 
@@ -328,8 +312,8 @@ def test_bad_input_is_typed_with_json_output(
     pristine: tuple[Harness, Path], tmp_path: Path, case: str
 ) -> None:
     make, exit_code, error_id = INPUTS[case]
-    bundle, trusted = make(_copy(pristine, tmp_path), pristine[0])
-    code, result = _run(bundle, trusted)
+    bundle, trusted = make(copy_pristine(pristine, tmp_path), pristine[0])
+    code, result, _ = verify_json(bundle, trusted)
     assert (code, result["ok"], result["error"]["id"]) == (exit_code, False, error_id)
 
 
@@ -409,9 +393,9 @@ def test_manifest_and_provenance_need_one_key(
     pristine: tuple[Harness, Path], tmp_path: Path, policy: str, exit_code: int,
     error_id: str | None,
 ) -> None:  # fmt: skip
-    bundle = _copy(pristine, tmp_path)
+    bundle = copy_pristine(pristine, tmp_path)
     trusted = _provenance_by_second_key(bundle, pristine[0], tmp_path, policy)
-    code, result = _run(bundle, trusted)
+    code, result, _ = verify_json(bundle, trusted)
     assert (code, (result["error"] or {}).get("id")) == (exit_code, error_id)
 
 
@@ -424,7 +408,7 @@ def test_manifest_and_provenance_need_one_key(
 def test_not_before_version(
     pristine: tuple[Harness, Path], floor: str, exit_code: int, error_id: str | None
 ) -> None:
-    code, result = _run(pristine[1], pristine[0].trusted, "--not-before-version", floor)
+    code, result, _ = verify_json(pristine[1], pristine[0].trusted, "--not-before-version", floor)
     assert (code, (result["error"] or {}).get("id")) == (exit_code, error_id)
 
 

@@ -13,7 +13,6 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -27,7 +26,7 @@ from verify.cli import main as verify_main
 from verify.formats.manifest import ModuleManifest
 from verify.formats.rebuild import RebuildStatement
 
-from .conftest import Harness, fake_report
+from .conftest import Harness, fake_report, verify_json
 
 # A fixed seed per rebuilder name, so every test run uses the same keys.
 REBUILDERS = ("alice", "bob", "carol")  # trusted; "mallory" is not
@@ -86,16 +85,6 @@ CASES: dict[str, tuple[tuple[Attest, ...], int, bool, int]] = {
 }
 
 
-def _run(bundle: Path, trusted: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = verify_main(
-            ["bundle", str(bundle), "--trusted-keys", str(trusted), "--json", *extra]
-        )
-    assert "Traceback" not in err.getvalue()
-    return code, json.loads(out.getvalue()), err.getvalue()
-
-
 @pytest.mark.parametrize(("specs", "k", "accepted", "counting"), CASES.values(), ids=CASES.keys())
 def test_k_of_n_rebuilds(
     pristine: tuple[Harness, Path],
@@ -121,7 +110,7 @@ def test_k_of_n_rebuilds(
     args = ["--rebuilders", str(rebuilders), "--require-rebuilds", str(k)]
     for path in files:
         args += ["--rebuild-attestation", str(path)]
-    code, result, err = _run(bundle, harness.trusted, *args)
+    code, result, err = verify_json(bundle, harness.trusted, *args)
     if accepted:
         assert (code, result["ok"]) == (0, True), err
         assert result["steps"][13]["detail"].startswith(f"{counting} of 3 rebuilders")

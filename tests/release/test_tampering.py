@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +24,7 @@ from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.cli import main as verify_main
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
 
-from .conftest import VERSION, Harness, fake_report
+from .conftest import VERSION, Harness, copy_pristine, fake_report, verify_json
 
 TARBALL = f"tinyrustlm-{VERSION}.tar.gz"
 
@@ -33,26 +32,6 @@ TARBALL = f"tinyrustlm-{VERSION}.tar.gz"
 @pytest.fixture(autouse=True)
 def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verifier, "default_deriver", lambda: fake_report)
-
-
-def _copy(pristine: tuple[Harness, Path], tmp_path: Path) -> Path:
-    target = tmp_path / "bundle"
-    shutil.copytree(pristine[1], target)
-    return target
-
-
-def _run(bundle: Path, trusted: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    import contextlib
-    import io
-
-    out = io.StringIO()
-    err = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = verify_main(
-            ["bundle", str(bundle), "--trusted-keys", str(trusted), "--json", *extra]
-        )
-    assert "Traceback" not in err.getvalue()
-    return code, json.loads(out.getvalue())
 
 
 def flip(path: Path) -> None:
@@ -96,12 +75,12 @@ FLIP_CASES = [
 def test_flip_a_byte(
     pristine: tuple[Harness, Path], tmp_path: Path, pattern: str, error_id: str
 ) -> None:
-    bundle = _copy(pristine, tmp_path)
+    bundle = copy_pristine(pristine, tmp_path)
     (target,) = bundle.glob(pattern)
     before = target.read_bytes()
     flip(target)
     assert target.read_bytes() != before
-    code, result = _run(bundle, pristine[0].trusted)
+    code, result, _ = verify_json(bundle, pristine[0].trusted)
     assert (code, result["ok"], result["error"]["id"]) == (1, False, error_id)
 
 
@@ -265,26 +244,26 @@ CASES: dict[str, tuple[Callable[[Path, Harness], Path], tuple[str, ...], str]] =
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_tampering(pristine: tuple[Harness, Path], tmp_path: Path, case: str) -> None:
     tamper, extra, error_id = CASES[case]
-    bundle = _copy(pristine, tmp_path)
+    bundle = copy_pristine(pristine, tmp_path)
     trusted = tamper(bundle, pristine[0])
-    code, result = _run(bundle, trusted, *extra)
+    code, result, _ = verify_json(bundle, trusted, *extra)
     assert (code, result["error"]["id"]) == (1, error_id)
 
 
 def test_pristine_copy_verifies(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
     """The control for every case above: an untouched copy passes through the same CLI."""
-    bundle = _copy(pristine, tmp_path)
-    code, result = _run(bundle, pristine[0].trusted)
+    bundle = copy_pristine(pristine, tmp_path)
+    code, result, _ = verify_json(bundle, pristine[0].trusted)
     assert (code, result["ok"], len(result["steps"])) == (0, True, 14)
 
 
 def test_expired_manifest(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
     h, _ = pristine
-    bundle = _copy(pristine, tmp_path)
+    bundle = copy_pristine(pristine, tmp_path)
     expires = json.loads((bundle / "manifest.json").read_text())["expires_epoch"]
-    code, result = _run(bundle, h.trusted, "--at-epoch", str(expires))
+    code, result, _ = verify_json(bundle, h.trusted, "--at-epoch", str(expires))
     assert (code, result["error"]["id"]) == (1, "manifest.expired")
-    code, _ = _run(bundle, h.trusted, "--at-epoch", str(expires - 1))
+    code, _, _ = verify_json(bundle, h.trusted, "--at-epoch", str(expires - 1))
     assert code == 0
 
 
@@ -292,9 +271,9 @@ def test_dev_key_needs_allow_dev_key(harness: Harness, tmp_path: Path) -> None:
     bundle = harness.release(key_path=None, env={}).bundle
     assert bundle is not None
     trusted = harness.repo / ".dev-keys/development.trusted-keys.json"
-    code, result = _run(bundle, trusted)
+    code, result, _ = verify_json(bundle, trusted)
     assert (code, result["error"]["id"]) == (1, "signature.development-key")
-    code, result = _run(bundle, trusted, "--allow-dev-key")
+    code, result, _ = verify_json(bundle, trusted, "--allow-dev-key")
     assert (code, result["key_class"]) == (0, "development")
 
 
@@ -311,7 +290,7 @@ def test_report_is_rederived_with_verifiers_policy(
         return report
 
     monkeypatch.setattr(verifier, "default_deriver", lambda: stricter)
-    code, result = _run(pristine[1], pristine[0].trusted)
+    code, result, _ = verify_json(pristine[1], pristine[0].trusted)
     assert (code, result["error"]["id"]) == (1, "report.mismatch")
 
 
@@ -326,7 +305,7 @@ def test_unreadable_input_exits_3(
     path = tmp_path / "input.tar.gz"
     if content is not None:
         path.write_bytes(content)
-    code, result = _run(path, pristine[0].trusted)
+    code, result, _ = verify_json(path, pristine[0].trusted)
     assert (code, result["error"]["id"]) == (3, error_id)
 
 
@@ -338,7 +317,7 @@ def test_unreadable_input_exits_3(
 def test_bad_trusted_keys_exit_3(pristine: tuple[Harness, Path], tmp_path: Path, text: str) -> None:
     path = tmp_path / "trusted.json"
     path.write_text(text)
-    code, result = _run(pristine[1], path)
+    code, result, _ = verify_json(pristine[1], path)
     assert (code, result["error"]["id"]) == (3, "trusted-keys.invalid")
     assert result["error"]["step"] is None and result["steps"] == []
 
@@ -348,14 +327,14 @@ def test_keyid_must_be_the_keys_digest(pristine: tuple[Harness, Path], tmp_path:
     doc["keys"][0]["keyid"] = "f" * 64
     path = tmp_path / "trusted.json"
     path.write_text(json.dumps(doc))
-    code, result = _run(pristine[1], path)
+    code, result, _ = verify_json(pristine[1], path)
     assert (code, result["error"]["id"]) == (3, "trusted-keys.invalid")
 
 
 def test_human_output_names_the_failed_step(
     pristine: tuple[Harness, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bundle = _copy(pristine, tmp_path)
+    bundle = copy_pristine(pristine, tmp_path)
     (bundle / "js/extra.js").write_text("x")
     code = verify_main(["bundle", str(bundle), "--trusted-keys", str(pristine[0].trusted)])
     out, err = capsys.readouterr()
@@ -371,7 +350,7 @@ def test_signed_payload_is_used_not_reserialised(
     from pipeline.keys import load_private_key
 
     h, _ = pristine
-    bundle = _copy(pristine, tmp_path)
+    bundle = copy_pristine(pristine, tmp_path)
     pretty = json.dumps(json.loads((bundle / "manifest.json").read_text()), indent=1).encode()
     (bundle / "manifest.json").write_bytes(pretty)
     _resign(
@@ -381,7 +360,7 @@ def test_signed_payload_is_used_not_reserialised(
         MANIFEST_PAYLOAD_TYPE,
         pretty,
     )
-    code, result = _run(bundle, h.trusted)
+    code, result, _ = verify_json(bundle, h.trusted)
     assert (code, result["error"]["id"]) == (1, "manifest.invalid")
 
 
@@ -389,5 +368,5 @@ def test_other_trusted_key_file_does_not_vouch(
     pristine: tuple[Harness, Path], tmp_path: Path
 ) -> None:
     other = generate_key_files(tmp_path / "other", "other", "release")
-    code, result = _run(pristine[1], other.trusted_keys)
+    code, result, _ = verify_json(pristine[1], other.trusted_keys)
     assert (code, result["error"]["id"]) == (1, "signature.untrusted-key")
