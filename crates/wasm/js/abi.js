@@ -36,22 +36,27 @@ export async function loadModel(rt, bytes) {
   });
 }
 
+/** The 40-byte session config record of `cfg` (defaults: greedy, the model's context) into `v`. */
+export function writeSessionConfig(v, cfg = {}) {
+  const c = { seed: 0n, stream: 0n, temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, context: 0, ...cfg };
+  v.setBigUint64(0, BigInt(c.seed), true);
+  v.setBigUint64(8, BigInt(c.stream), true);
+  v.setFloat32(16, c.temperature, true);
+  v.setUint32(20, c.topK, true);
+  v.setFloat32(24, c.topP, true);
+  v.setFloat32(28, c.repetitionPenalty, true);
+  v.setUint32(32, c.context, true);
+  v.setUint32(36, 0, true);
+}
+
 /**
  * A session over `model`. cfg: { seed, stream, temperature, topK, topP, repetitionPenalty,
  * context } (the 40-byte session config record); returns the session handle (BigInt).
  */
 export async function newSession(rt, model, cfg = {}) {
-  const c = { seed: 0n, stream: 0n, temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, context: 0, ...cfg };
   return withWindow(rt, 48, async (ptr) => {
     const v = view(rt, ptr, 48);
-    v.setBigUint64(0, BigInt(c.seed), true);
-    v.setBigUint64(8, BigInt(c.stream), true);
-    v.setFloat32(16, c.temperature, true);
-    v.setUint32(20, c.topK, true);
-    v.setFloat32(24, c.topP, true);
-    v.setFloat32(28, c.repetitionPenalty, true);
-    v.setUint32(32, c.context, true);
-    v.setUint32(36, 0, true);
+    writeSessionConfig(v, cfg);
     await check(rt, 'tr_session_new', model, ptr, 40, ptr + 40);
     return v.getBigUint64(40, true);
   });

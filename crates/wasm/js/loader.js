@@ -23,7 +23,7 @@
 import { instantiate, isNode, memoryImport, sha256Hex, HostError, TR_CANCELLED } from './host.js';
 import { PROBES } from './probes.js';
 import { Sha256 } from './sha256.js';
-import { encodePrompt, EOS } from './abi.js';
+import { encodePrompt, writeSessionConfig, EOS } from './abi.js';
 
 /** What this loader understands of a manifest. */
 export const SUPPORTED = Object.freeze({
@@ -707,17 +707,9 @@ export class Loaded {
       if (code !== 0) throw new LoaderError('ModelInvalid', `tr_model_load refused the model (TrResult ${code})`, { code });
       return dataView(rt, ptr + model.bytes.length, 8).getBigUint64(0, true);
     });
-    const c = { seed: 0n, stream: 0n, temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, ...o.session };
     self.session = await withWindow(rt, 48, async (ptr) => {
       const v = dataView(rt, ptr, 48);
-      v.setBigUint64(0, BigInt(c.seed), true);
-      v.setBigUint64(8, BigInt(c.stream), true);
-      v.setFloat32(16, c.temperature, true);
-      v.setUint32(20, c.topK, true);
-      v.setFloat32(24, c.topP, true);
-      v.setFloat32(28, c.repetitionPenalty, true);
-      v.setUint32(32, context, true);
-      v.setUint32(36, 0, true);
+      writeSessionConfig(v, { ...o.session, context });
       const code = await rt.call('tr_session_new', self.model, ptr, 40, ptr + 40);
       if (code !== 0) throw new LoaderError('RuntimeError', `tr_session_new returned ${code}`, { code });
       return v.getBigUint64(40, true);
