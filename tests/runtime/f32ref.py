@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 BLOCK = 32
 MASK64 = (1 << 64) - 1
@@ -159,6 +159,14 @@ def softmax(scores: Sequence[float]) -> list[float]:
     return [f32(v / z) for v in e]
 
 
+def dot_ltr(a: Sequence[float], b: Sequence[float]) -> float:
+    """The oracle's dot product: f32 products added left to right."""
+    acc = 0.0
+    for x, y in zip(a, b, strict=True):
+        acc = f32(acc + f32(x * y))
+    return acc
+
+
 def attention(
     q: Sequence[float],
     keys: Sequence[float],
@@ -167,18 +175,19 @@ def attention(
     n_kv_heads: int,
     head_dim: int,
     n_pos: int,
+    dot: Callable[[Sequence[float], Sequence[float]], float] = dot_ltr,
 ) -> list[float]:
+    """Causal GQA attention; `dot` is the score reduction (the SIMD model passes its own)."""
     group, kv_dim = n_heads // n_kv_heads, n_kv_heads * head_dim
     scale = f32(1.0 / f32(math.sqrt(head_dim)))
     out: list[float] = []
     for h in range(n_heads):
         kv = (h // group) * head_dim
-        scores = []
-        for t in range(n_pos):
-            dot = 0.0
-            for i in range(head_dim):
-                dot = f32(dot + f32(q[h * head_dim + i] * keys[t * kv_dim + kv + i]))
-            scores.append(f32(dot * scale))
+        qh = q[h * head_dim : (h + 1) * head_dim]
+        scores = [
+            f32(dot(qh, keys[t * kv_dim + kv : t * kv_dim + kv + head_dim]) * scale)
+            for t in range(n_pos)
+        ]
         p = softmax(scores)
         head = [0.0] * head_dim
         for t in range(n_pos):

@@ -25,7 +25,8 @@ import math
 import struct
 from collections.abc import Callable, Sequence
 
-from tests.runtime.f32ref import BLOCK, f32, softmax
+from tests.runtime import f32ref
+from tests.runtime.f32ref import BLOCK, f32
 
 LANES = 4
 CODE_SCALE = 2.0**24  # codes enter the lanes as code * 2^24 (exact)
@@ -132,23 +133,11 @@ def attention(
     n_pos: int,
     reduce: Reduce = reduce_pairwise,
 ) -> list[float]:
-    group, kv_dim = n_heads // n_kv_heads, n_kv_heads * head_dim
-    scale = f32(1.0 / f32(math.sqrt(head_dim)))
-    out: list[float] = []
-    for h in range(n_heads):
-        kv = (h // group) * head_dim
-        qh = q[h * head_dim : (h + 1) * head_dim]
-        scores = [
-            f32(lane_dot(qh, keys[t * kv_dim + kv : t * kv_dim + kv + head_dim], reduce) * scale)
-            for t in range(n_pos)
-        ]
-        p = softmax(scores)
-        head = [0.0] * head_dim
-        for t in range(n_pos):
-            for i in range(head_dim):
-                head[i] = f32(head[i] + f32(p[t] * values[t * kv_dim + kv + i]))
-        out += head
-    return out
+    """The oracle's attention with lane-order score dots (values accumulate as the oracle's)."""
+    return f32ref.attention(
+        q, keys, values, n_heads, n_kv_heads, head_dim, n_pos,
+        dot=lambda a, b: lane_dot(a, b, reduce),
+    )  # fmt: skip
 
 
 def add_assign(x: Sequence[float], y: Sequence[float]) -> list[float]:
