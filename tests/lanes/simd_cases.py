@@ -134,6 +134,15 @@ def cases() -> list[Case]:
 
 Model = Callable[[Case, simd128ref.Reduce], list[float]]
 
+
+def _attention_inputs(
+    c: Case,
+) -> tuple[Sequence[float], Sequence[float], Sequence[float], int, int, int, int]:
+    """q, keys, values and the shape, in the argument order of both attention models."""
+    f, s = c.floats, c.shape
+    return f["q"], f["keys"], f["values"], s["n_heads"], s["n_kv_heads"], s["head_dim"], s["n_pos"]
+
+
 # operator -> the documented simd128 result, with a choice of lane reduction
 SIMD_MODEL: dict[str, Model] = {
     "q8_matvec": lambda c, r: simd128ref.quant_matvec(
@@ -148,16 +157,7 @@ SIMD_MODEL: dict[str, Model] = {
     "rmsnorm": lambda c, r: simd128ref.rmsnorm(
         c.floats["x"], c.floats["weight"], from_bits(c.params["eps"]), r
     ),
-    "attention": lambda c, r: simd128ref.attention(
-        c.floats["q"],
-        c.floats["keys"],
-        c.floats["values"],
-        c.shape["n_heads"],
-        c.shape["n_kv_heads"],
-        c.shape["head_dim"],
-        c.shape["n_pos"],
-        r,
-    ),
+    "attention": lambda c, r: simd128ref.attention(*_attention_inputs(c), r),
     "add_assign": lambda c, r: simd128ref.add_assign(c.floats["x"], c.floats["y"]),
 }
 
@@ -169,15 +169,7 @@ ORACLE: dict[str, Callable[[Case], Sequence[float]]] = {
     "rmsnorm": lambda c: f32ref.rmsnorm(
         c.floats["x"], c.floats["weight"], from_bits(c.params["eps"])
     ),
-    "attention": lambda c: f32ref.attention(
-        c.floats["q"],
-        c.floats["keys"],
-        c.floats["values"],
-        c.shape["n_heads"],
-        c.shape["n_kv_heads"],
-        c.shape["head_dim"],
-        c.shape["n_pos"],
-    ),
+    "attention": lambda c: f32ref.attention(*_attention_inputs(c)),
     "add_assign": lambda c: simd128ref.add_assign(c.floats["x"], c.floats["y"]),
 }
 
