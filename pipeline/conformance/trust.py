@@ -16,7 +16,7 @@ from pipeline.conformance.matrix import Trust
 from pipeline.errors import PipelineError
 from verify.bundle import errors as e
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
-from verify.bundle.trusted_keys import TrustRoot, check_signed, load_trust_root
+from verify.bundle.trusted_keys import TrustRoot, check_signed, trust_root_of
 from verify.errors import VerifyError
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
 from verify.inputs import read_regular_file
@@ -39,11 +39,11 @@ class TrustRefused(PipelineError):
 def load_trust(path: Path, allow_dev_key: bool) -> tuple[Trust, TrustRoot]:
     """The document the loader gets, and the same keys parsed (checked) by the verifier."""
     try:
-        root = load_trust_root(path)
-        doc = json.loads(read_regular_file(path, "trusted-keys"))
+        data = read_regular_file(path, "trusted-keys")  # read once: what is checked is what is sent
+        root = trust_root_of(data, str(path))
     except VerifyError as exc:
         raise TrustRefused(exc) from exc
-    return Trust(doc, allow_dev_key), root
+    return Trust(json.loads(data), allow_dev_key), root
 
 
 def check_signed_manifest(

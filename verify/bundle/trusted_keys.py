@@ -99,8 +99,11 @@ def load_trusted_keys(path: Path) -> dict[str, TrustedKey]:
 def load_trust_root(path: Path) -> TrustRoot:
     """The trusted-keys file; a FIFO, device or oversized file is an `InputError`, any
     other problem with it a `TrustedKeysInvalid` naming it."""
-    where = str(path)
-    data = read_regular_file(path, "trusted-keys")
+    return trust_root_of(read_regular_file(path, "trusted-keys"), str(path))
+
+
+def trust_root_of(data: bytes, where: str) -> TrustRoot:
+    """The trust root in a trusted-keys document's bytes (`where` names them in errors)."""
     try:
         doc = TrustedKeysFile.model_validate(parse_json(data, where))
     except ValidationError as exc:
