@@ -1,17 +1,18 @@
 //! The subcommands. Each returns an exit code or a `CliError`; nothing here panics on input.
 
-use std::io::Read;
 use std::time::Instant;
 
 use tinyrustlm_core::kernels;
 use tinyrustlm_core::memory;
 use tinyrustlm_core::model::{kind_name, Model};
 use tinyrustlm_core::sampler::SamplerConfig;
-use tinyrustlm_core::session::{Session, SessionConfig};
-use tinyrustlm_core::{selftest, tokenizer, TrResult, ABI_VERSION, RUNTIME_SEMANTICS};
+use tinyrustlm_core::session::SessionConfig;
+use tinyrustlm_core::{selftest, TrResult, ABI_VERSION, RUNTIME_SEMANTICS};
 
 use crate::args::{self, Args};
 use crate::error::{outln, CliError, EXIT_CHECK_FAILED, EXIT_OK};
+use crate::generate::{generate, text_of};
+use crate::model_file::{read_file, read_model};
 use crate::{golden, json, sha256};
 
 const USAGE: &str = "usage: tinyrustlm COMMAND
@@ -56,43 +57,6 @@ fn self_test() -> Result<u8, CliError> {
         kernels::KERNEL_SET
     );
     Ok(if result == TrResult::Ok { EXIT_OK } else { EXIT_CHECK_FAILED })
-}
-
-/// Reads a model file: a regular file only (a FIFO or device would block or never end), into
-/// a buffer reserved fallibly, so a huge file is a typed error instead of an allocation abort.
-pub fn read_file(path: &str) -> Result<Vec<u8>, CliError> {
-    let io = |e: std::io::Error| CliError::input(format!("{path}: {e}"));
-    let not_regular = || CliError::input(format!("error[input.not-regular]: {path}: not a regular file"));
-    // stat before open: opening a FIFO blocks until a writer appears.
-    if !std::fs::metadata(path).map_err(io)?.is_file() {
-        return Err(not_regular());
-    }
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(not_regular());
-    }
-    let len = usize::try_from(meta.len()).map_err(|_| too_large(path, meta.len()))?;
-    let mut bytes = Vec::new();
-    bytes.try_reserve_exact(len).map_err(|_| too_large(path, meta.len()))?;
-    // take(): a file that grows while we read cannot push us past what we reserved.
-    (&mut file).take(meta.len()).read_to_end(&mut bytes).map_err(io)?;
-    Ok(bytes)
-}
-
-fn too_large(path: &str, len: u64) -> CliError {
-    CliError::input(format!(
-        "error[input.too-large]: {path}: {len} bytes cannot be held in memory ({} {})",
-        TrResult::OutOfMemory.name(),
-        TrResult::OutOfMemory.code()
-    ))
-}
-
-pub fn read_model(path: &str) -> Result<(Model, String), CliError> {
-    let bytes = read_file(path)?;
-    let digest = sha256::hex(&bytes);
-    let model = Model::load(bytes).map_err(|code| CliError::runtime(path, code))?;
-    Ok((model, digest))
 }
 
 fn inspect_model(args: &Args) -> Result<u8, CliError> {
@@ -196,55 +160,6 @@ const RUN_VALUED: &[&str] = &[
     "repetition-penalty",
     "context",
 ];
-
-/// What one `run` produced (also used by `golden` for end-to-end vectors).
-pub struct RunOutput {
-    pub prompt_tokens: Vec<u32>,
-    pub tokens: Vec<u32>,
-    pub stop: &'static str,
-    pub prefill_ms: f64,
-    pub decode_ms: Vec<f64>,
-    pub final_rng: (u64, u64),
-}
-
-pub fn generate(
-    model: &Model,
-    config: SessionConfig,
-    prompt: &str,
-    max_tokens: u32,
-) -> Result<RunOutput, CliError> {
-    let mut session = Session::new(model, config).map_err(|c| CliError::runtime("session", c))?;
-    let mut prompt_tokens = Vec::new();
-    tokenizer::encode(prompt.as_bytes(), &mut prompt_tokens);
-    let start = Instant::now();
-    session.prefill(model, &prompt_tokens).map_err(|c| CliError::runtime("prefill", c))?;
-    let prefill_ms = start.elapsed().as_secs_f64() * 1e3;
-    let (mut tokens, mut decode_ms, mut stop) = (Vec::new(), Vec::new(), "max-tokens");
-    while tokens.len() < max_tokens as usize {
-        let t0 = Instant::now();
-        let step = match session.decode(model) {
-            Ok(step) => step,
-            Err(TrResult::ContextExceeded) => {
-                stop = "context";
-                break;
-            }
-            Err(code) => return Err(CliError::runtime("decode", code)),
-        };
-        decode_ms.push(t0.elapsed().as_secs_f64() * 1e3);
-        tokens.push(step.token);
-        if step.done {
-            stop = "eos";
-            break;
-        }
-    }
-    let final_rng = (session.rng.state, session.rng.increment);
-    Ok(RunOutput { prompt_tokens, tokens, stop, prefill_ms, decode_ms, final_rng })
-}
-
-pub fn text_of(tokens: &[u32]) -> String {
-    let bytes: Vec<u8> = tokens.iter().filter_map(|t| tokenizer::decode(*t)).collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
 
 fn run(args: &Args) -> Result<u8, CliError> {
     let (model, digest) = read_model(&args.required("model")?)?;

@@ -17,7 +17,8 @@ use tinyrustlm_core::testdata::Lcg;
 use tinyrustlm_core::{TrResult, RUNTIME_SEMANTICS};
 
 use crate::args::Args;
-use crate::commands::{generate, read_model};
+use crate::generate::generate;
+use crate::model_file::read_model;
 use crate::error::{outln, CliError, EXIT_OK};
 use crate::{json, sha256};
 

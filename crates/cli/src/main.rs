@@ -13,8 +13,10 @@
 mod args;
 mod commands;
 mod error;
+mod generate;
 mod golden;
 mod json;
+mod model_file;
 mod sha256;
 
 use std::io::Write;
