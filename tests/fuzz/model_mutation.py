@@ -17,9 +17,9 @@ from pathlib import Path
 import wasmtime
 
 from pipeline.modelpack import DIR_ENTRY, HEADER, PRESETS, pack
+from pipeline.wasmhost import RESULT_NAMES, SessionConfig, WasmHost
 from tests.fuzz.tally import Tally, case_rng
 from tests.runtime.malformed import CASES, mutated
-from tests.runtime.wasmhost import RESULT_NAMES, WasmRuntime
 from verify.formats.fuzz import FuzzCampaign
 
 NAME = "model_mutation"
@@ -104,19 +104,16 @@ def _mutations(tensor_count: int) -> dict[str, Callable[[random.Random, bytes], 
     }
 
 
-def _decode_once(rt: WasmRuntime, handle: int) -> str:
+def _decode_once(host: WasmHost, handle: int) -> str:
     """Open a session on a model that loaded, prefill two tokens, decode one; free both."""
-    config = struct.pack("<QQfIffII", 1, 0, 0.0, 0, 1.0, 1.0, 0, 0)
-    cfg, out = rt.write(config), rt.call("tr_alloc", 8)
-    code = RESULT_NAMES[rt.call("tr_session_new", handle, cfg, len(config), out)]
-    if code != "Ok":
-        return f"session:{code}"
-    session = struct.unpack("<Q", rt.read(out, 8))[0]
-    code = rt.prefill(session, [256, 104])
-    if code == "Ok":
-        code = rt.decode(session)[0]
-    rt.call("tr_session_free", session)
-    return code
+    code, session = host.session_new(handle, SessionConfig(seed=1))
+    if code != 0:
+        return f"session:{RESULT_NAMES[code]}"
+    code = host.prefill(session, [256, 104])
+    if code == 0:
+        code = host.decode(session).code
+    host.session_free(session)
+    return RESULT_NAMES[code]
 
 
 def run(seed: int, count: int, module: Path | None = None) -> FuzzCampaign:
@@ -126,28 +123,28 @@ def run(seed: int, count: int, module: Path | None = None) -> FuzzCampaign:
     mutations = _mutations(tensors)
     expected = {mutated(model, case): case for case in CASES}
     tally = Tally(NAME, seed)
-    rt = WasmRuntime(path, simd=False)
+    host = WasmHost(path, simd=False)
     for index in range(count):
         rng = case_rng(seed, index)
         name = rng.choice(sorted(mutations))
         data = mutations[name](rng, model)
         tally.count += 1
         try:
-            result, handle = rt.load_model(data)
-            outcome = result
+            code, handle = host.load_model(data)
+            result = outcome = RESULT_NAMES[code]
             if result == "Ok":
-                outcome = f"Ok+{_decode_once(rt, handle)}"
-                rt.call("tr_model_free", handle)
+                outcome = f"Ok+{_decode_once(host, handle)}"
+                host.model_free(handle)
         except (wasmtime.Trap, wasmtime.WasmtimeError) as exc:
             tally.outcome(name, "trap")
             tally.fail(index, name, "trap", str(exc).splitlines()[0])
-            rt = WasmRuntime(path, simd=False)  # a trapped instance is not reused
+            host = WasmHost(path, simd=False)  # a trapped instance is not reused
             continue
         tally.outcome(name, outcome)
         case = expected.get(data)
         if case is not None and result != case.result:
             tally.fail(index, name, "wrong-result", f"{case.name}: {result}, want {case.result}")
-        if (index + 1) % HEALTH_EVERY == 0 and rt.call("tr_self_test") != 0:
+        if (index + 1) % HEALTH_EVERY == 0 and host.self_test() != 0:
             tally.fail(index, name, "unhealthy", "tr_self_test failed after this case")
-            rt = WasmRuntime(path, simd=False)
+            host = WasmHost(path, simd=False)
     return tally.result()
