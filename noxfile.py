@@ -104,7 +104,7 @@ def bench(session: nox.Session) -> None:
     """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
     install(session)
     session.run("tinyrustlm-release", "bench", *session.posargs)
-    session.run("python", "-m", "pipeline.bench_parser")
+    session.run("python", "-m", "pipeline.bench.wasm_parser")
 
 
 @nox.session(python=PYTHON)

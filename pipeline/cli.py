@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from pipeline import bench, formats, golden, keys, modelpack, release, reproduce, serve
+from pipeline import formats, golden, keys, modelpack, release, reproduce, serve
+from pipeline.bench import cli as bench_cli
 from pipeline.conformance import cli as conformance_cli
 from pipeline.errors import EXIT_ERROR, PipelineError
 from pipeline.lanebuild import cli as build_cli
@@ -26,7 +27,7 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "golden": (golden, "regenerate tests/golden/ from the native scalar oracle"),
     "keygen": (keys, "create an Ed25519 release key pair"),
     "release": (release, "toolchain check, build, verify, smoke, sign, bundle to dist/"),
-    "bench": (bench, "lane benchmarks side by side; JSON under build/bench/"),
+    "bench": (bench_cli, "lane benchmarks side by side; JSON under build/bench/"),
     "reproduce": (reproduce, "rebuild a bundle's revision and compare byte for byte"),
     "schemas": (formats, "write the JSON Schema of every versioned format"),
     "repo": (cli_repo, "TUF repository: init, refresh-timestamp, rotate-root"),

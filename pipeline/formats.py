@@ -12,8 +12,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pipeline.atomicio import write_atomic
-from pipeline.bench_format import BENCH_SCHEMA, BenchDocument
-from pipeline.bench_parser import ParserBench
+from pipeline.bench.document import BENCH_SCHEMA, BenchDocument
+from pipeline.bench.wasm_parser import ParserBench
 from pipeline.errors import EXIT_OK
 from pipeline.lanebuild.lanes import LanesFile
 from pipeline.lanebuild.records import BuildIndex, BuildRecord

@@ -105,3 +105,4 @@ def test_wheel_ships_the_lane_policy(tmp_path: Path) -> None:
     (wheel,) = wheels.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"verify/policy/wasm.json", "verify/policy/native.json"} <= names
+    assert "pipeline/bench/lanes.mjs" in names  # the bench's node runner is package data

@@ -12,8 +12,9 @@ from pipeline.sources import tree_digest
 
 # The driver's own code is part of every lane's cache key: any change to how this package
 # plans, runs, post-links or smoke-tests a lane makes old cache entries miss (no hand-bumped
-# version constant to forget).
+# version constant to forget). The wasmtime smoke runs through the Wasm host, digested with it.
 DRIVER_DIR = Path(__file__).resolve().parent
+WASM_HOST = DRIVER_DIR.parent / "wasmhost.py"
 _SKIPPED_DIRS = {"target", ".git"}
 
 
@@ -36,9 +37,11 @@ def source_files(root: Path) -> list[str]:
 
 
 def driver_digest(folder: Path | None = None) -> str:
-    """SHA-256 over `name  sha256` lines of every .py file of the driver package."""
+    """SHA-256 over `name  sha256` lines of every .py file of the driver package, then of the
+    Wasm host its smoke runs through."""
     root = folder or DRIVER_DIR
     lines = [f"{p.name}  {sha256_file(p)}\n" for p in sorted(root.glob("*.py"))]
+    lines.append(f"../{WASM_HOST.name}  {sha256_file(WASM_HOST)}\n")
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 

@@ -25,7 +25,7 @@ class BenchRun(StrictFrozen):
 
 
 class BenchRole(StrictFrozen):
-    """How `nox -s bench` measures a lane (pipeline/bench.py)."""
+    """How `nox -s bench` measures a lane (pipeline/bench/lanes.py)."""
 
     runs: list[BenchRun] = Field(min_length=1, description="decode runs of the bench model")
     kernels: str | None = Field(

@@ -46,3 +46,16 @@ def test_a_driver_edit_changes_every_lanes_key(
 
 def test_the_key_is_stable_for_an_unchanged_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _key(monkeypatch, inputs.DRIVER_DIR) == _key(monkeypatch, inputs.DRIVER_DIR)
+
+
+def test_a_wasm_host_edit_changes_the_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The wasmtime smoke runs through pipeline/wasmhost.py: its engine is part of the key."""
+    copy = tmp_path / "wasmhost.py"
+    text = inputs.WASM_HOST.read_text()
+    find = "config.wasm_threads = False"
+    assert text.count(find) == 1, f"wasmhost.py no longer holds {find!r}"
+    copy.write_text(text)
+    monkeypatch.setattr(inputs, "WASM_HOST", copy)
+    before = _key(monkeypatch, inputs.DRIVER_DIR)
+    copy.write_text(text.replace(find, "config.wasm_threads = True"))
+    assert _key(monkeypatch, inputs.DRIVER_DIR) != before

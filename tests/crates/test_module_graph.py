@@ -59,14 +59,23 @@ GRAPHS = [
     ),
     (
         "three-module-cycle-behind-a-tail",
-        {"t.rs": "use crate::a;", "a.rs": "use crate::b;", "b.rs": "use crate::c;",
-         "c.rs": "use crate::{t2, a};", "t2.rs": ""},  # fmt: skip
+        {
+            "t.rs": "use crate::a;",
+            "a.rs": "use crate::b;",
+            "b.rs": "use crate::c;",
+            "c.rs": "use crate::{t2, a};",
+            "t2.rs": "",
+        },
         "module cycle a -> b -> c -> a (a -> b at a.rs:1; b -> c at b.rs:1; c -> a at c.rs:1)",
     ),
     (
         "nested-files-are-one-module",
-        {"k/mod.rs": "use crate::m;", "k/s.rs": "use crate::k::X;", "m.rs": "use crate::q;",
-         "q.rs": ""},  # fmt: skip
+        {
+            "k/mod.rs": "use crate::m;",
+            "k/s.rs": "use crate::k::X;",
+            "m.rs": "use crate::q;",
+            "q.rs": "",
+        },
         None,
     ),
     (
@@ -82,9 +91,7 @@ GRAPHS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("files", "want"), [g[1:] for g in GRAPHS], ids=[g[0] for g in GRAPHS]
-)
+@pytest.mark.parametrize(("files", "want"), [g[1:] for g in GRAPHS], ids=[g[0] for g in GRAPHS])
 def test_find_cycle(tmp_path: Path, files: dict[str, str], want: str | None) -> None:
     cycle = find_cycle(*module_edges(_crate(tmp_path, files)))
     assert (None if cycle is None else describe(cycle)) == want

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.bench import build_kernel_harness
+from pipeline.bench.harness_build import build_kernel_harness
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, pack
@@ -45,7 +45,8 @@ def wasm_lanes() -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def harness() -> Callable[[str], Path]:
-    """lane id -> tests/lanes/harness built with that lane's target features (cached)."""
+    """lane id -> the kernel harness (pipeline/bench/harness) built with that lane's target
+    features (cached)."""
     _require_tools()
     lanes = {lane.id: lane for lane in load_lanes(REPO_ROOT / "manifests" / "lanes.toml").lane}
     built: dict[str, Path] = {}

@@ -1,4 +1,4 @@
-"""pipeline/bench.py's arithmetic on made-up repetitions (the bench itself is never asserted):
+"""pipeline/bench's arithmetic on made-up repetitions (the bench itself is never asserted):
 medians with min-max, targets as ratios of the right figures, the schema'd document, and
 `--compare` flagging only changes beyond the measured spreads."""
 
@@ -9,17 +9,10 @@ from typing import Any
 
 import pytest
 
-from pipeline.bench import (
-    SCHEMA,
-    TARGETS,
-    measured_lanes,
-    prompt_tokens,
-    summarize,
-    table,
-    weight_bytes_per_token,
-)
-from pipeline.bench_format import BenchDocument
-from pipeline.bench_stats import compare
+from pipeline.bench.document import BenchDocument
+from pipeline.bench.lanes import SCHEMA, measured_lanes, prompt_tokens, weight_bytes_per_token
+from pipeline.bench.stats import compare
+from pipeline.bench.summary import TARGETS, summarize, table
 from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, q8_weight_bytes, tensor_plan
 from tests.lanes.conftest import REPO_ROOT

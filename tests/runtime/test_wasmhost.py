@@ -24,7 +24,7 @@ JS_FIELD = {"BigUint64": "Q", "Uint32": "I", "Float32": "f"}
 def test_result_names_are_the_rust_table() -> None:
     rust = re.findall(r'\(TrResult::(\w+), "(\w+)"\)', RESULT_RS.read_text())
     assert len(rust) > 20 and all(variant == name for variant, name in rust)
-    assert wasmhost.RESULT_NAMES == tuple(name for _variant, name in rust)
+    assert tuple(name for _variant, name in rust) == wasmhost.RESULT_NAMES
 
 
 def _js_layout(function: str, accessor: str) -> str:

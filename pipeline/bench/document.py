@@ -1,4 +1,4 @@
-"""`tinyrustlm.bench.v2`: what `nox -s bench` measured (pipeline/bench.py writes it; the
+"""`tinyrustlm.bench.v2`: what `nox -s bench` measured (pipeline/bench/cli.py writes it; the
 pipeline's own format, registered in pipeline/formats.py).
 
 Every figure is the median of `method.reps` interleaved repetitions, stored with its min, max

@@ -1,6 +1,6 @@
 """Benchmark (not a test): our Wasm parser against `wasm-tools validate` on a >= 10 MB module.
 
-    python -m pipeline.bench_parser [--input M.wasm] [--size-mb 12] [--json]
+    python -m pipeline.bench.wasm_parser [--input M.wasm] [--size-mb 12] [--json]
 
 The large module is packed from a real one: its function and code sections are repeated
 until the size is reached (every body keeps its type, calls stay in range, so the result
@@ -51,7 +51,7 @@ class ParserBench(Frozen):
     count_matches_print: bool
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _uleb(value: int) -> bytes:

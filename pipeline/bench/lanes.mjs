@@ -1,17 +1,17 @@
-// Lane benchmark runner for pipeline/bench.py (node): ONE repetition of every figure, in a fixed
-// interleaved order; bench.py runs it repeatedly and takes medians. Prints one JSON document.
+// Lane benchmark runner for pipeline/bench/lanes.py (node): ONE repetition of every figure, in a
+// fixed interleaved order; lanes.py runs it repeatedly and takes medians. Prints one JSON document.
 //
-//   node bench_lanes.mjs CONFIG.json
+//   node lanes.mjs CONFIG.json
 //
 // CONFIG: { model, tokens, warmup, prompt_tokens: [u32...],
-//           harness: { NAME: PATH },                  kernel-only modules (tests/lanes/harness)
+//           harness: { NAME: PATH },                  kernel-only modules (bench/harness)
 //           runs: [ { name, lane: PATH, workers } ],     shipped lane modules
 //           matvec: [ { name, rows, cols, reps } ], probe_bytes, probe_threads: [1, 2] }
 // Every number is wall time on this machine, in this one process.
 import { readFileSync } from 'node:fs';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { instantiate, sha256Hex } from '../crates/wasm/js/host.js';
-import * as abi from '../crates/wasm/js/abi.js';
+import { instantiate, sha256Hex } from '../../crates/wasm/js/host.js';
+import * as abi from '../../crates/wasm/js/abi.js';
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);

@@ -116,7 +116,7 @@ pub extern "C" fn h_softmax(set: u32, s: u32, n: u32) -> i32 {
     code(scalar::softmax(s))
 }
 
-/// Read-bandwidth probe for pipeline/bench.py: `reps` passes of 16-byte loads over
+/// Read-bandwidth probe for pipeline/bench/lanes.mjs: `reps` passes of 16-byte loads over
 /// `len` bytes at `ptr` (four independent accumulators); returns a checksum so the loads stay.
 #[cfg(target_feature = "simd128")]
 #[no_mangle]

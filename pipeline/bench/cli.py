@@ -1,0 +1,68 @@
+"""`tinyrustlm-release bench` (`nox -s bench`): run the lane bench, write its document under
+build/bench/, print the table and, with `--compare OLD.json`, each figure's ratio to a saved run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipeline.atomicio import write_atomic
+from pipeline.bench.document import BenchDocument
+from pipeline.bench.errors import BenchError
+from pipeline.bench.lanes import MIN_REPS, REPO_ROOT, run_bench
+from pipeline.bench.stats import compare, compare_table
+from pipeline.bench.summary import table
+from pipeline.errors import PipelineError
+from pipeline.inputs import load_json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tokens", type=int, default=32, help="decode steps per repetition")
+    parser.add_argument(
+        "--reps", type=int, default=MIN_REPS, help=f"interleaved repetitions (>= {MIN_REPS})"
+    )
+    parser.add_argument(
+        "--compare", type=Path, metavar="OLD.json", help="a saved run to compare the new one with"
+    )
+
+
+def _load_old(path: Path) -> dict[str, Any]:
+    doc = load_json(path, "json")  # a regular file, bounded, strict JSON (typed errors)
+    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("tinyrustlm.bench."):
+        raise BenchError("not a tinyrustlm.bench document", where=f"{path}: schema")
+    return doc
+
+
+def run(args: argparse.Namespace) -> int:
+    old = _load_old(args.compare) if args.compare else None  # refuse before measuring
+    doc = run_bench(REPO_ROOT, args.tokens, args.reps)
+    BenchDocument.model_validate(doc)  # the schema'd format, before anything is written
+    out = REPO_ROOT / "build" / "bench"
+    text = json.dumps(doc, indent=2, sort_keys=True).encode() + b"\n"
+    stamp = doc["generated_utc"].replace(":", "").replace("-", "")
+    write_atomic(out / f"lanes-{stamp}.json", text)
+    write_atomic(out / "lanes-latest.json", text)
+    print(table(doc))
+    if old is not None:
+        print(f"\ncompared with {args.compare}:")
+        print(compare_table(compare(old, doc)))
+    print(f"\nwrote {out / 'lanes-latest.json'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.bench.cli", description=__doc__)
+    add_arguments(parser)
+    try:
+        return run(parser.parse_args(argv))
+    except PipelineError as e:
+        print(e.diagnostics(), file=sys.stderr)
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

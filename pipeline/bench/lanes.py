@@ -1,0 +1,222 @@
+"""The lane benchmark (`nox -s bench`, pipeline/bench/cli.py), all in one run on this machine
+(results are never asserted).
+
+Measures, side by side: q8 matvec GB/s of the scalar and simd128 kernels (pipeline/bench/harness
+built with each lane's flags); per lane (scalar, simd128, threads with 1 and 2 workers, node;
+and the native scalar binary) the prefill of a 128-token prompt (tokens/s and time to first
+token) and decode tokens/s of the `bench` model; read bandwidth with 1 and 2 threads, whose best
+gives the roofline (bandwidth / weight bytes read per token). Every figure is the median of
+`--reps` (>= 5) interleaved repetitions — each repetition measures every figure once, in a fixed
+order — with its min-max. `run_bench` returns the `tinyrustlm.bench.v2` document
+(pipeline/bench/document.py); the node runner that measures the wasm lanes is lanes.mjs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pipeline.atomicio import write_atomic
+from pipeline.bench.document import BENCH_SCHEMA
+from pipeline.bench.errors import BenchError
+from pipeline.bench.harness_build import build_kernel_harness
+from pipeline.bench.summary import summarize
+from pipeline.errors import PipelineError
+from pipeline.inputs import parse_output
+from pipeline.lanebuild.driver import build_lanes
+from pipeline.lanebuild.lanes import Lane, load_lanes
+from pipeline.modelpack import PRESETS, pack, tensor_plan
+from pipeline.toolchain import nodejs
+from verify.errors import VerifyError
+from verify.inputs import read_regular_file
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = BENCH_SCHEMA
+RUNNER = Path(__file__).resolve().parent / "lanes.mjs"
+MODEL_PRESET, MODEL_SEED = "bench", 7
+MIN_REPS = 5
+# 127 bytes + BOS = the 128-token prompt of the prefill figures
+PROMPT_TEXT = (
+    "Tiled prefill reads every weight row once per tile of tokens, so a long prompt costs "
+    "fewer passes over the weights than decode."
+)
+BOS = 256
+
+# q8 matvec shapes: one bench-model matrix read from cache (w_gate, 2.9 MB) and one streamed
+# from memory (72 MiB, as decode streams the whole model every token).
+MATVEC_SHAPES = (
+    {"name": "w_gate-2816x1024", "rows": 2816, "cols": 1024, "reps": 40},
+    {"name": "stream-16384x4096", "rows": 16384, "cols": 4096, "reps": 4},
+)
+
+# The issue's targets (policy as data): figure names refer to the result rows below
+
+PROBE_THREADS = (1, 2)
+
+
+def measured_lanes(lanes: list[Lane]) -> tuple[list[Lane], Lane]:
+    """The wasm lanes with a `bench` entry (lanes.toml order) and the one native lane."""
+    wasm = [lane for lane in lanes if lane.bench is not None and lane.kind == "wasm"]
+    native = [lane for lane in lanes if lane.bench is not None and lane.kind == "native"]
+    if not wasm or len(native) != 1:
+        raise BenchError("lanes.toml must give `bench` to wasm lanes and to one native lane",
+                         where="manifests/lanes.toml")  # fmt: skip
+    return wasm, native[0]
+
+
+def _model_bytes(path: Path) -> bytes:
+    try:
+        return read_regular_file(path, "model")  # never a FIFO or device, never unbounded
+    except VerifyError as exc:
+        raise PipelineError(f"{exc.message} [{exc.error_id}]", where=str(path)) from None
+
+
+def bench_model(repo_root: Path) -> tuple[Path, str]:
+    """build/models/bench.trlm (re-packed when missing or not the preset's bytes)."""
+    data = pack(PRESETS[MODEL_PRESET], MODEL_SEED)
+    digest = hashlib.sha256(data).hexdigest()
+    path = repo_root / "build" / "models" / f"{MODEL_PRESET}.trlm"
+    if not path.is_file() or hashlib.sha256(_model_bytes(path)).hexdigest() != digest:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+    return path, digest
+
+
+def weight_bytes_per_token() -> int:
+    """Bytes of weights one decode step reads: every tensor once, the embedding one row."""
+    total = 0
+    for t in tensor_plan(PRESETS[MODEL_PRESET]):
+        if t.kind in ("rope_cos", "rope_sin"):
+            continue  # one row of each per token
+        total += t.stored_bytes // t.rows if t.kind == "token_embedding" else t.stored_bytes
+    return total
+
+
+def prompt_tokens() -> list[int]:
+    return [BOS, *PROMPT_TEXT.encode()]
+
+
+def native_run(binary: Path, model: Path, tokens: int, name: str) -> dict[str, Any]:
+    """One repetition of the native scalar binary: prefill of the prompt and median decode step."""
+    argv = [str(binary), "run", "--model", str(model), "--prompt", PROMPT_TEXT, "--seed", "0"]
+    argv += ["--max-tokens", str(tokens), "--temperature", "0", "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"native run failed: {done.stderr[-2000:]}", where=str(binary))
+    out = parse_output(done.stdout, f"{binary} output")
+    steps = sorted(out["decode_ms"][1:])  # step 0 has no forward pass
+    return {
+        "name": name,
+        "workers": 0,
+        "decode_ms": steps[len(steps) // 2],
+        "prefill_ms": out["prefill_ms"],
+        "ttft_ms": out["prefill_ms"] + out["decode_ms"][0],
+    }
+
+
+def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, Path, str]:
+    """The runner's configuration, the native lane and its binary, the model's SHA-256."""
+    nodejs.executable()  # before any build: a missing node fails fast
+    wasm_lanes, native_lane = measured_lanes(load_lanes(repo_root / "manifests/lanes.toml").lane)
+    ids = [lane.id for lane in (*wasm_lanes, native_lane)]
+    index = build_lanes(repo_root, lanes=ids, say=lambda _line: None)
+    artifacts = {e.lane: repo_root / e.artifact for e in index.lanes}
+    if any(i not in artifacts for i in ids):
+        raise BenchError("a bench lane failed to build", where="build/index.json")
+    harness = {
+        lane.bench.kernels: build_kernel_harness(repo_root, lane)
+        for lane in wasm_lanes
+        if lane.bench is not None and lane.bench.kernels is not None
+    }
+    model, digest = bench_model(repo_root)
+    config = {
+        "model": str(model),
+        "tokens": tokens,
+        "warmup": 4,
+        "prompt_tokens": prompt_tokens(),
+        "harness": {k: str(v) for k, v in harness.items()},
+        "runs": [
+            {"name": run.name, "lane": str(artifacts[lane.id]), "workers": run.workers}
+            for lane in wasm_lanes
+            if lane.bench is not None
+            for run in lane.bench.runs
+        ],
+        "matvec": list(MATVEC_SHAPES),
+        "probe_bytes": 256 << 20,
+        "probe_threads": list(PROBE_THREADS),
+    }
+    return config, native_lane, artifacts[native_lane.id], digest
+
+
+def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict[str, Any]:
+    if reps < MIN_REPS:
+        raise BenchError(f"--reps {reps} < {MIN_REPS}: a median needs repetitions", where="--reps")
+    say("building lanes and kernel harnesses (cached when unchanged) ...")
+    config, native_lane, native_binary, digest = _runner_config(repo_root, tokens)
+    assert native_lane.bench is not None  # measured_lanes picked it for its `bench`
+    native_name = native_lane.bench.runs[0].name
+    load_before = os.getloadavg()
+    samples: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg_path = Path(tmp) / "bench.json"
+        cfg_path.write_text(json.dumps(config))
+        for rep in range(reps):
+            # one repetition = every figure once, wasm lanes then native: drift and load
+            # bursts spread over all figures instead of biasing one
+            say(f"repetition {rep + 1}/{reps} ...")
+            done = subprocess.run(
+                [str(nodejs.executable()), str(RUNNER), str(cfg_path)],
+                capture_output=True,
+                text=True,
+                timeout=3600,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
+            raw = parse_output(done.stdout, "node bench output")
+            raw["runs"].append(
+                native_run(native_binary, Path(config["model"]), tokens, native_name)
+            )
+            samples.append(raw)
+    weights = weight_bytes_per_token()
+    modules = {r["name"]: r["module_sha256"] for r in samples[0]["runs"] if "module_sha256" in r}
+    modules[native_name] = hashlib.sha256(native_binary.read_bytes()).hexdigest()
+    for run in samples[0]["runs"]:
+        run.setdefault("module_sha256", modules.get(run["name"]))
+    preset = PRESETS[MODEL_PRESET]
+    return {
+        "schema": SCHEMA,
+        "version": 2,
+        "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "node": samples[0]["node"],
+            "load_average": [round(x, 2) for x in (*load_before, *os.getloadavg())],
+        },
+        "model": {
+            "preset": MODEL_PRESET,
+            "seed": MODEL_SEED,
+            "sha256": digest,
+            "weight_bytes_per_token": weights,
+            "context": preset.max_context,
+        },
+        "modules": modules,
+        "method": {
+            "reps": reps,
+            "tokens": tokens,
+            "prompt_tokens": len(config["prompt_tokens"]),
+            "statistic": f"median of {reps} interleaved repetitions, with min and max",
+            "matvec": config["matvec"],
+            "probe_bytes": config["probe_bytes"],
+            "probe_threads": config["probe_threads"],
+        },
+        **summarize(samples, weights, len(config["prompt_tokens"])),
+    }
