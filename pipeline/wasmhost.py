@@ -166,6 +166,11 @@ class WasmHost:
         self._windows: dict[int, int] = {}  # address -> length of each live window
 
     @property
+    def live_windows(self) -> int:
+        """Transfer windows allocated and not yet freed (every typed call frees its own)."""
+        return len(self._windows)
+
+    @property
     def exports(self) -> frozenset[str]:
         """Names of the exported functions."""
         return frozenset(self._functions)
