@@ -56,8 +56,6 @@ MATVEC_SHAPES = (
     {"name": "stream-16384x4096", "rows": 16384, "cols": 4096, "reps": 4},
 )
 
-# The targets (policy as data): figure names refer to the result rows below
-
 PROBE_THREADS = (1, 2)
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from pipeline.bench.stats import Target, figures_of, spread, target_rows
 
+# The targets (policy as data): figure names are those of stats.figures_of over the
+# rows `summarize` makes.
 TARGETS = (
     Target(
         "simd128 / scalar q8 matvec (cache)",
