@@ -86,6 +86,11 @@ def engine(simd: bool) -> wasmtime.Engine:
     return wasmtime.Engine(config)
 
 
+# What the engine raises: a module it refuses to compile or instantiate, a trap (after which
+# the instance must not be reused).
+ENGINE_ERRORS = (wasmtime.WasmtimeError, wasmtime.Trap)
+
+
 class HostError(RuntimeError):
     """The module broke what the host relies on: no such export, a failed `tr_alloc`, or a
     call that had to succeed (`expect_ok`) returned another code (`code`)."""

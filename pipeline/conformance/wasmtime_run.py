@@ -14,11 +14,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import wasmtime
+from pipeline.wasmhost import (
+    ENGINE_ERRORS,
+    SessionConfig,
+    WasmHost,
+    encode_prompt,
+    engine_name,
+    expect_ok,
+)
 
-from pipeline.wasmhost import SessionConfig, WasmHost, encode_prompt, engine_name, expect_ok
-
-ERRORS = (wasmtime.WasmtimeError, wasmtime.Trap, RuntimeError)  # RuntimeError: HostError
+ERRORS = (*ENGINE_ERRORS, RuntimeError)  # RuntimeError: the host's HostError among others
 
 
 def load_model(host: WasmHost, data: bytes) -> int:

@@ -14,10 +14,8 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-import wasmtime
-
 from pipeline.modelpack import DIR_ENTRY, HEADER, PRESETS, pack
-from pipeline.wasmhost import RESULT_NAMES, SessionConfig, WasmHost
+from pipeline.wasmhost import ENGINE_ERRORS, RESULT_NAMES, SessionConfig, WasmHost
 from tests.fuzz.tally import Tally, case_rng
 from tests.runtime.malformed import CASES, mutated
 from verify.formats.fuzz import FuzzCampaign
@@ -135,7 +133,7 @@ def run(seed: int, count: int, module: Path | None = None) -> FuzzCampaign:
             if result == "Ok":
                 outcome = f"Ok+{_decode_once(host, handle)}"
                 host.model_free(handle)
-        except (wasmtime.Trap, wasmtime.WasmtimeError) as exc:
+        except ENGINE_ERRORS as exc:
             tally.outcome(name, "trap")
             tally.fail(index, name, "trap", str(exc).splitlines()[0])
             host = WasmHost(path, simd=False)  # a trapped instance is not reused
