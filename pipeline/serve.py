@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from pipeline.documents.keys import DEV_KEY_DIR, DEV_KEY_NAME
 from pipeline.errors import PipelineError
-from pipeline.keys import DEV_KEY_DIR, DEV_KEY_NAME
 from pipeline.modelpack import PRESETS, pack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.lanebuild import inputs
-from pipeline.lanebuild.lanes import load_lanes
+from pipeline.tree.lanes import load_lanes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LANE = load_lanes(REPO_ROOT / "manifests" / "lanes.toml").lane[0]
@@ -23,9 +23,7 @@ EDITS = [
 
 def _key(monkeypatch: pytest.MonkeyPatch, driver: Path) -> str:
     monkeypatch.setattr(inputs, "DRIVER_DIR", driver)
-    return inputs.lane_inputs(
-        LANE, REPO_ROOT / "crates", REPO_ROOT / "toolchain.lock", "0" * 64
-    ).input_digest
+    return inputs.lane_inputs(LANE, REPO_ROOT / "crates", "1" * 64, "0" * 64).input_digest
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.lanebuild.cargo import plan_run
-from pipeline.lanebuild.lanes import load_lanes
 from pipeline.toolchain.lockfile import load_lock
+from pipeline.tree.lanes import load_lanes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LANES = load_lanes(REPO_ROOT / "manifests" / "lanes.toml")

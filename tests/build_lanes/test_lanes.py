@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.lanebuild.lanes import LanesError, load_lanes
+from pipeline.tree.lanes import LanesError, load_lanes
 
 REPO = Path(__file__).resolve().parents[2]
 LANES = REPO / "manifests" / "lanes.toml"

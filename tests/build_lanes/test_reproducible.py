@@ -22,9 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.keys import generate_key_files
+from pipeline.documents.keys import generate_key_files
+from pipeline.lanebuild.built import built_from_index
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.reproduce import compare_bundle, explain
+from pipeline.tree.snapshot import read_tree
 from tests.clones import run_build
 from verify.bundle.rebuilds import RebuildPolicy
 from verify.bundle.trusted_keys import load_trusted_keys
@@ -148,7 +150,7 @@ def test_an_artifact_not_built_from_the_source_is_named_with_its_section(
     )
     rebuilt_root = reproduction.workdir / "tinyrustlm"
     index = BuildIndex.model_validate_json((rebuilt_root / "build" / "index.json").read_bytes())
-    verdicts = compare_bundle(bundle, manifest, index, rebuilt_root)
+    verdicts = compare_bundle(bundle, manifest, built_from_index(read_tree(rebuilt_root), index))
     assert [v.lane for v in verdicts if not v.identical] == [lane]
     difference = next(v.difference for v in verdicts if v.lane == lane) or ""
     assert "in section" in difference

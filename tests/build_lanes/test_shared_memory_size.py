@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, pack
+from pipeline.tree.lanes import load_lanes
 
 pytestmark = pytest.mark.integration
 

@@ -23,15 +23,15 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pipeline import release
 from pipeline.cli import main as release_main
 from pipeline.conformance import browsers
 from pipeline.conformance.matrix import Options, Trust, run_matrix
-from pipeline.conformance.release_step import with_conformance
 from pipeline.conformance.subject import from_bundle
+from pipeline.documents.keys import load_private_key
+from pipeline.documents.sign import sign_to_sigstore_bundle
 from pipeline.errors import CheckFailed
-from pipeline.keys import load_private_key
-from pipeline.sign import sign_to_sigstore_bundle
+from pipeline.release import steps
+from pipeline.release.conformance import run_conformance
 from verify.bundle.conformance_check import check_conformance
 from verify.bundle.errors import ConformanceMismatch
 from verify.bundle.layout import CONFORMANCE, MANIFEST, MANIFEST_SIGNATURE
@@ -211,11 +211,12 @@ def test_cli_checks_the_manifest_signature_before_any_engine_starts(
 def test_release_conformance_signs_the_manifest_its_loader_verified(
     built_clone: Path, tmp_path: Path
 ) -> None:
-    request = release.ReleaseRequest(repo_root=built_clone, dist=tmp_path / "dist", env={})
-    smoke = with_conformance(release.step_smoke, Options(engines=["node"], cases=2))
-    bundle = release.run_release(
-        request, replace(release.STEPS, smoke=smoke), say=lambda _: None
-    ).bundle
+    request = steps.ReleaseRequest(repo_root=built_clone, dist=tmp_path / "dist", env={})
+    matrix = run_conformance(Options(engines=["node"], cases=2))
+    log: list[str] = []
+    bundle = steps.run_release(request, replace(steps.STEPS, conformance=matrix), log.append).bundle
+    # step 6 ran after the manifest was signed (5) and before the provenance (7)
+    assert [line for line in log if line.startswith("[6/")][-1].startswith("[6/9] conformance: ok")
     report = ConformanceReport.model_validate_json((bundle / CONFORMANCE).read_bytes())
     manifest_sha = _sha((bundle / MANIFEST).read_bytes())
     assert report.rows and {r.outcome for r in report.rows} == {"pass"}
@@ -233,14 +234,14 @@ def test_release_conformance_signs_the_manifest_its_loader_verified(
     with pytest.raises(ConformanceMismatch, match="not the digest of its receipt"):
         check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, [])
 
-    def smoke_with_another_signature(verified: release.Verified) -> release.Tested:
+    def matrix_on_another_manifest(signed: steps.ManifestSigned) -> steps.Conformed:
         # as if the matrix had run on another manifest (no need to run it again)
-        return replace(
-            release.step_smoke(verified), conformance_manifest_signature=b"another manifest"
-        )
+        files = {**signed.documents.files, MANIFEST: b"another manifest"}
+        other = replace(signed, documents=replace(signed.documents, files=files))
+        return steps.Conformed(other, None, "")
 
     request = replace(request, dist=tmp_path / "dist2")
-    with pytest.raises(CheckFailed, match="ran on a signed manifest other than"):
-        release.run_release(
-            request, replace(release.STEPS, smoke=smoke_with_another_signature), lambda _: None
+    with pytest.raises(CheckFailed, match="manifest changed between signing it"):
+        steps.run_release(
+            request, replace(steps.STEPS, conformance=matrix_on_another_manifest), lambda _: None
         )

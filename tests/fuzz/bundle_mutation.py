@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
-from pipeline.keys import generate_key_files
+from pipeline.documents.keys import generate_key_files
 from tests.release.conftest import Harness, fake_report, make_repo
 from verify.bundle import verifier
 from verify.cli import main as verify_main

@@ -15,9 +15,10 @@ import pytest
 
 from pipeline.bench import build_kernel_harness
 from pipeline.lanebuild.driver import build_lanes
-from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, pack
 from pipeline.toolchain import nodejs
+from pipeline.tree.lanes import load_lanes
+from pipeline.tree.snapshot import read_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -39,7 +40,7 @@ def _require_tools() -> None:
 def wasm_lanes() -> dict[str, Path]:
     """lane id -> artifact, built (or taken from the cache) by pipeline.lanebuild."""
     _require_tools()
-    index = build_lanes(REPO_ROOT, lanes=list(WASM_LANES), say=lambda _line: None)
+    index = build_lanes(read_tree(REPO_ROOT), lanes=list(WASM_LANES), say=lambda _line: None)
     return {e.lane: REPO_ROOT / e.artifact for e in index.lanes if e.lane in WASM_LANES}
 
 

@@ -20,8 +20,8 @@ from pipeline.bench import (
 )
 from pipeline.bench_format import BenchDocument
 from pipeline.bench_stats import compare
-from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, q8_weight_bytes, tensor_plan
+from pipeline.tree.lanes import load_lanes
 from tests.lanes.conftest import REPO_ROOT
 
 SHAPES = ("w_gate-2816x1024", "stream-16384x4096")

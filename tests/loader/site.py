@@ -21,8 +21,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pipeline.keys import generate_key_files, load_private_key
-from pipeline.sign import sign_to_sigstore_bundle
+from pipeline.documents.keys import generate_key_files, load_private_key
+from pipeline.documents.sign import sign_to_sigstore_bundle
 from verify.canonical import canonical_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
 

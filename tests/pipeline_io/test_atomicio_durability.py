@@ -1,4 +1,4 @@
-"""Durability of pipeline/atomicio.py, seen through a spy on os.fsync: the file's bytes are
+"""Durability of pipeline/io/atomic.py, seen through a spy on os.fsync: the file's bytes are
 fsynced before the rename makes them visible, and the folder is fsynced after the rename
 (else a crash can lose the rename even though the data reached the disk)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import atomicio
+from pipeline.io import atomic as atomicio
 
 
 @dataclass(frozen=True)

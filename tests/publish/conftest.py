@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from pipeline.keys import generate_key_files
-from pipeline.publish.fetch import Fetched, FetchRequest, fetch_release
+from pipeline.documents.keys import generate_key_files
+from pipeline.fetch.client import Fetched, FetchRequest, fetch_release
 from pipeline.publish.keys import KeyFolders
-from pipeline.publish.policy import RepositoryPolicy, load_policy
 from pipeline.publish.publish import Published, publish_bundle
 from pipeline.publish.repo import RepoSummary, init_repository
+from pipeline.tuf.policy import RepositoryPolicy, load_policy
 from tests.release.conftest import Harness, _git, fake_report, make_repo, write_build
 from verify.bundle.trusted_keys import TrustedKey, load_trusted_keys
 

@@ -19,9 +19,9 @@ from securesystemslib.signer import CryptoSigner
 from tuf.api.metadata import Metadata, Root
 from tuf.api.serialization.json import JSONSerializer
 
-from pipeline.publish import errors as e
 from pipeline.publish.keys import key_file, load_signer
 from pipeline.publish.repo import refresh_timestamp, rotate_root
+from pipeline.tuf import errors as e
 from tests.publish.conftest import NEW, OLD, World, entries
 
 PRETTY = JSONSerializer(compact=False)
@@ -213,7 +213,7 @@ def older_release_than_fetched(w: World) -> dict[str, Any]:
 
 def bundle_key_not_trusted(w: World) -> dict[str, Any]:
     """TUF is satisfied; `verify bundle` is not (the client trusts another release key)."""
-    from pipeline.keys import generate_key_files
+    from pipeline.documents.keys import generate_key_files
 
     _both_published(w)
     other = generate_key_files(w.tmp / "other-keys", "other", "release")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.publish import errors as e
-from pipeline.publish.fetch import default_state_folder
-from pipeline.publish.releases import release_target
+from pipeline.fetch.client import default_state_folder
 from pipeline.publish.repo import DiskRepository, now_utc, refresh_timestamp, rotate_root
+from pipeline.tuf import errors as e
+from pipeline.tuf.releases import release_target
 from tests.publish.conftest import NEW, OLD, World, entries
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.publish import errors as e
 from pipeline.publish.keys import KEY_CLASS_FIELD, KeyFolders
-from pipeline.publish.policy import load_policy
 from pipeline.publish.publish import publish_bundle
 from pipeline.publish.repo import init_repository, refresh_timestamp, rotate_root
+from pipeline.tuf import errors as e
+from pipeline.tuf.policy import load_policy
 from tests.publish.conftest import NEW, OLD, World
 from tests.release.conftest import fake_report
 
@@ -113,7 +113,7 @@ _KILLED_PUBLISH = textwrap.dedent(
     from pathlib import Path
     import pipeline.publish.repo as repo
     from pipeline.publish.keys import KeyFolders
-    from pipeline.publish.policy import load_policy
+    from pipeline.tuf.policy import load_policy
     from pipeline.publish.publish import publish_bundle
     from tests.release.conftest import fake_report
     from verify.bundle.trusted_keys import load_trusted_keys

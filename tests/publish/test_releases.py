@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.publish.errors import VersionUnorderable
-from pipeline.publish.releases import newest, version_key
+from pipeline.tuf.errors import VersionUnorderable
+from pipeline.tuf.releases import newest, version_key
 
 
 @pytest.mark.parametrize(

@@ -24,16 +24,15 @@ from typing import Any
 
 import pytest
 
-from pipeline.keys import KeyFiles, generate_key_files
+from pipeline.documents.keys import KeyFiles, generate_key_files
+from pipeline.lanebuild.built import Built, built_from_index
 from pipeline.lanebuild.records import BuildIndex
-from pipeline.release import (
+from pipeline.release.steps import (
     STEPS,
-    Built,
     Bundled,
     Checked,
     ReleaseRequest,
     Steps,
-    built_from_index,
     preflight,
     run_release,
 )
@@ -105,6 +104,8 @@ def make_repo(root: Path, commit_time: int) -> Path:
         "rfc8785==0.1.4 \\\n    --hash=sha256:" + "b" * 64 + "\n"
     )
     shutil.copy(REPO_ROOT / "toolchain.lock", repo / "toolchain.lock")
+    (repo / "manifests").mkdir()
+    shutil.copy(REPO_ROOT / "manifests/lanes.toml", repo / "manifests/lanes.toml")
     (repo / "crates/Cargo.toml").write_text(
         '[workspace]\nmembers = ["core"]\n[workspace.package]\nversion = "0.1.0"\n'
     )
@@ -190,8 +191,9 @@ def write_build(repo: Path, commit_time: int, smoke: str = "pass") -> None:
 
 
 def fake_build(checked: Checked) -> Built:
-    index_path = checked.request.repo_root / "build/index.json"
-    return built_from_index(checked, BuildIndex.model_validate_json(index_path.read_bytes()))
+    index_path = checked.tree.root / "build/index.json"
+    index = BuildIndex.model_validate_json(index_path.read_bytes())
+    return built_from_index(checked.tree, index, checked.request.lanes)
 
 
 FAKE_STEPS = replace(STEPS, toolchain_check=preflight, build=fake_build)

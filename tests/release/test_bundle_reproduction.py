@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.lanebuild.lanes import load_lanes
+from pipeline.tree.lanes import load_lanes
 from tests.clones import clone_head
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import verify_bundle

@@ -13,16 +13,25 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import bundle as bundle_mod
-from pipeline.bundle import (
+from pipeline.release import bundle as bundle_mod
+from pipeline.release.bundle import (
     BundleExists,
     ReleaseLocked,
     bundle_contents,
-    write_bundle,
+)
+from pipeline.release.bundle import (
+    write_bundle as write_contents,
 )
 from verify.bundle.tarball import deterministic_tarball
 
 FILES = {"manifest.json": b"{}", "artifacts/a.wasm": b"\0asm\1\0\0\0", "js/host.js": b"x"}
+
+
+def write_bundle(
+    dist: Path, version: str, files: dict[str, bytes], mtime: int, *, force: bool = False
+) -> Path:
+    """The writer over `files` plus their SHA256SUMS and tarball (what step 8 makes)."""
+    return write_contents(dist, version, bundle_contents(version, files, mtime), force=force)[0]
 
 
 def _bundles(dist: Path) -> list[str]:
@@ -47,6 +56,21 @@ def test_existing_version_is_refused_unless_force(tmp_path: Path) -> None:
     write_bundle(dist, "1.0.0", {**FILES, "js/host.js": b"y"}, 1, force=True)
     assert (dist / "tinyrustlm-1.0.0/js/host.js").read_bytes() == b"y"
     assert _bundles(dist) == ["tinyrustlm-1.0.0"]
+
+
+def test_the_same_bytes_again_are_up_to_date_and_not_rewritten(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    contents = bundle_contents("1.0.0", FILES, 1)
+    final, written = write_contents(dist, "1.0.0", contents)
+    assert written
+    before = {p: p.stat().st_mtime_ns for p in final.rglob("*")}
+    again, written = write_contents(dist, "1.0.0", contents)
+    assert (again, written) == (final, False)
+    assert {p: p.stat().st_mtime_ns for p in final.rglob("*")} == before
+    extra = final / "stray.txt"  # one more file is another bundle, not the same one
+    extra.write_bytes(b"")
+    with pytest.raises(BundleExists, match="different bundle"):
+        write_contents(dist, "1.0.0", contents)
 
 
 def test_lock_stops_a_second_release(tmp_path: Path) -> None:
@@ -87,14 +111,15 @@ def test_kill_9_mid_write_leaves_no_bundle(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import time
         from pathlib import Path
-        import pipeline.bundle as b
+        import pipeline.release.bundle as b
         real = b.write_durable
         def slow(path, data, mode=0o644):
             real(path, data, mode)
             Path({str(tmp_path / "started")!r}).touch()
             time.sleep(30)
         b.write_durable = slow
-        b.write_bundle(Path({str(dist)!r}), "1.0.0", {{"a.txt": b"a", "b.txt": b"b"}}, 1)
+        files = b.bundle_contents("1.0.0", {{"a.txt": b"a", "b.txt": b"b"}}, 1)
+        b.write_bundle(Path({str(dist)!r}), "1.0.0", files)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=Path(__file__).parents[2])
     try:
@@ -145,8 +170,9 @@ def test_force_kill_9_always_leaves_a_complete_bundle(
     write_bundle(dist, "1.0.0", OLD, 1)
     script = textwrap.dedent(f"""
         from pathlib import Path
-        import pipeline.bundle as b
-        b.write_bundle(Path({str(dist)!r}), "1.0.0", {NEW!r}, 1, force=True)
+        import pipeline.release.bundle as b
+        files = b.bundle_contents("1.0.0", {NEW!r}, 1)
+        b.write_bundle(Path({str(dist)!r}), "1.0.0", files, force=True)
     """)
     done = subprocess.run(
         [sys.executable, "-c", script],

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pipeline import release
+from pipeline.release import steps
 from verify.bundle import verifier
 from verify.bundle.conformance_check import check_conformance
 from verify.bundle.errors import ConformanceRowFailed
@@ -37,9 +37,9 @@ def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _report(
-    tested: release.Tested, rows: Sequence[tuple[str, bool, str]], wrong_sha: bool = False
+    signed: steps.ManifestSigned, rows: Sequence[tuple[str, bool, str]], wrong_sha: bool = False
 ) -> bytes:
-    built = tested.verified.built
+    built = signed.tested.verified.built
     out = []
     for engine, isolated, outcome in rows:
         for entry in built.index.lanes:
@@ -58,8 +58,8 @@ def _report(
                 )
             )
     report = ConformanceReport(
-        release_version=built.checked.version,
-        source_revision=built.checked.git.revision,
+        release_version=built.tree.version,
+        source_revision=built.tree.git.revision,
         cases=CaseSet(
             count=3,
             seed=1,
@@ -78,16 +78,14 @@ def _report(
 def _release(
     harness: Harness, rows: Sequence[tuple[str, bool, str]] | None, wrong_sha: bool = False
 ) -> Path:
-    steps = harness.steps
+    table = harness.steps
     if rows is not None:
-        smoke = steps.smoke
 
-        def smoke_and_matrix(verified: release.Verified) -> release.Tested:
-            tested = smoke(verified)
-            return replace(tested, conformance=_report(tested, rows, wrong_sha))
+        def matrix(signed: steps.ManifestSigned) -> steps.Conformed:
+            return steps.Conformed(signed, _report(signed, rows, wrong_sha), "fake matrix")
 
-        steps = replace(steps, smoke=smoke_and_matrix)
-    return replace(harness, steps=steps).release().bundle
+        table = replace(table, conformance=matrix)
+    return replace(harness, steps=table).release().bundle
 
 
 def _verify(harness: Harness, bundle: Path, require: str) -> tuple[int, dict[str, Any]]:

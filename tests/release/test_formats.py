@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from pipeline.documents.sign import sign_envelope
 from pipeline.formats import FORMATS
-from pipeline.sign import sign_envelope
 from verify.bundle.dsse import (
     Envelope,
     pae,

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from pipeline.lanebuild.handoff import RecordRefused, tree_inputs
-from pipeline.release import build_from_records
+from pipeline.release.steps import build_from_records
+from pipeline.tree.snapshot import read_tree
 
 from .conftest import LANES, REPO_ROOT, Harness, tiny_wasm
 
@@ -67,7 +68,7 @@ def _write_folder(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
     ).stdout.strip()
     lock_sha = hashlib.sha256((repo / "toolchain.lock").read_bytes()).hexdigest()
-    inputs = tree_inputs(repo)
+    inputs = tree_inputs(read_tree(repo))
     index: Doc = {
         "schema": "tinyrustlm.build-index.v1",
         "source_revision": revision,

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.keys import generate_key_files, load_private_key
-from pipeline.sign import sign_to_sigstore_bundle
+from pipeline.documents.keys import generate_key_files, load_private_key
+from pipeline.documents.sign import sign_to_sigstore_bundle
 from verify.bundle import verifier
 from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.errors import BundleRejected

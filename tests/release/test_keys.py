@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from pipeline.cli import main as release_main
-from pipeline.keys import (
+from pipeline.documents.keys import (
     KEY_ENV,
     SigningKeyError,
     generate_key_files,

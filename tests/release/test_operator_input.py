@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.keys import SigningKeyError, generate_key_files
-from pipeline.release import STEP_TITLES
+from pipeline.documents.keys import SigningKeyError, generate_key_files
+from pipeline.release.steps import STEP_TITLES
 from verify.errors import VerifyError
 from verify.inputs import read_regular_file
 

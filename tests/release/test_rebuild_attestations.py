@@ -1,8 +1,8 @@
 """K-of-N rebuild policy: `verify bundle --rebuilders --require-rebuilds K --rebuild-attestation`.
 
-Attestations are made by the real `pipeline.attest` code and signed with real keys, over the
-pristine fake release; the verifier counts distinct trusted rebuilders whose attestation names
-every artifact with the manifest's digest.
+Attestations are made by the real `pipeline.documents.attest` code and signed with real keys,
+over the pristine fake release; the verifier counts distinct trusted rebuilders whose
+attestation names every artifact with the manifest's digest.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pipeline.attest import Compared, rebuild_statement, write_attestation
-from pipeline.keys import SigningKey
+from pipeline.documents.attest import Compared, rebuild_statement, write_attestation
+from pipeline.documents.keys import SigningKey
 from verify.bundle import verifier
 from verify.bundle.dsse import keyid_of
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import CheckFailed
+from pipeline.release.steps import STEP_TITLES
 
 from .conftest import LANES, VERSION, Harness
 
@@ -50,7 +51,13 @@ def test_tarball_verifies_on_its_own(harness: Harness) -> None:
 def test_numbered_progress_and_steps(harness: Harness) -> None:
     harness.release()
     done = [line for line in harness.log if ": ok (" in line]
-    assert [line.split("]")[0] for line in done] == [f"[{i}/6" for i in range(1, 7)]
+    n = len(STEP_TITLES)
+    assert [line.split("]")[0] for line in done] == [f"[{i}/{n}" for i in range(1, n + 1)]
+    # the order the documents need: manifest signed, conformance on it, provenance after
+    titles = [line.split("] ")[1].split(":")[0] for line in done]
+    assert titles == list(STEP_TITLES)
+    assert titles.index("sign manifest") < titles.index("conformance")
+    assert titles.index("conformance") < titles.index("sign provenance")
 
 
 def test_releasing_twice_gives_identical_bundles(harness: Harness) -> None:

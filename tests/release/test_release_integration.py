@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.release import ReleaseRequest, run_release
+from pipeline.release.steps import ReleaseRequest, run_release
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import verify_bundle
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from pipeline.errors import CheckFailed
-from pipeline.release import Built, Checked
+from pipeline.lanebuild.built import Built
+from pipeline.release.steps import Checked
 
 from .conftest import Harness, fake_report, write_build
 
@@ -44,8 +45,31 @@ def test_dirty_tree_is_refused(harness: Harness) -> None:
     assert harness.release(allow_dirty=True).bundle is not None
 
 
-def test_existing_version_refused_before_building(harness: Harness) -> None:
+def _commit(h: Harness, text: str) -> None:
+    (h.repo / "crates/core/src/lib.rs").write_text(f"#![no_std]\n// {text}\n")
+    subprocess.run(
+        ["git", "-C", str(h.repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+         "commit", "-qam", text],
+        check=True,
+    )  # fmt: skip
+
+
+def test_unchanged_tree_again_is_up_to_date_and_rewrites_nothing(harness: Harness) -> None:
+    first = harness.release()
+    assert not first.up_to_date
+    stamps = {p: p.stat().st_mtime_ns for p in first.bundle.rglob("*")}
+    again = harness.release()
+    assert again.up_to_date and again.bundle == first.bundle
+    assert again.manifest.build_id == first.manifest.build_id
+    assert {p: p.stat().st_mtime_ns for p in first.bundle.rglob("*")} == stamps
+    assert "up to date" in harness.log[-1]
+
+
+def test_another_revision_of_an_existing_version_refused_before_building(
+    harness: Harness,
+) -> None:
     harness.release()
+    _commit(harness, "v2")
     built: list[str] = []
 
     def build(checked: Checked) -> Built:
@@ -53,8 +77,9 @@ def test_existing_version_refused_before_building(harness: Harness) -> None:
         raise AssertionError("the build must not start")
 
     harness.steps = replace(harness.steps, build=build)
-    with pytest.raises(CheckFailed, match="already exists"):
+    with pytest.raises(CheckFailed, match="from another revision") as caught:
         harness.release()
+    assert "./nox -s release -- --force" in caught.value.diagnostics()
     assert built == []
 
 
@@ -95,7 +120,7 @@ def test_commit_older_than_validity_is_refused(harness: Harness) -> None:
 
 def test_concurrent_release_is_refused(harness: Harness) -> None:
     """While one release runs (its lock held), another is refused before any step."""
-    from pipeline.bundle import ReleaseLocked, release_lock
+    from pipeline.release.bundle import ReleaseLocked, release_lock
 
     with release_lock(harness.repo / "build"), pytest.raises(ReleaseLocked):
         harness.release()

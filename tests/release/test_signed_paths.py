@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from pipeline.documents.sign import sign_to_sigstore_bundle
 from pipeline.errors import CheckFailed
-from pipeline.lanebuild.lanes import load_lanes
-from pipeline.sign import sign_to_sigstore_bundle
+from pipeline.tree.lanes import load_lanes
 from verify.bundle import verifier
 from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.errors import BuilderPathLeaked

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pipeline.keys import generate_key_files
-from pipeline.sign import sign_to_sigstore_bundle
+from pipeline.documents.keys import generate_key_files
+from pipeline.documents.sign import sign_to_sigstore_bundle
 from verify.bundle import verifier
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.cli import main as verify_main
@@ -167,7 +167,7 @@ def _changed_hint(b: Path, h: Harness) -> Path:
 
 
 def _payload_type(b: Path, h: Harness) -> Path:
-    from pipeline.keys import load_private_key
+    from pipeline.documents.keys import load_private_key
 
     key = load_private_key(h.key.private_pem)
     _resign(b, "manifest.sigstore.json", key, payload_type="application/json")
@@ -175,7 +175,7 @@ def _payload_type(b: Path, h: Harness) -> Path:
 
 
 def _key_expired(b: Path, h: Harness) -> Path:
-    from pipeline.keys import load_private_key
+    from pipeline.documents.keys import load_private_key
 
     public = load_private_key(h.key.private_pem).public_key()
     past = datetime.now(UTC) - timedelta(days=1)
@@ -185,7 +185,7 @@ def _key_expired(b: Path, h: Harness) -> Path:
 
 
 def _role_mismatch(b: Path, h: Harness) -> Path:
-    from pipeline.keys import load_private_key
+    from pipeline.documents.keys import load_private_key
 
     public = load_private_key(h.key.private_pem).public_key()
     path = b.parent / "dev-role.json"
@@ -347,7 +347,7 @@ def test_signed_payload_is_used_not_reserialised(
     pristine: tuple[Harness, Path], tmp_path: Path
 ) -> None:
     """A re-serialised (non-canonical) but correctly signed manifest is refused."""
-    from pipeline.keys import load_private_key
+    from pipeline.documents.keys import load_private_key
 
     h, _ = pristine
     bundle = copy_pristine(pristine, tmp_path)

@@ -32,11 +32,12 @@ from tuf.api.metadata import Metadata, Targets
 from tuf.api.serialization import DeserializationError
 from tuf.ngclient import Updater, UpdaterConfig
 
-from pipeline.atomicio import fsync_dir, write_atomic
-from pipeline.filelock import hold_lock
-from pipeline.publish import errors as e
-from pipeline.publish.policy import RepositoryPolicy
-from pipeline.publish.releases import (
+from pipeline.fetch.state import FetchState
+from pipeline.io.atomic import fsync_dir, write_atomic
+from pipeline.io.lock import hold_lock
+from pipeline.tuf import errors as e
+from pipeline.tuf.policy import RepositoryPolicy
+from pipeline.tuf.releases import (
     CUSTOM_BUILD_ID,
     CUSTOM_VERSION,
     PublishedRelease,
@@ -45,7 +46,6 @@ from pipeline.publish.releases import (
     target_path,
     version_key,
 )
-from pipeline.publish.state import FetchState
 from verify.bundle.layout import MANIFEST, bundle_name
 from verify.bundle.report_check import Deriver
 from verify.bundle.trusted_keys import TrustedKey, load_trusted_keys

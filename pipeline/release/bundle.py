@@ -16,12 +16,13 @@ from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.atomicio import fsync_dir, write_durable
-from pipeline.atomicswap import exchange, fault_point
 from pipeline.errors import CheckFailed, PipelineError
-from pipeline.filelock import hold_lock
-from verify.bundle.layout import CHECKSUMS, bundle_name, checksums_text, tarball_name
+from pipeline.io.atomic import fsync_dir, write_durable
+from pipeline.io.lock import hold_lock
+from pipeline.io.swap import exchange, fault_point
+from verify.bundle.layout import CHECKSUMS, MANIFEST, bundle_name, checksums_text, tarball_name
 from verify.bundle.tarball import deterministic_tarball
+from verify.formats.manifest import ModuleManifest
 
 LOCK_FILE = ".release.lock"
 STAGING_DIR = ".staging"
@@ -70,28 +71,54 @@ def _write_tree(folder: Path, contents: Mapping[str, bytes], executable: Abstrac
         fsync_dir(sub)
 
 
+def existing_bundle(final: Path) -> ModuleManifest | None:
+    """The manifest of the bundle already at `final`, or None when there is none."""
+    if not final.exists() and not final.is_symlink():
+        return None
+    try:
+        return ModuleManifest.model_validate_json((final / MANIFEST).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise BundleExists(
+            "dist/ holds something of this version that is not a readable bundle",
+            where=str(final),
+            hint="move it away, or pass --force to replace it",
+        ) from exc
+
+
+def _same_bundle(final: Path, contents: Mapping[str, bytes]) -> bool:
+    """`final` holds exactly `contents`: the same files, byte for byte, and no other."""
+    if final.is_symlink() or not final.is_dir():
+        return False
+    found = {p.relative_to(final).as_posix() for p in final.rglob("*") if not p.is_dir()}
+    if found != set(contents):
+        return False
+    return all((final / rel).read_bytes() == data for rel, data in contents.items())
+
+
 def write_bundle(
     dist: Path,
     version: str,
-    files: Mapping[str, bytes],
-    mtime: int,
+    contents: Mapping[str, bytes],
     *,
     force: bool = False,
     executable: AbstractSet[str] = frozenset(),
-) -> Path:
-    """Publish the bundle atomically; returns dist/tinyrustlm-<version>.
+    hint: str = "bump [project].version, or pass --force to replace it",
+) -> tuple[Path, bool]:
+    """Publish the bundle (every file, `bundle_contents`) atomically; returns
+    (dist/tinyrustlm-<version>, whether it was written). A bundle already there with exactly
+    these bytes is left alone (up to date); another one is refused unless `force`.
 
     `executable` names the files (native binaries) that get mode 0755.
     """
-    contents = bundle_contents(version, files, mtime, executable)
     with release_lock(dist):
         final = dist / bundle_name(version)
-        if final.exists() and not force:
+        if (final.exists() or final.is_symlink()) and not force:
+            if _same_bundle(final, contents):
+                return final, False
             raise BundleExists(
-                f"a bundle of version {version} already exists",
-                where=str(final),
-                hint="bump [project].version, or pass --force to replace it",
-            )
+                f"a different bundle of version {version} already exists", where=str(final),
+                hint=hint,
+            )  # fmt: skip
         staging_root = dist / STAGING_DIR
         if staging_root.exists():
             shutil.rmtree(staging_root)  # left by a killed release: never published
@@ -109,4 +136,4 @@ def write_bundle(
         fsync_dir(staging_root)
         shutil.rmtree(staging_root)
         fsync_dir(dist)
-    return final
+    return final, True

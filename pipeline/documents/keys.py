@@ -23,15 +23,16 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
-from pipeline.atomicio import write_atomic
 from pipeline.errors import EXIT_OK, PipelineError
+from pipeline.io.atomic import write_atomic
+from pipeline.tree import paths
 from verify.bundle.dsse import keyid_of
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.formats.manifest import KeyClass
 from verify.inputs import InputError, read_regular_file
 
 KEY_ENV = "TINYRUSTLM_RELEASE_KEY"
-DEV_KEY_DIR = ".dev-keys"
+DEV_KEY_DIR = str(paths.DEV_KEYS_DIR)
 DEV_KEY_NAME = "development"
 # How long a new key is trusted for (the trusted-keys file's not_after).
 KEY_VALIDITY = {"release": timedelta(days=2 * 365), "development": timedelta(days=10 * 365)}
@@ -107,6 +108,11 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
     return key
 
 
+def dev_trusted_keys(repo_root: Path) -> Path:
+    """Where the development key's trusted-keys file is (verifiers of a dev release need it)."""
+    return repo_root / DEV_KEY_DIR / f"{DEV_KEY_NAME}.trusted-keys.json"
+
+
 def dev_key_files(repo_root: Path) -> KeyFiles:
     """The development key, created on first use (one per checkout, never committed)."""
     folder = repo_root / DEV_KEY_DIR
@@ -116,7 +122,7 @@ def dev_key_files(repo_root: Path) -> KeyFiles:
         return KeyFiles(
             private,
             folder / f"{DEV_KEY_NAME}.pub.pem",
-            folder / f"{DEV_KEY_NAME}.trusted-keys.json",
+            dev_trusted_keys(repo_root),
             keyid_of(key.public_key()),
         )
     return generate_key_files(folder, DEV_KEY_NAME, "development")

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.documents.sbom import BuildStep, ToolchainPackage, purl
 from pipeline.errors import PipelineError
-from pipeline.sbom import BuildStep, ToolchainPackage, purl
-from pipeline.sources import CrateSource
+from pipeline.tree.sources import CrateSource
 from verify.canonical import canonical_json
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"

@@ -1,7 +1,7 @@
 """`reproduce --attest`: sign what a rebuild established (verify/formats/rebuild.py).
 
 The statement is canonical JSON signed as DSSE in a sigstore bundle v0.3 with the release's
-own machinery (`pipeline.sign`); written as rebuild.<keyid[:16]>.sigstore.json.
+own machinery (`pipeline.documents.sign`); written as rebuild.<keyid[:16]>.sigstore.json.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.atomicio import write_atomic
-from pipeline.keys import SigningKey
-from pipeline.sign import sign_to_sigstore_bundle
+from pipeline.documents.keys import SigningKey
+from pipeline.documents.sign import sign_to_sigstore_bundle
+from pipeline.io.atomic import write_atomic
 from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.layout import bundle_name
 from verify.canonical import canonical_json

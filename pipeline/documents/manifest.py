@@ -3,7 +3,7 @@
 The manifest names every file of the bundle that is a release artifact by a bundle-relative
 url and its SHA-256; the build id binds the manifest to those bytes. `build_manifest` is pure
 (bytes in, manifest out); reading files is `artifact_files`/`js_host_files`. Nothing here signs;
-`pipeline.sign` signs the canonical bytes this module returns.
+`pipeline.documents.sign` signs the canonical bytes this module returns.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.lanebuild.records import BuildIndex
-from pipeline.toolchain.lockfile import load_lock
+from pipeline.toolchain.lockfile import ToolchainLock
+from pipeline.tree.snapshot import SourceFile
 from verify.canonical import canonical_json, canonical_model
 from verify.formats.manifest import (
     CompilerVersions,
@@ -32,7 +33,6 @@ from verify.formats.manifest import (
 
 ARTIFACTS_DIR = "artifacts"
 JS_DIR = "js"
-JS_SOURCE_DIR = Path("crates/wasm/js")
 # The JS module every .wasm is instantiated by: the manifest pairs each module with it.
 JS_GLUE_NAME = "host.js"
 
@@ -88,24 +88,17 @@ def artifact_files(index: BuildIndex, sources: Mapping[str, Path]) -> list[Bundl
     return files
 
 
-def js_host_files(repo_root: Path) -> list[BundleFile]:
-    """crates/wasm/js/*.js, sorted; an absent folder means none yet."""
-    folder = repo_root / JS_SOURCE_DIR
-    if not folder.is_dir():
-        return []
-    files: list[BundleFile] = []
-    for path in sorted(folder.glob("*.js")):
-        data = path.read_bytes()
-        files.append(
-            BundleFile(f"{JS_DIR}/{path.name}", data, hashlib.sha256(data).hexdigest(), len(data))
-        )
-    return files
+def js_host_files(sources: Sequence[SourceFile]) -> list[BundleFile]:
+    """The tree's JS host files as the bundle's js/ files (same order)."""
+    return [
+        BundleFile(f"{JS_DIR}/{f.name}", f.data, hashlib.sha256(f.data).hexdigest(), len(f.data))
+        for f in sources
+    ]
 
 
-def compiler_versions(repo_root: Path) -> CompilerVersions:
+def compiler_versions(lock: ToolchainLock) -> CompilerVersions:
     """The pinned rustc and LLVM versions (toolchain.lock), which receipts quote."""
-    rustc = load_lock(repo_root / "toolchain.lock").rustc
-    return CompilerVersions(rustc=rustc.release, llvm=rustc.llvm_version)
+    return CompilerVersions(rustc=lock.rustc.release, llvm=lock.rustc.llvm_version)
 
 
 def build_manifest(
@@ -142,7 +135,7 @@ def build_manifest(
         if contract is None:
             raise PipelineError(
                 f"no feature contract for wasm lane {entry.lane!r}",
-                where="manifests/policy",
+                where="verify/policy/wasm.json",
                 hint="every wasm lane needs required/forbidden features for the manifest",
             )
         wasm.append(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError
 
-from pipeline.publish.errors import PolicyInvalid
+from pipeline.tuf.errors import PolicyInvalid
 
 POLICY_FILE = Path(__file__).resolve().with_name("repository.toml")
 

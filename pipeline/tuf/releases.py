@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 from tuf.api.metadata import TargetFile
 
-from pipeline.publish.errors import VersionUnorderable
+from pipeline.tuf.errors import VersionUnorderable
 
 # The custom fields each target carries (TargetFile.custom).
 CUSTOM_VERSION = "version"

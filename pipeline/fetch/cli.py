@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from pipeline.errors import EXIT_OK
-from pipeline.publish.fetch import FetchRequest, fetch_release
-from pipeline.publish.policy import load_policy
+from pipeline.fetch.client import FetchRequest, fetch_release
+from pipeline.tuf.policy import load_policy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from packageurl import PackageURL
 
 from pipeline.errors import PipelineError
-from pipeline.sources import CrateSource, PythonRequirement
+from pipeline.tree.sources import CrateSource, PythonRequirement
 from verify.canonical import canonical_json
 
 SPEC_VERSION = "1.6"

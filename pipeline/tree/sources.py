@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import CheckFailed, PipelineError
+from pipeline.tree import paths
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def tree_digest(repo_root: Path, paths: list[str]) -> str:
 
 def crate_sources(repo_root: Path) -> list[CrateSource]:
     """Every crate under crates/ (its Cargo.toml [package]) with a digest of its tracked files."""
-    crates_dir = repo_root / "crates"
+    crates_dir = repo_root / paths.CRATES_DIR
     workspace_version = ""
     root_toml = crates_dir / "Cargo.toml"
     if root_toml.is_file():
@@ -107,7 +108,7 @@ _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;
 
 def python_requirements(repo_root: Path) -> list[PythonRequirement]:
     """The hash-locked Python closure (requirements.lock): name==version rows."""
-    path = repo_root / "requirements.lock"
+    path = repo_root / paths.REQUIREMENTS_LOCK
     if not path.is_file():
         return []
     rows = [
@@ -119,7 +120,7 @@ def python_requirements(repo_root: Path) -> list[PythonRequirement]:
 
 
 def project_version(repo_root: Path) -> str:
-    path = repo_root / "pyproject.toml"
+    path = repo_root / paths.PYPROJECT
     version = _toml(path).get("project", {}).get("version")
     if not isinstance(version, str) or not version:
         raise PipelineError("no [project].version", where=str(path))

@@ -1,12 +1,10 @@
-"""`release --conformance`: the matrix runs at the end of step 4 (smoke), before signing.
+"""`release --conformance`: step 6 runs the matrix against the signed manifest.
 
 It runs on the very files the bundle will hold, so `conformance.json` can be signed with the
-rest: listed in SHA256SUMS and a subject of the provenance. The JS engines run every lane
-through js/loader.js, which verifies a signed manifest, so this step assembles the manifest
-and signs it with the release key first (the manifest does not list conformance.json, and
-Ed25519 is deterministic: step 5 signs the same bytes into the same signature, and checks
-that it did — `Tested.conformance_manifest_signature`). The bundle is staged in a temporary
-folder; the loader trusts exactly the signing key. Failing rows are recorded in the report;
+rest: listed in SHA256SUMS and a subject of the provenance (step 7). The JS engines run every
+lane through js/loader.js, which verifies the signed manifest step 5 made (the manifest does
+not list conformance.json, so it is final). The bundle is staged in a temporary folder; the
+loader trusts exactly the signing key. Failing rows are recorded in the report;
 `--conformance-require ENGINES` makes the release stop when one of those engines has a
 failing row or no passing one.
 """
@@ -20,26 +18,15 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.assemble import assemble
 from pipeline.conformance.cli import conformance, report_bytes
 from pipeline.conformance.matrix import Options, Trust
 from pipeline.conformance.subject import from_bundle
+from pipeline.documents.keys import SigningKey
 from pipeline.errors import CheckFailed
-from pipeline.keys import SigningKey, resolve_signing_key
-from pipeline.release import Tested, Verified, read_material
-from pipeline.sign import sign_to_sigstore_bundle
-from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
+from pipeline.release.steps import Conformed, ManifestSigned
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.formats.conformance import ConformanceReport
-from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest
-
-
-def signing_key(tested: Tested) -> SigningKey:
-    """The key step 5 will sign with (same resolution, same key)."""
-    request = tested.verified.built.checked.request
-    return resolve_signing_key(
-        request.repo_root, request.key_path, dict(request.env), request.key_class
-    )
+from verify.formats.manifest import ModuleManifest
 
 
 def stage(folder: Path, files: Mapping[str, bytes], manifest: ModuleManifest) -> Path:
@@ -78,25 +65,19 @@ def unmet(report: ConformanceReport, engines: Sequence[str]) -> list[str]:
     return problems
 
 
-def with_conformance(
-    smoke: Callable[[Verified], Tested], opts: Options, require: Sequence[str] = ()
-) -> Callable[[Verified], Tested]:
-    """Step 4 followed by the matrix over the tested lanes; its report rides on `Tested`."""
+def run_conformance(
+    opts: Options, require: Sequence[str] = ()
+) -> Callable[[ManifestSigned], Conformed]:
+    """Step 6: the matrix over the signed manifest's lanes; its report rides on `Conformed`."""
 
-    def smoke_then_conformance(verified: Verified) -> Tested:
-        tested = smoke(verified)
-        say = verified.built.checked.request.say
-        say("    conformance matrix (manifest signed for the loader) ...")
-        key = signing_key(tested)
-        documents = assemble(read_material(tested), key.key_class)  # no conformance.json yet
-        manifest = documents.files[MANIFEST]
-        signature = sign_to_sigstore_bundle(key.private_key, MANIFEST_PAYLOAD_TYPE, manifest)
-        files = {**documents.files, MANIFEST_SIGNATURE: signature}
+    def conformance_step(signed: ManifestSigned) -> Conformed:
+        say = signed.checked.request.say
+        manifest = signed.documents.manifest
         with tempfile.TemporaryDirectory(prefix="tinyrustlm-conformance-bundle-") as tmp:
-            subject = from_bundle(stage(Path(tmp), files, documents.manifest))
+            subject = from_bundle(stage(Path(tmp), signed.files, manifest))
             run_opts = replace(
                 opts,
-                trust=trust_of(key, documents.manifest),
+                trust=trust_of(signed.checked.key, manifest),
                 say=lambda line: say(f"    {line}"),
             )
             report = conformance(subject, run_opts)
@@ -109,11 +90,6 @@ def with_conformance(
             )
         failed = sum(r.outcome == "fail" for r in report.rows)
         summary = f"{len(report.rows)} rows on {len(report.engines())} engines, {failed} failing"
-        return replace(
-            tested,
-            detail=f"{tested.detail}; conformance: {summary}",
-            conformance=report_bytes(report),
-            conformance_manifest_signature=signature,
-        )
+        return Conformed(signed, report_bytes(report), summary)
 
-    return smoke_then_conformance
+    return conformance_step
