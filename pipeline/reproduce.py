@@ -46,6 +46,7 @@ from verify.bundle.layout import (
     MANIFEST,
     MANIFEST_SIGNATURE,
     PROVENANCE_SIGNATURE,
+    PROVENANCE_STATEMENT,
     REPORT,
     SBOM,
     tarball_name,
@@ -172,7 +173,7 @@ def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> d
     files = bundle_contents(
         manifest.version, {**documents.files, **signatures}, manifest.source_date_epoch, native
     )
-    files["provenance statement"] = documents.statement
+    files[PROVENANCE_STATEMENT] = documents.statement
     return files
 
 
@@ -191,7 +192,7 @@ def compare_documents(
         name: (bundle / name).read_bytes()
         for name in (MANIFEST, SBOM, REPORT, CHECKSUMS, tarball_name(manifest.version))
     }
-    expected["provenance statement"] = statement
+    expected[PROVENANCE_STATEMENT] = statement
     verdicts = []
     for name, data in expected.items():
         again = rebuilt[name]
@@ -450,5 +451,17 @@ def run(args: argparse.Namespace) -> int:
             key.keyid,
         )
         path = write_attestation(statement, key, args.attest_out or Path.cwd())
-        print(f"rebuild attestation: {path} ({len(statement.subject)} subject(s))", file=sys.stderr)
+        names = [s.name for s in statement.subject]
+        scope = (
+            "every signed file: counts for `verify bundle --require-rebuilds`"
+            if result.identical
+            else "NOT every file: counts only with `verify bundle --rebuild-scope artifacts`"
+            if all(v.identical for v in result.artifacts)
+            else "NOT every artifact: counts for no bundle"
+        )
+        print(
+            f"rebuild attestation: {path}\n  covers {len(names)} file(s): {', '.join(names)}"
+            f"\n  {scope}",
+            file=sys.stderr,
+        )
     return EXIT_OK if result.identical else EXIT_CHECK_FAILED
