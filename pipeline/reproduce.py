@@ -120,6 +120,13 @@ def _git(args: list[str], cwd: Path) -> str:
     return done.stdout.strip()
 
 
+def _is_git_repository(path: Path) -> bool:
+    done = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
 def prepare_checkout(source: str, revision: str, workdir: Path) -> Path:
     """A fresh clone of `source` at `revision` (reused if `workdir` already holds it)."""
     checkout = workdir / "tinyrustlm"
@@ -409,7 +416,21 @@ def run(args: argparse.Namespace) -> int:
             )
         private = load_private_key(args.key)
         key = SigningKey(private, keyid_of(private.public_key()), "release", str(args.key))
+    if args.bundle.is_file():
+        raise ReproduceError(
+            "reproduce needs the unpacked bundle folder, not a file",
+            where=str(args.bundle),
+            hint=f"unpack it first (tar -xzf {args.bundle}) and pass the tinyrustlm-<version> "
+            "folder; `tinyrustlm-verify bundle` verifies a tarball as it is",
+        )
     source = str(Path(args.source).resolve()) if Path(args.source).exists() else args.source
+    if Path(source).exists() and not _is_git_repository(Path(source)):
+        raise ReproduceError(
+            "the source to clone the release's revision from is not a git repository",
+            where=source,
+            hint="run it inside a clone of the release's repository, or pass --source REPO "
+            "(a path or URL of that repository)",
+        )
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-reproduce-") as tmp:
         workdir = args.workdir or Path(tmp)
