@@ -3,7 +3,7 @@ instantiation, the exports and every record they read or write.
 
 Users: the build's smoke run (pipeline/lanebuild/smoke_wasmtime.py), the conformance matrix's
 wasmtime runner (pipeline/conformance/wasmtime_run.py), the model-mutation fuzz campaign
-(tests/fuzz/model_mutation.py) and tests/runtime. wasmtime-py can abort the whole interpreter
+(tests/fuzz/model_mutation.py) and tests/crates/runtime. wasmtime-py can abort the whole interpreter
 on some configurations, so the production users run it in a process of their own.
 
 Record layouts: crates/core/CONTRACT.md ("ABI"), written by crates/wasm/src/lib.rs; the

@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomicio import write_atomic
 from pipeline.bench.document import BenchDocument
 from pipeline.bench.errors import BenchError
 from pipeline.bench.lanes import MIN_REPS, REPO_ROOT, run_bench
 from pipeline.bench.stats import compare, compare_table
 from pipeline.bench.summary import table
 from pipeline.errors import PipelineError
-from pipeline.inputs import load_json
+from pipeline.io.atomic import write_atomic
+from pipeline.io.inputs import load_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,7 @@
 """Build the kernel harness (pipeline/bench/harness, a crate of its own workspace) with a lane's
 target features: the lane's kernels and the scalar oracle side by side, for the bench's q8
-matvec figures and for tests/lanes. Never shipped, so no --remap-path-prefix: its bytes are
-not a release artifact.
+matvec figures and for tests/crates/lanes. Never shipped, so no --remap-path-prefix: its bytes
+are not a release artifact.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from pipeline.bench.errors import BenchError
-from pipeline.lanebuild.lanes import Lane
+from pipeline.tree.lanes import Lane
 
 HARNESS_DIR = Path("pipeline/bench/harness")  # relative to the repository root
 
