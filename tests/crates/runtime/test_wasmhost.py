@@ -14,7 +14,7 @@ import wasmtime
 from pipeline import wasmhost
 from pipeline.wasmhost import HostError, SessionConfig, WasmHost
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 RESULT_RS = REPO / "crates/core/src/result.rs"
 ABI_JS = REPO / "crates/wasm/js/abi.js"
 PROBES = REPO / "crates/wasm/probes"
