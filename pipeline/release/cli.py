@@ -133,6 +133,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="switch this wasm lane off in the signed manifest (repeatable; no rebuild needed)",
     )
     parser.add_argument(
+        "--ship-unsmoked",
+        action="append",
+        default=[],
+        dest="unsmoked_lanes",
+        metavar="ID",
+        help="ship this lane although its self-test did not run on this machine (repeatable; "
+        "the signed manifest records it in unsmoked_lanes)",
+    )
+    parser.add_argument(
         "--from-records",
         nargs="+",
         type=Path,
@@ -160,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         key_path=args.key,
         key_class=args.key_class,
         disabled_lanes=tuple(args.disabled_lanes),
+        unsmoked_lanes=tuple(args.unsmoked_lanes),
     )
     steps = STEPS
     if args.from_records:
