@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.documents.assemble import documents_of
 from pipeline.documents.attest import Compared, rebuild_statement, write_attestation
 from pipeline.documents.keys import SigningKey, load_private_key
@@ -37,7 +38,6 @@ from pipeline.lanebuild.driver import build_lanes
 from pipeline.release.bundle import bundle_contents
 from pipeline.release.steps import step_smoke, step_verify
 from pipeline.toolchain.check import check_installed
-from pipeline.tree import paths
 from pipeline.tree.snapshot import read_tree
 from verify.bundle.dsse import keyid_of, parse_sigstore_bundle
 from verify.bundle.layout import (
@@ -165,12 +165,14 @@ def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> d
     """The bundle's unsigned files as the rebuild makes them: the release's own public steps
     (verify, smoke, `documents_of`) over the rebuilt lanes, never its signing; then SHA256SUMS
     and the tarball over them plus the release's two signature files."""
-    tested = step_smoke(step_verify(built))
+    # the release's signed choices are inputs here, not outputs: disabled and unsmoked lanes
+    tested = step_smoke(step_verify(built), manifest.unsmoked_lanes or ())
     documents = documents_of(
         built,
         tested.verified.report,
         manifest.key_class,
         disabled_lanes=manifest.disabled_lanes or (),
+        unsmoked_lanes=manifest.unsmoked_lanes or (),
         conformance=_shipped_conformance(bundle),
     )
     signatures = {
