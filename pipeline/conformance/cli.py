@@ -44,7 +44,7 @@ class UsageError(PipelineError):
 
 def engine_names(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
     """A comma-separated list of known names, none empty (usage error otherwise)."""
-    names = [n.strip() for n in text.split(",")]
+    names = [n.strip() for n in text.split(",")] if text.strip() else []
     unknown = [n or "(empty)" for n in names if n not in allowed]
     if unknown or not names:
         what = f"unknown {', '.join(unknown)}" if unknown else "an empty list"
