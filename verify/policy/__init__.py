@@ -2,7 +2,7 @@
 
 The files (`wasm.json`, `native.json`) are package data, so an installed `tinyrustlm-verify`
 finds them (auditwheel ships its manylinux policy the same way); callers may pass another
-folder. Their format is `verify.policy.models` (`tinyrustlm.lane-policy.v1`). An empty
+folder. Their format is `verify.formats.lane_policy` (`tinyrustlm.lane-policy.v1`). An empty
 policy, an unknown field or a lane without checks fails closed. Which lanes exist is read
 from these files, never written in code.
 """
@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from verify.canonical import MalformedJson
 from verify.errors import VerifyError
+from verify.formats.lane_policy import LanePolicy, NativePolicyFile, WasmPolicyFile
 from verify.inputs import read_json_file
-from verify.policy.models import LanePolicy, NativePolicyFile, WasmPolicyFile
 from verify.wasm import features
 from verify.wasm.features import Proposal
 
