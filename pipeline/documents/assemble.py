@@ -13,7 +13,6 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pipeline.documents.manifest import (
     BundleFile,
@@ -31,8 +30,8 @@ from pipeline.lanebuild.built import Built
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.tree.sources import CrateSource, PythonRequirement
 from verify.bundle.layout import CONFORMANCE, MANIFEST, OPTIONAL_ATTESTED_FILES, REPORT, SBOM
-from verify.canonical import canonical_json
 from verify.formats.manifest import CompilerVersions, KeyClass, MemoryRules, ModuleManifest
+from verify.formats.report import VerificationReport, report_bytes
 from verify.placeholders import absolute_paths_outside
 from verify.policy import DEFAULT_POLICY_DIR, load_wasm_policies
 from verify.wasm.features import PROPOSAL_NAMES
@@ -44,7 +43,7 @@ class ReleaseMaterial:
 
     version: str
     index: BuildIndex
-    report: Mapping[str, Any]  # tinyrustlm.verification-report.v1 document
+    report: VerificationReport
     artifacts: tuple[BundleFile, ...]
     js_files: tuple[BundleFile, ...]
     contracts: Mapping[str, LaneContract]
@@ -92,7 +91,7 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
     )
     files: dict[str, bytes] = {f.url: f.data for f in (*material.artifacts, *material.js_files)}
     files[MANIFEST] = manifest_bytes(manifest)
-    files[REPORT] = canonical_json(dict(material.report)) + b"\n"
+    files[REPORT] = report_bytes(material.report)
     if material.conformance is not None:
         files[CONFORMANCE] = material.conformance
     files[SBOM] = sbom_bytes(
@@ -174,7 +173,7 @@ def lane_contracts(lanes: Sequence[str]) -> dict[str, LaneContract]:
 
 def material_of(
     built: Built,
-    report: Mapping[str, Any],
+    report: VerificationReport,
     *,
     disabled_lanes: Sequence[str] = (),
     conformance: bytes | None = None,
@@ -220,7 +219,7 @@ def material_of(
 
 def documents_of(
     built: Built,
-    report: Mapping[str, Any],
+    report: VerificationReport,
     key_class: KeyClass,
     *,
     disabled_lanes: Sequence[str] = (),

@@ -39,6 +39,7 @@ from pipeline.release.steps import (
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.cli import main as verify_main
+from verify.formats.report import ArtifactReport, FindingModel, VerificationReport
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSION = "9.9.9"
@@ -58,28 +59,35 @@ def tiny_wasm(tag: str) -> bytes:
     return b"\0asm\x01\0\0\0" + b"\x00" + bytes([len(body)]) + body
 
 
-def fake_report(artifacts: Sequence[tuple[Path, str]]) -> dict[str, Any]:
+def fake_report(artifacts: Sequence[tuple[Path, str]]) -> VerificationReport:
     """Stands in for verify.inspect: findings derived from the bytes themselves."""
     rows = []
     for path, lane in artifacts:
         data = path.read_bytes()
-        sha = hashlib.sha256(data).hexdigest()
         wasm = lane.endswith("wasm32")
+        findings = [
+            FindingModel(
+                id="fake.magic", ok=data.startswith(b"\0asm") == wasm, evidence=data[:4].hex()
+            ),
+            FindingModel(id="fake.size", ok=len(data) > 0, evidence=f"{len(data)} bytes"),
+        ]
         rows.append(
-            {
-                "lane": lane,
-                "sha256": sha,
-                "findings": [
-                    {
-                        "id": "fake.magic",
-                        "ok": data.startswith(b"\0asm") == wasm,
-                        "evidence": data[:4].hex(),
-                    },
-                    {"id": "fake.size", "ok": len(data) > 0, "evidence": {"bytes": len(data)}},
-                ],
-            }
+            ArtifactReport(
+                file=path.name,
+                sha256=hashlib.sha256(data).hexdigest(),
+                size=len(data),
+                lane=lane,
+                kind="wasm" if wasm else "native",
+                ok=all(f.ok for f in findings),
+                findings=findings,
+            )
         )
-    return {"schema": "tinyrustlm.verification-report.v1", "version": 1, "artifacts": rows}
+    return VerificationReport(
+        verifier="fake-report (tests)",
+        policy_sha256={},
+        ok=bool(rows) and all(r.ok for r in rows),
+        artifacts=rows,
+    )
 
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:

@@ -11,6 +11,7 @@ import pytest
 from pipeline.errors import CheckFailed
 from pipeline.lanebuild.built import Built
 from pipeline.release.steps import Checked
+from verify.formats.report import VerificationReport
 
 from .conftest import Harness, fake_report, write_build
 
@@ -28,10 +29,10 @@ def test_failed_smoke_stops_release(harness: Harness) -> None:
 
 
 def test_failed_verification_stops_release(harness: Harness) -> None:
-    def failing(artifacts: Any) -> dict[str, Any]:
-        report = fake_report(artifacts)
-        report["artifacts"][1]["findings"][0]["ok"] = False
-        return report
+    def failing(artifacts: Any) -> VerificationReport:
+        doc = fake_report(artifacts).model_dump(by_alias=True)
+        doc["artifacts"][1]["findings"][0]["ok"] = False
+        return VerificationReport.model_validate(doc)
 
     with pytest.raises(CheckFailed, match=r"simd128-wasm32: fake\.magic"):
         harness.release(derive=failing)

@@ -23,6 +23,7 @@ from verify.bundle import verifier
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.cli import main as verify_main
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
+from verify.formats.report import VerificationReport
 
 from .conftest import VERSION, Harness, copy_pristine, fake_report, verify_json
 
@@ -282,12 +283,12 @@ def test_report_is_rederived_with_verifiers_policy(
 ) -> None:
     """A verifier whose policy finds something the builder's did not rejects the bundle."""
 
-    def stricter(artifacts: Any) -> dict[str, Any]:
-        report = fake_report(artifacts)
-        report["artifacts"][0]["findings"].append(
+    def stricter(artifacts: Any) -> VerificationReport:
+        doc = fake_report(artifacts).model_dump(by_alias=True)
+        doc["artifacts"][0]["findings"].append(
             {"id": "strict.extra", "ok": False, "evidence": "verifier-only rule"}
         )
-        return report
+        return VerificationReport.model_validate(doc)
 
     monkeypatch.setattr(verifier, "default_deriver", lambda: stricter)
     code, result, _ = verify_json(pristine[1], pristine[0].trusted)

@@ -74,7 +74,7 @@ from verify.bundle.layout import (
     tarball_name,
 )
 from verify.bundle.rebuilds import RebuildPolicy, count_rebuilds, independent
-from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane
+from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane, read_report
 from verify.bundle.tarball import (
     HARD_LIMITS,
     ReadLimits,
@@ -86,7 +86,7 @@ from verify.bundle.tarball import (
 from verify.bundle.trusted_keys import TrustedKey, check_signed
 from verify.bundle.versions import version_key
 from verify.canonical import MalformedJson, canonical_json, parse_json
-from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id_of
+from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id
 from verify.inputs import InputError, InputTooLarge, read_regular_file
 from verify.placeholders import absolute_paths_outside
 
@@ -331,9 +331,7 @@ def _check_listed_digests(state: _State) -> str:
             f"({sizes[url]} bytes)",
             where=url,
         )
-    without_id = dict(parse_json(state.files[MANIFEST], MANIFEST))
-    del without_id["build_id"]
-    recomputed = build_id_of(canonical_json(without_id), (state.files[u] for u, _ in listed))
+    recomputed = build_id(manifest, state.files)
     if recomputed != manifest.build_id:
         raise e.BuildIdMismatch(
             f"build id recomputes to {recomputed[:16]}…, manifest says {manifest.build_id[:16]}…",
@@ -520,16 +518,9 @@ def _check_builder_paths(state: _State) -> str:
 # -- step 12 ------------------------------------------------------------------------------
 def _check_report(state: _State, derive: Deriver | None) -> str:
     manifest = _manifest(state)
-    try:
-        shipped = findings_by_lane(parse_json(state.files[REPORT], REPORT))
-    except MalformedJson as exc:
-        raise e.ReportMismatch(exc.message, where=REPORT, offset=exc.offset) from exc
-    if shipped is None:
-        raise e.ReportMismatch("not a tinyrustlm.verification-report.v1", where=REPORT)
+    shipped = findings_by_lane(read_report(state.files[REPORT], REPORT), REPORT)
     artifacts = [(state.root / url, lane) for url, lane in manifest.lanes()]
-    derived = findings_by_lane((derive or default_deriver())(artifacts))
-    if derived is None:
-        raise e.ReportMismatch("the verifier's own report has an unknown shape", where=REPORT)
+    derived = findings_by_lane((derive or default_deriver())(artifacts), "the verifier's report")
     for lane in sorted(derived.keys() | shipped.keys()):
         if derived.get(lane) != shipped.get(lane):
             raise e.ReportMismatch(

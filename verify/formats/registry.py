@@ -18,12 +18,12 @@ from verify.formats.lane_policy import POLICY_SCHEMA, LanePolicy
 from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
 from verify.formats.rebuild import REBUILD_ATTESTATION_SCHEMA, RebuildStatement
 from verify.formats.receipt import CapabilityReceipt
-from verify.formats.report import VerificationReport
+from verify.formats.report import REPORT_SCHEMA, VerificationReport
 from verify.formats.trusted_keys import TRUSTED_KEYS_SCHEMA, TrustedKeysFile
 
 VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     MANIFEST_SCHEMA: ModuleManifest,
-    "tinyrustlm.verification-report.v1": VerificationReport,
+    REPORT_SCHEMA: VerificationReport,
     GOLDEN_SCHEMA: GoldenVector,
     "tinyrustlm.capability-receipt.v1": CapabilityReceipt,
     TRUSTED_KEYS_SCHEMA: TrustedKeysFile,
