@@ -36,9 +36,12 @@ from pipeline.release.steps import (
     preflight,
     run_release,
 )
+from verify.bundle.layout import CHECKSUMS, bundle_name, checksums_text, tarball_name
+from verify.bundle.tarball import deterministic_tarball
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.cli import main as verify_main
+from verify.formats.manifest import ModuleManifest
 from verify.formats.report import ArtifactReport, FindingModel, VerificationReport
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -263,6 +266,25 @@ def copy_pristine(pristine: tuple[Harness, Path], tmp_path: Path) -> Path:
     target = tmp_path / "bundle"
     shutil.copytree(pristine[1], target)
     return target
+
+
+def repack(bundle: Path) -> None:
+    """SHA256SUMS and the tarball made again from the (changed) files, as the writer would."""
+    manifest = ModuleManifest.model_validate_json((bundle / "manifest.json").read_bytes())
+    tarball = tarball_name(manifest.version)
+    files = {
+        p.relative_to(bundle).as_posix(): p.read_bytes()
+        for p in bundle.rglob("*")
+        if p.is_file() and p.name not in (tarball, CHECKSUMS)
+    }
+    files[CHECKSUMS] = checksums_text(files)
+    (bundle / CHECKSUMS).write_bytes(files[CHECKSUMS])
+    executable = frozenset(a.url for a in manifest.native_artifacts)
+    (bundle / tarball).write_bytes(
+        deterministic_tarball(
+            bundle_name(manifest.version), files, manifest.source_date_epoch, executable
+        )
+    )
 
 
 def verify_json(bundle: Path, trusted: Path, *extra: str) -> tuple[int, dict[str, Any], str]:

@@ -43,7 +43,8 @@ def read_report(data: bytes, where: str) -> VerificationReport:
     except MalformedJson as exc:
         raise ReportInvalid(exc.message, where=where, offset=exc.offset) from exc
     try:
-        return VerificationReport.model_validate(doc)
+        # strict: JSON types as written ("yes" is not a bool, "7" not an int)
+        return VerificationReport.model_validate(doc, strict=True)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
