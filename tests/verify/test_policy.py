@@ -86,20 +86,19 @@ def test_a_run_reads_each_policy_file_once_and_digests_what_it_parsed(
     """verification_report over several artifacts of both kinds reads wasm.json and native.json
     once each, and `policy_sha256` is the digest of the bytes parsed, not of a second read:
     the reader here hands the parser bytes that differ from the disk (one more newline)."""
-    import verify.policy
     from tests.verify import wasmbuild as wb
+    from verify.inputs import read_regular_file as real_read
     from verify.inspect import verification_report
 
     reads: list[str] = []
     given: dict[str, bytes] = {}
-    real_read = verify.policy.read_regular_file
 
     def read_once_more_newline(path: Path, what: str, limit: int | None = None) -> bytes:
         reads.append(path.name)
         given[path.name] = real_read(path, what, limit) + b"\n"
         return given[path.name]
 
-    monkeypatch.setattr(verify.policy, "read_regular_file", read_once_more_newline)
+    monkeypatch.setattr("verify.policy.read_regular_file", read_once_more_newline)
     wasm = tmp_path / "m.wasm"
     wasm.write_bytes(wb.module(wb.scalar_spec()))
     items = [(wasm, "scalar-wasm32"), (wasm, "simd128-wasm32"), (wasm, "scalar-wasm32")]

@@ -20,7 +20,7 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     key_class matches the signing key's role; it has not expired; its version is not below
     --not-before-version.
  6. Manifest digests: every file it lists exists with the listed SHA-256 and size; the
-    build id recomputes.
+    build id recomputes (`verify.formats.manifest.build_id`, the pipeline's function too).
  7. Files: nothing missing, nothing extra.
  8. Provenance: an in-toto Statement v1 with a SLSA Provenance v1 predicate whose subjects
     are exactly the artifacts, JS files, manifest.json, sbom.cdx.json and
@@ -32,8 +32,9 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
 11. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
     tarball (the input, or the one in the directory) is byte for byte the tarball the
     release writer makes of the verified files (`tarball.deterministic_tarball`).
-12. Report: every artifact re-inspected with this verifier's own policy gives the findings
-    recorded in verification-report.json, and all of them pass.
+12. Report: verification-report.json is a valid tinyrustlm.verification-report.v1 (read
+    strictly by its model); every artifact re-inspected with this verifier's own policy gives
+    the findings it records, lane by lane, and all of them pass.
 13. Conformance: conformance.json, when present (required with --require-engines), is about
     this release's artifacts, and each required engine has a passing row and no failing one.
 14. Rebuilds (only with --require-rebuilds K): at least K rebuild attestations by distinct
