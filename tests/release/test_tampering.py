@@ -223,7 +223,7 @@ def _checksum_of_other_bytes(b: Path, h: Harness) -> Path:
 
 
 def _signing_key(h: Harness) -> Ed25519PrivateKey:
-    from pipeline.keys import load_private_key
+    from pipeline.documents.keys import load_private_key
 
     return load_private_key(h.key.private_pem)
 

@@ -17,8 +17,8 @@ NATIVE = {"artifacts/tinyrustlm.x86_64": b"\x7fELF native"}
 JS = {"js/host.js": b"export const host = 1;\n", "js/a-loader.js": b"export const l = 2;\n"}
 FILES = {**WASM, **NATIVE, **JS}
 # The id of the manifest below as computed before there was one build_id function (commit
-# 252f6f0: `build_id_of` + `pipeline.manifest.manifest_without_build_id`). Pinned: a change of
-# the order, the canonical form or the hashed fields would change every bundle's id.
+# 252f6f0: `build_id_of` and the pipeline's own `manifest_without_build_id`). Pinned: a change
+# of the order, the canonical form or the hashed fields would change every bundle's id.
 PINNED = "82fd8dd5e0ca9fb3931cd0a57a47da170050321d424eef7578355e19b14d51ea"
 
 
