@@ -46,6 +46,7 @@ from verify.bundle.layout import (
     MANIFEST,
     MANIFEST_SIGNATURE,
     PROVENANCE_SIGNATURE,
+    PROVENANCE_STATEMENT,
     REPORT,
     SBOM,
     tarball_name,
@@ -119,6 +120,13 @@ def _git(args: list[str], cwd: Path) -> str:
     return done.stdout.strip()
 
 
+def _is_git_repository(path: Path) -> bool:
+    done = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
 def prepare_checkout(source: str, revision: str, workdir: Path) -> Path:
     """A fresh clone of `source` at `revision` (reused if `workdir` already holds it)."""
     checkout = workdir / "tinyrustlm"
@@ -172,7 +180,7 @@ def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> d
     files = bundle_contents(
         manifest.version, {**documents.files, **signatures}, manifest.source_date_epoch, native
     )
-    files["provenance statement"] = documents.statement
+    files[PROVENANCE_STATEMENT] = documents.statement
     return files
 
 
@@ -191,7 +199,7 @@ def compare_documents(
         name: (bundle / name).read_bytes()
         for name in (MANIFEST, SBOM, REPORT, CHECKSUMS, tarball_name(manifest.version))
     }
-    expected["provenance statement"] = statement
+    expected[PROVENANCE_STATEMENT] = statement
     verdicts = []
     for name, data in expected.items():
         again = rebuilt[name]
@@ -408,7 +416,21 @@ def run(args: argparse.Namespace) -> int:
             )
         private = load_private_key(args.key)
         key = SigningKey(private, keyid_of(private.public_key()), "release", str(args.key))
+    if args.bundle.is_file():
+        raise ReproduceError(
+            "reproduce needs the unpacked bundle folder, not a file",
+            where=str(args.bundle),
+            hint=f"unpack it first (tar -xzf {args.bundle}) and pass the tinyrustlm-<version> "
+            "folder; `tinyrustlm-verify bundle` verifies a tarball as it is",
+        )
     source = str(Path(args.source).resolve()) if Path(args.source).exists() else args.source
+    if Path(source).exists() and not _is_git_repository(Path(source)):
+        raise ReproduceError(
+            "the source to clone the release's revision from is not a git repository",
+            where=source,
+            hint="run it inside a clone of the release's repository, or pass --source REPO "
+            "(a path or URL of that repository)",
+        )
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-reproduce-") as tmp:
         workdir = args.workdir or Path(tmp)
@@ -450,5 +472,17 @@ def run(args: argparse.Namespace) -> int:
             key.keyid,
         )
         path = write_attestation(statement, key, args.attest_out or Path.cwd())
-        print(f"rebuild attestation: {path} ({len(statement.subject)} subject(s))", file=sys.stderr)
+        names = [s.name for s in statement.subject]
+        scope = (
+            "every signed file: counts for `verify bundle --require-rebuilds`"
+            if result.identical
+            else "NOT every file: counts only with `verify bundle --rebuild-scope artifacts`"
+            if all(v.identical for v in result.artifacts)
+            else "NOT every artifact: counts for no bundle"
+        )
+        print(
+            f"rebuild attestation: {path}\n  covers {len(names)} file(s): {', '.join(names)}"
+            f"\n  {scope}",
+            file=sys.stderr,
+        )
     return EXIT_OK if result.identical else EXIT_CHECK_FAILED

@@ -29,7 +29,14 @@ from pipeline.errors import CheckFailed, PipelineError
 from pipeline.lanebuild.built import Built
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.tree.sources import CrateSource, PythonRequirement
-from verify.bundle.layout import CONFORMANCE, MANIFEST, OPTIONAL_ATTESTED_FILES, REPORT, SBOM
+from verify.bundle.layout import (
+    CONFORMANCE,
+    MANIFEST,
+    OPTIONAL_ATTESTED_FILES,
+    PROVENANCE_STATEMENT,
+    REPORT,
+    SBOM,
+)
 from verify.formats.manifest import CompilerVersions, KeyClass, MemoryRules, ModuleManifest
 from verify.formats.report import VerificationReport, report_bytes
 from verify.placeholders import absolute_paths_outside
@@ -125,14 +132,14 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
             steps=material.steps,
         )
     )
-    _refuse_builder_paths({**files, "provenance statement": statement})
+    _refuse_builder_paths({**files, PROVENANCE_STATEMENT: statement})
     return Documents(manifest, files, statement)
 
 
 def _refuse_builder_paths(documents: Mapping[str, bytes]) -> None:
     """The release signs nothing `verify bundle` step 10 would refuse: no builder paths."""
     for name, data in documents.items():
-        if not name.endswith(".json") and name != "provenance statement":
+        if not name.endswith(".json") and name != PROVENANCE_STATEMENT:
             continue
         leaked = absolute_paths_outside(json.loads(data))
         if leaked:

@@ -51,8 +51,11 @@ def rebuild_statement(
     documents: Sequence[Compared],
     keyid: str,
 ) -> RebuildStatement:
-    """Subjects: the artifacts that reproduced; evidence: every artifact's two digests."""
-    reproduced = [a for a in artifacts if a.identical]
+    """Subjects: every compared file that reproduced bit for bit (artifacts and documents:
+    manifest.json, SBOM, report, the provenance statement, SHA256SUMS, tarball); evidence:
+    every artifact's two digests and every document's `matched` verdict, so the attestation
+    states each file it compared and what it found."""
+    reproduced = [c for c in (*artifacts, *documents) if c.identical]
     doc = {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": a.name, "digest": {"sha256": a.rebuilt_sha256}} for a in reproduced],

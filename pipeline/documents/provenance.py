@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sigstore.dsse import Statement
+from sigstore.errors import Error as SigstoreError
+
 from pipeline.documents.sbom import BuildStep, ToolchainPackage, purl
 from pipeline.errors import PipelineError
 from pipeline.tree.sources import CrateSource
@@ -86,9 +89,6 @@ def statement_document(inputs: ProvenanceInputs) -> dict[str, Any]:
 
 def statement_bytes(inputs: ProvenanceInputs) -> bytes:
     """Canonical statement bytes, shape-checked by sigstore's in-toto Statement model."""
-    from sigstore.dsse import Statement
-    from sigstore.errors import Error as SigstoreError
-
     payload = canonical_json(statement_document(inputs))
     try:
         Statement(payload)
