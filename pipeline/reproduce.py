@@ -165,12 +165,14 @@ def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> d
     """The bundle's unsigned files as the rebuild makes them: the release's own public steps
     (verify, smoke, `documents_of`) over the rebuilt lanes, never its signing; then SHA256SUMS
     and the tarball over them plus the release's two signature files."""
-    tested = step_smoke(step_verify(built))
+    # the release's signed choices are inputs here, not outputs: disabled and unsmoked lanes
+    tested = step_smoke(step_verify(built), manifest.unsmoked_lanes or ())
     documents = documents_of(
         built,
         tested.verified.report,
         manifest.key_class,
         disabled_lanes=manifest.disabled_lanes or (),
+        unsmoked_lanes=manifest.unsmoked_lanes or (),
         conformance=_shipped_conformance(bundle),
     )
     signatures = {

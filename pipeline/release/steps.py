@@ -80,6 +80,8 @@ class ReleaseRequest:
     say: Say = print  # progress lines (set by run_release)
     # wasm lanes the signed manifest switches off: a rollback without a rebuild
     disabled_lanes: tuple[str, ...] = ()
+    # lanes that may ship although their self-test did not run here (recorded in the manifest)
+    unsmoked_lanes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class Tested:
 
     verified: Verified
     detail: str
+    unsmoked: tuple[str, ...] = ()  # lanes whose self-test did not run, each named by the user
 
 
 @dataclass(frozen=True)
@@ -271,22 +274,28 @@ def step_verify(built: Built, derive: Deriver | None = None) -> Verified:
 
 
 # -- 4 smoke ------------------------------------------------------------------------------
-def step_smoke(verified: Verified) -> Tested:
+def step_smoke(verified: Verified, unsmoked: Sequence[str] = ()) -> Tested:
+    """Every lane's self-test ran and passed; a lane named in `unsmoked` may instead have
+    not run (never failed) — the manifest then records it (`unsmoked_lanes`)."""
     lanes = verified.built.index.lanes
+    allowed = set(unsmoked)
     bad = [
         f"{e.lane}: {e.smoke.status} {e.smoke.detail}".strip()
         for e in lanes
-        if e.smoke.status != "pass"
+        if e.smoke.status != "pass" and not (e.smoke.status == "not-run" and e.lane in allowed)
     ]
     if bad:
         raise CheckFailed(
             f"self-test did not pass for {len(bad)} lane(s): {'; '.join(bad)}",
             where="build/index.json smoke",
-            hint="a lane ships only if its self-test ran and passed (install the engine, "
-            "or leave the lane out with --lane)",
+            hint="a lane ships only if its self-test ran and passed: install its engine, leave "
+            "it out with --lane, or name it with --ship-unsmoked (the manifest records it)",
         )
+    unsmoked = tuple(e.lane for e in lanes if e.smoke.status == "not-run")  # all named
     engines = sorted({e.smoke.engine for e in lanes})
-    return Tested(verified, f"{len(lanes)} pass ({', '.join(engines)})")
+    shipped = f"; not run, shipped as named: {', '.join(unsmoked)}" if unsmoked else ""
+    passed = sum(e.smoke.status == "pass" for e in lanes)
+    return Tested(verified, f"{passed} pass ({', '.join(engines)}){shipped}", unsmoked)
 
 
 # -- 5 sign manifest ----------------------------------------------------------------------
@@ -297,6 +306,7 @@ def step_sign_manifest(checked: Checked, tested: Tested) -> ManifestSigned:
         tested.verified.report,
         checked.key.key_class,
         disabled_lanes=checked.request.disabled_lanes,
+        unsmoked_lanes=tested.unsmoked,
     )
     signature = sign_to_sigstore_bundle(
         checked.key.private_key, MANIFEST_PAYLOAD_TYPE, documents.files[MANIFEST]
@@ -320,6 +330,7 @@ def step_sign_provenance(conformed: Conformed) -> Signed:
         tested.verified.report,
         first.checked.key.key_class,
         disabled_lanes=first.checked.request.disabled_lanes,
+        unsmoked_lanes=tested.unsmoked,
         conformance=conformed.report,
     )
     if documents.files[MANIFEST] != first.documents.files[MANIFEST]:
@@ -367,7 +378,7 @@ class Steps:
     toolchain_check: Callable[[ReleaseRequest], Checked] = step_toolchain_check
     build: Callable[[Checked], Built] = step_build
     verify: Callable[[Built, Deriver | None], Verified] = step_verify
-    smoke: Callable[[Verified], Tested] = step_smoke
+    smoke: Callable[[Verified, Sequence[str]], Tested] = step_smoke
     sign_manifest: Callable[[Checked, Tested], ManifestSigned] = step_sign_manifest
     conformance: Callable[[ManifestSigned], Conformed] = skip_conformance
     sign_provenance: Callable[[Conformed], Signed] = step_sign_provenance
@@ -408,7 +419,7 @@ def run_release(request: ReleaseRequest, steps: Steps = STEPS, say: Say = print)
         checked = step(1, steps.toolchain_check, request)
         built = step(2, steps.build, checked)
         verified = step(3, lambda b: steps.verify(b, request.derive), built)
-        tested = step(4, steps.smoke, verified)
+        tested = step(4, lambda v: steps.smoke(v, request.unsmoked_lanes), verified)
         manifest_signed = step(5, lambda t: steps.sign_manifest(checked, t), tested)
         conformed = step(6, steps.conformance, manifest_signed)
         signed = step(7, steps.sign_provenance, conformed)
