@@ -31,14 +31,7 @@ from verify.formats.report import (
 from verify.inputs import read_regular_file
 from verify.native.facts import NativeFacts
 from verify.native.read import native_facts
-from verify.policy import (
-    DEFAULT_POLICY_DIR,
-    POLICY_FILES,
-    PolicyError,
-    lane_kinds,
-    load_native_policies,
-    load_wasm_policies,
-)
+from verify.policy import Policies, PolicyError, WasmPolicy, load_policies
 from verify.wasm import tools
 from verify.wasm.inventory import WasmInventory, inventory_bytes
 
@@ -98,9 +91,7 @@ def native_summary(f: NativeFacts) -> NativeSummary:
     )
 
 
-def wasm_facts(path: Path, data: bytes, lane: str, policy_dir: Path | None, cross: bool
-               ) -> WasmFacts:  # fmt: skip
-    policy = load_wasm_policies(policy_dir)[lane]
+def wasm_facts(path: Path, data: bytes, policy: WasmPolicy, cross: bool) -> WasmFacts:
     try:
         inv = inventory_bytes(data)
     except VerifyError as exc:
@@ -111,18 +102,21 @@ def wasm_facts(path: Path, data: bytes, lane: str, policy_dir: Path | None, cros
 
 
 def inspect_artifact(
-    path: Path, lane: str, policy_dir: Path | None = None, *, cross_check: bool = True
+    path: Path, lane: str, policies: Policies | None = None, *, cross_check: bool = True
 ) -> ArtifactReport:
-    """Inspect one final binary against its lane's policy (steps 1-4 above)."""
-    kinds = lane_kinds(policy_dir)
+    """Inspect one final binary against its lane's policy (steps 1-4 above); `policies`
+    defaults to the ones shipped with verify."""
+    policies = policies or load_policies()
+    kinds = policies.kinds()
     if lane not in kinds:
         raise PolicyError(f"unknown lane {lane!r}; lanes: {', '.join(kinds)}")
     data = _read(path)  # step 1
     digest = hashlib.sha256(data).hexdigest()
     common = {"file": path.name, "sha256": digest, "size": len(data), "lane": lane}
     if kinds[lane] == "wasm":
-        facts = wasm_facts(path, data, lane, policy_dir, cross_check)  # steps 2-3
-        found = run_wasm_checks(facts, load_wasm_policies(policy_dir)[lane])  # step 4
+        policy = policies.wasm[lane]
+        facts = wasm_facts(path, data, policy, cross_check)  # steps 2-3
+        found = run_wasm_checks(facts, policy)  # step 4
         return ArtifactReport(
             **common,
             kind="wasm",
@@ -131,7 +125,7 @@ def inspect_artifact(
             findings=_findings(found),
         )
     nfacts = native_facts(data, str(path))  # step 2
-    found = run_native_checks(nfacts, load_native_policies(policy_dir)[lane])  # step 4
+    found = run_native_checks(nfacts, policies.native[lane])  # step 4
     return ArtifactReport(
         **common,
         kind="native",
@@ -139,19 +133,6 @@ def inspect_artifact(
         native=native_summary(nfacts),
         findings=_findings(found),
     )
-
-
-def _policy_digests(policy_dir: Path | None) -> dict[str, str]:
-    folder = policy_dir or DEFAULT_POLICY_DIR
-    out = {}
-    for name in POLICY_FILES:
-        try:
-            out[name] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
-        except OSError as exc:
-            raise PolicyError(
-                f"cannot read policy: {exc.strerror}", where=str(folder / name)
-            ) from None
-    return out
 
 
 def _verifier() -> str:
@@ -164,13 +145,13 @@ def _verifier() -> str:
 def verification_report(
     items: Iterable[tuple[Path, str]], policy_dir: Path | None = None, *, cross_check: bool = True
 ) -> VerificationReport:
-    """The whole report for (path, lane) pairs, in the given order."""
-    artifacts = [
-        inspect_artifact(p, lane, policy_dir, cross_check=cross_check) for p, lane in items
-    ]
+    """The whole report for (path, lane) pairs, in the given order; the policy files are
+    read once for all of them, and their digests are of the bytes that were parsed."""
+    policies = load_policies(policy_dir)
+    artifacts = [inspect_artifact(p, lane, policies, cross_check=cross_check) for p, lane in items]
     return VerificationReport(
         verifier=_verifier(),
-        policy_sha256=_policy_digests(policy_dir),
+        policy_sha256=dict(policies.sha256),
         ok=bool(artifacts) and all(a.ok for a in artifacts),
         artifacts=artifacts,
     )

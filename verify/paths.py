@@ -1,7 +1,7 @@
 """Find strings that look like absolute file-system paths in raw bytes (wasm or native).
 
 A build path leaks the builder's machine into the artifact and breaks reproducibility;
-which prefixes are acceptable is policy (manifests/policy/*.json), not decided here.
+which prefixes are acceptable is policy (verify/policy/*.json), not decided here.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pipeline.documents.manifest import (
     BundleFile,
@@ -38,8 +37,8 @@ from verify.bundle.layout import (
     REPORT,
     SBOM,
 )
-from verify.canonical import canonical_json
 from verify.formats.manifest import CompilerVersions, KeyClass, MemoryRules, ModuleManifest
+from verify.formats.report import VerificationReport, report_bytes
 from verify.placeholders import absolute_paths_outside
 from verify.policy import DEFAULT_POLICY_DIR, load_wasm_policies
 from verify.wasm.features import PROPOSAL_NAMES
@@ -51,7 +50,7 @@ class ReleaseMaterial:
 
     version: str
     index: BuildIndex
-    report: Mapping[str, Any]  # tinyrustlm.verification-report.v1 document
+    report: VerificationReport
     artifacts: tuple[BundleFile, ...]
     js_files: tuple[BundleFile, ...]
     contracts: Mapping[str, LaneContract]
@@ -101,7 +100,7 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
     )
     files: dict[str, bytes] = {f.url: f.data for f in (*material.artifacts, *material.js_files)}
     files[MANIFEST] = manifest_bytes(manifest)
-    files[REPORT] = canonical_json(dict(material.report)) + b"\n"
+    files[REPORT] = report_bytes(material.report)
     if material.conformance is not None:
         files[CONFORMANCE] = material.conformance
     files[SBOM] = sbom_bytes(
@@ -183,7 +182,7 @@ def lane_contracts(lanes: Sequence[str]) -> dict[str, LaneContract]:
 
 def material_of(
     built: Built,
-    report: Mapping[str, Any],
+    report: VerificationReport,
     *,
     disabled_lanes: Sequence[str] = (),
     unsmoked_lanes: Sequence[str] = (),
@@ -231,7 +230,7 @@ def material_of(
 
 def documents_of(
     built: Built,
-    report: Mapping[str, Any],
+    report: VerificationReport,
     key_class: KeyClass,
     *,
     disabled_lanes: Sequence[str] = (),

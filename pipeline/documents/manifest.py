@@ -19,7 +19,7 @@ from pipeline.errors import CheckFailed, PipelineError
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.snapshot import SourceFile
-from verify.canonical import canonical_json, canonical_model
+from verify.canonical import canonical_model
 from verify.formats.manifest import (
     CompilerVersions,
     HostFile,
@@ -28,7 +28,7 @@ from verify.formats.manifest import (
     ModuleManifest,
     NativeArtifact,
     WasmArtifact,
-    build_id_of,
+    build_id,
 )
 
 ARTIFACTS_DIR = "artifacts"
@@ -173,24 +173,12 @@ def build_manifest(
         fields["disabled_lanes"] = list(disabled_lanes)
     if unsmoked_lanes:
         fields["unsmoked_lanes"] = list(unsmoked_lanes)
-    listed = [
-        *[f for f in artifacts if by_lane[f.lane].kind == "wasm"],
-        *[f for f in artifacts if by_lane[f.lane].kind == "native"],
-        *js_files,
-    ]
     try:
         draft = ModuleManifest.model_validate({**fields, "build_id": "0" * 64})
     except ValidationError as exc:
         raise PipelineError(f"manifest does not validate: {exc}", where="manifest") from exc
-    fields["build_id"] = build_id_of(manifest_without_build_id(draft), (f.data for f in listed))
+    fields["build_id"] = build_id(draft, {f.url: f.data for f in [*artifacts, *js_files]})
     return ModuleManifest.model_validate(fields)
-
-
-def manifest_without_build_id(manifest: ModuleManifest) -> bytes:
-    """Canonical JSON of the manifest minus `build_id`: the first input of the build id."""
-    doc = manifest.model_dump(mode="json", by_alias=True, exclude_none=True)
-    del doc["build_id"]
-    return canonical_json(doc)
 
 
 def manifest_bytes(manifest: ModuleManifest) -> bytes:

@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from verify.formats.base import Frozen
+from verify.formats.base import Frozen, Sha256Hex
+from verify.formats.manifest import GitRevision
 
 SmokeStatus = Literal["pass", "fail", "not-run"]
 
@@ -20,16 +21,18 @@ class SmokeResult(Frozen):
 
 
 class BuildInputs(Frozen):
-    sources_sha256: str = Field(description="digest of every tracked file under crates/")
-    cargo_lock_sha256: str
-    lane_entry_sha256: str = Field(description="digest of the lane's canonical lanes.toml entry")
-    toolchain_lock_sha256: str
-    input_digest: str = Field(description="digest over all of the above: the cache key")
+    sources_sha256: Sha256Hex = Field(description="digest of every tracked file under crates/")
+    cargo_lock_sha256: Sha256Hex
+    lane_entry_sha256: Sha256Hex = Field(
+        description="digest of the lane's canonical lanes.toml entry"
+    )
+    toolchain_lock_sha256: Sha256Hex
+    input_digest: Sha256Hex = Field(description="digest over all of the above: the cache key")
 
 
 class BuildOutput(Frozen):
     path: str = Field(description="content-addressed artifact, relative to the repo root")
-    sha256: str
+    sha256: Sha256Hex
     size: int
 
 
@@ -61,7 +64,7 @@ class IndexEntry(Frozen):
     target: str
     kind: Literal["wasm", "native"]
     artifact: str = Field(description="path relative to the repo root")
-    sha256: str
+    sha256: Sha256Hex
     size: int
     record: str = Field(description="path of the lane's BuildRecord, relative to the repo root")
     smoke: SmokeResult
@@ -73,7 +76,7 @@ class BuildIndex(Frozen):
     schema_: Literal["tinyrustlm.build-index.v1"] = Field(
         "tinyrustlm.build-index.v1", alias="schema"
     )
-    source_revision: str
+    source_revision: GitRevision
     source_date_epoch: int
-    toolchain_lock_sha256: str
+    toolchain_lock_sha256: Sha256Hex
     lanes: list[IndexEntry]

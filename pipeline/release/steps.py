@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from pipeline import paths
 from pipeline.documents.assemble import MANIFEST_VALIDITY_SECONDS, Documents, documents_of
@@ -57,6 +57,7 @@ from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNAT
 from verify.bundle.report_check import Deriver, default_deriver, failed_findings
 from verify.errors import VerifyError
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, KeyClass, ModuleManifest
+from verify.formats.report import VerificationReport
 
 Say = Callable[[str], None]
 
@@ -98,7 +99,7 @@ class Verified:
     """Step 3: every artifact's findings pass the lane policy."""
 
     built: Built
-    report: Mapping[str, Any]
+    report: VerificationReport
     detail: str
 
 
@@ -268,7 +269,7 @@ def step_verify(built: Built, derive: Deriver | None = None) -> Verified:
             where="verification report",
             hint="tinyrustlm-verify artifact --build-index build/index.json shows the evidence",
         )
-    total = sum(len(a.get("findings", [])) for a in report.get("artifacts", []))
+    total = sum(len(a.findings) for a in report.artifacts)
     return Verified(built, report, f"{len(artifacts)} artifact(s), {total} finding(s), all pass")
 
 

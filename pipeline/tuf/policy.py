@@ -7,25 +7,22 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError
+from pydantic import Field, PositiveFloat, ValidationError
 
 from pipeline.tuf.errors import PolicyInvalid
+from verify.formats.base import Frozen
 
 POLICY_FILE = Path(__file__).resolve().with_name("repository.toml")
 
 
-class ExpiryDays(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ExpiryDays(Frozen):
     root: PositiveFloat
     targets: PositiveFloat
     snapshot: PositiveFloat
     timestamp: PositiveFloat
 
 
-class RepositoryPolicy(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class RepositoryPolicy(Frozen):
     target_prefix: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     expiry_days: ExpiryDays
 

@@ -36,9 +36,13 @@ from pipeline.release.steps import (
     preflight,
     run_release,
 )
+from verify.bundle.layout import CHECKSUMS, bundle_name, checksums_text, tarball_name
+from verify.bundle.tarball import deterministic_tarball
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.cli import main as verify_main
+from verify.formats.manifest import ModuleManifest
+from verify.formats.report import ArtifactReport, FindingModel, VerificationReport
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSION = "9.9.9"
@@ -58,28 +62,35 @@ def tiny_wasm(tag: str) -> bytes:
     return b"\0asm\x01\0\0\0" + b"\x00" + bytes([len(body)]) + body
 
 
-def fake_report(artifacts: Sequence[tuple[Path, str]]) -> dict[str, Any]:
+def fake_report(artifacts: Sequence[tuple[Path, str]]) -> VerificationReport:
     """Stands in for verify.inspect: findings derived from the bytes themselves."""
     rows = []
     for path, lane in artifacts:
         data = path.read_bytes()
-        sha = hashlib.sha256(data).hexdigest()
         wasm = lane.endswith("wasm32")
+        findings = [
+            FindingModel(
+                id="fake.magic", ok=data.startswith(b"\0asm") == wasm, evidence=data[:4].hex()
+            ),
+            FindingModel(id="fake.size", ok=len(data) > 0, evidence=f"{len(data)} bytes"),
+        ]
         rows.append(
-            {
-                "lane": lane,
-                "sha256": sha,
-                "findings": [
-                    {
-                        "id": "fake.magic",
-                        "ok": data.startswith(b"\0asm") == wasm,
-                        "evidence": data[:4].hex(),
-                    },
-                    {"id": "fake.size", "ok": len(data) > 0, "evidence": {"bytes": len(data)}},
-                ],
-            }
+            ArtifactReport(
+                file=path.name,
+                sha256=hashlib.sha256(data).hexdigest(),
+                size=len(data),
+                lane=lane,
+                kind="wasm" if wasm else "native",
+                ok=all(f.ok for f in findings),
+                findings=findings,
+            )
         )
-    return {"schema": "tinyrustlm.verification-report.v1", "version": 1, "artifacts": rows}
+    return VerificationReport(
+        verifier="fake-report (tests)",
+        policy_sha256={},
+        ok=bool(rows) and all(r.ok for r in rows),
+        artifacts=rows,
+    )
 
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -257,6 +268,25 @@ def copy_pristine(pristine: tuple[Harness, Path], tmp_path: Path) -> Path:
     target = tmp_path / "bundle"
     shutil.copytree(pristine[1], target)
     return target
+
+
+def repack(bundle: Path) -> None:
+    """SHA256SUMS and the tarball made again from the (changed) files, as the writer would."""
+    manifest = ModuleManifest.model_validate_json((bundle / "manifest.json").read_bytes())
+    tarball = tarball_name(manifest.version)
+    files = {
+        p.relative_to(bundle).as_posix(): p.read_bytes()
+        for p in bundle.rglob("*")
+        if p.is_file() and p.name not in (tarball, CHECKSUMS)
+    }
+    files[CHECKSUMS] = checksums_text(files)
+    (bundle / CHECKSUMS).write_bytes(files[CHECKSUMS])
+    executable = frozenset(a.url for a in manifest.native_artifacts)
+    (bundle / tarball).write_bytes(
+        deterministic_tarball(
+            bundle_name(manifest.version), files, manifest.source_date_epoch, executable
+        )
+    )
 
 
 def verify_json(bundle: Path, trusted: Path, *extra: str) -> tuple[int, dict[str, Any], str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from verify.policy import (
     PolicyError,
     lane_kinds,
     load_native_policies,
+    load_policies,
     load_wasm_policies,
 )
 
@@ -76,3 +78,39 @@ def test_policy_dir_override_is_used(tmp_path: Path) -> None:
     doc = _edit(lambda d: d["common"].update(allowed_path_prefixes=["/elsewhere/"]))
     (tmp_path / "wasm.json").write_text(json.dumps(doc))
     assert load_wasm_policies(tmp_path)["scalar-wasm32"].allowed_path_prefixes == ("/elsewhere/",)
+
+
+def test_a_run_reads_each_policy_file_once_and_digests_what_it_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verification_report over several artifacts of both kinds reads wasm.json and native.json
+    once each, and `policy_sha256` is the digest of the bytes parsed, not of a second read:
+    the reader here hands the parser bytes that differ from the disk (one more newline)."""
+    from tests.verify import wasmbuild as wb
+    from verify.inputs import read_regular_file as real_read
+    from verify.inspect import verification_report
+
+    reads: list[str] = []
+    given: dict[str, bytes] = {}
+
+    def read_once_more_newline(path: Path, what: str, limit: int | None = None) -> bytes:
+        reads.append(path.name)
+        given[path.name] = real_read(path, what, limit) + b"\n"
+        return given[path.name]
+
+    monkeypatch.setattr("verify.policy.read_regular_file", read_once_more_newline)
+    wasm = tmp_path / "m.wasm"
+    wasm.write_bytes(wb.module(wb.scalar_spec()))
+    items = [(wasm, "scalar-wasm32"), (wasm, "simd128-wasm32"), (wasm, "scalar-wasm32")]
+    items.append((Path("/bin/true"), "x86_64-unknown-linux-gnu"))
+    report = verification_report(items, cross_check=False)
+    assert sorted(reads) == ["native.json", "wasm.json"]
+    assert report.policy_sha256 == {n: hashlib.sha256(d).hexdigest() for n, d in given.items()}
+    assert [a.lane for a in report.artifacts] == [lane for _, lane in items]
+
+
+def test_policies_name_every_lane_once() -> None:
+    policies = load_policies()
+    assert policies.kinds() == lane_kinds()
+    assert not set(policies.wasm) & set(policies.native)
+    assert set(policies.sha256) == {"wasm.json", "native.json"}

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyclonedx
 import pytest
 
 from tests.verify import wasmbuild as wb
+from verify.bundle.errors import ReportInvalid
+from verify.bundle.report_check import failed_findings, findings_by_lane, read_report
+from verify.canonical import canonical_json
 from verify.cli import main
 from verify.formats.registry import schema_json
-from verify.formats.report import VerificationReport
+from verify.formats.report import VerificationReport, report_bytes
 from verify.inspect import render_table, verification_report
 
 SCHEMA = "tinyrustlm.verification-report.v1"
@@ -82,3 +87,98 @@ def test_cli_build_index_inspects_every_listed_lane(
     assert [a["lane"] for a in doc["artifacts"]] == list(wb.BASELINES)
     index.write_text("{}")
     assert main(["artifact", "--build-index", str(index)]) == 3
+
+
+def _shipped(tmp_path: Path) -> VerificationReport:
+    """A real report of both kinds (a wasm module and this machine's /bin/true)."""
+    wasm = tmp_path / "m.wasm"
+    wasm.write_bytes(wb.module(wb.scalar_spec()))
+    items = [(wasm, "scalar-wasm32"), (Path("/bin/true"), "x86_64-unknown-linux-gnu")]
+    return verification_report(items, cross_check=False)
+
+
+def test_shipped_bytes_keep_null_fields_and_read_back(tmp_path: Path) -> None:
+    """report_bytes is the bundle's verification-report.json (canonical, nulls kept: the bytes
+    releases have always shipped) and the verifier's reader gives back the same model."""
+    report = _shipped(tmp_path)
+    data = report_bytes(report)
+    assert data.endswith(b"}\n") and b'"native":null' in data and b'"wasm":null' in data
+    assert data == canonical_json(json.loads(report.model_dump_json(by_alias=True))) + b"\n"
+    assert read_report(data, "verification-report.json") == report
+
+
+def _doc(tmp_path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(report_bytes(_shipped(tmp_path)))
+    return doc
+
+
+def _set(*path: str | int, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        *parents, last = path
+        target: Any = doc
+        for key in parents:
+            target = target[key]
+        target[last] = value
+
+    return change
+
+
+def _drop(*path: str | int) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        *parents, last = path
+        target: Any = doc
+        for key in parents:
+            target = target[key]
+        del target[last]
+
+    return change
+
+
+# name -> (change to a real report document, the field the error must name)
+MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "ok-is-a-string": (_set("artifacts", 0, "findings", 0, "ok", value="yes"),
+                       "artifacts.0.findings.0.ok"),
+    "size-is-a-string": (_set("artifacts", 1, "size", value="7"), "artifacts.1.size"),
+    "verifier-missing": (_drop("verifier"), "verifier"),
+    "unknown-field": (_set("artifacts", 0, "extra", value=1), "artifacts.0.extra"),
+    "other-schema": (_set("schema", value="tinyrustlm.verification-report.v2"), "schema"),
+    "bad-digest": (_set("artifacts", 0, "sha256", value="0" * 63), "artifacts.0.sha256"),
+    "evidence-not-text": (_set("artifacts", 0, "findings", 0, "evidence", value={"a": 1}),
+                          "artifacts.0.findings.0.evidence"),
+    "findings-not-a-list": (_set("artifacts", 0, "findings", value={}), "artifacts.0.findings"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(MALFORMED), ids=list(MALFORMED))
+def test_malformed_report_is_a_typed_error_naming_the_field(tmp_path: Path, case: str) -> None:
+    change, field = MALFORMED[case]
+    doc = _doc(tmp_path)
+    change(doc)
+    with pytest.raises(ReportInvalid) as caught:
+        read_report(canonical_json(doc), "verification-report.json")
+    assert caught.value.where == f"verification-report.json: {field}"
+    assert caught.value.error_id == "report.invalid"
+
+
+@pytest.mark.parametrize(
+    ("data", "offset"),
+    [(b'{"schema": 1,', 13), (b'{"a": 1, "a": 2}', None), (b"\xff", 0)],
+    ids=["truncated", "duplicate-key", "not-utf8"],
+)
+def test_report_that_is_not_json_is_a_typed_error(data: bytes, offset: int | None) -> None:
+    with pytest.raises(ReportInvalid) as caught:
+        read_report(data, "verification-report.json")
+    assert (caught.value.where, caught.value.offset) == ("verification-report.json", offset)
+
+
+def test_lanes_and_failed_findings_come_from_the_model(tmp_path: Path) -> None:
+    report = _shipped(tmp_path)
+    table = findings_by_lane(report, "r")
+    assert list(table) == ["scalar-wasm32", "x86_64-unknown-linux-gnu"]
+    assert table["scalar-wasm32"] == sorted(table["scalar-wasm32"])
+    failed = [f"{a.lane}: {f.id}" for a in report.artifacts for f in a.findings if not f.ok]
+    assert failed_findings(report) == failed and failed  # /bin/true is no release binary
+    twice = report.model_copy(update={"artifacts": [*report.artifacts, report.artifacts[0]]})
+    with pytest.raises(ReportInvalid, match="reported twice") as caught:
+        findings_by_lane(twice, "r")
+    assert caught.value.where == "r: artifacts.2.lane"

@@ -124,6 +124,12 @@ class ReportMismatch(BundleRejected):
     error_id = "report.mismatch"
 
 
+class ReportInvalid(BundleRejected):
+    """verification-report.json is not a `tinyrustlm.verification-report.v1` document."""
+
+    error_id = "report.invalid"
+
+
 # -- reading the bundle -------------------------------------------------------------------
 class LimitExceeded(BundleRejected):
     """A bundle bigger than anything a release makes: refused at the first byte over."""

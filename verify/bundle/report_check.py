@@ -1,21 +1,27 @@
 """Step "the report re-derived": inspect every artifact again with the verifier's OWN policy.
 
 The bundle's verification-report.json is what the builder claims it found; a verifier must
-not trust it, nor the bundle's policy. It re-inspects each artifact (by lane) with the
-policy shipped with this verifier and compares the findings (id, ok, evidence) per lane.
-`Deriver` is injectable so the comparison can be tested apart from the inspectors.
+not trust it, nor the bundle's policy. It reads the shipped report with its model
+(`VerificationReport`), re-inspects each artifact (by lane) with the policy shipped with this
+verifier and compares the findings (id, ok, evidence) per lane. `Deriver` is injectable so the
+comparison can be tested apart from the inspectors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from verify.canonical import canonical_json
+from pydantic import ValidationError
 
-# (artifact file, lane id) in manifest order -> the report as a JSON object
-Deriver = Callable[[Sequence[tuple[Path, str]]], dict[str, Any]]
+from verify.bundle.errors import ReportInvalid
+from verify.canonical import MalformedJson, parse_json
+from verify.formats.report import VerificationReport
+
+# (artifact file, lane id) in manifest order -> the verifier's own report
+Deriver = Callable[[Sequence[tuple[Path, str]]], VerificationReport]
+# lane -> sorted (finding id, ok, evidence)
+FindingTable = dict[str, list[tuple[str, bool, str]]]
 
 
 def default_deriver() -> Deriver:
@@ -23,37 +29,43 @@ def default_deriver() -> Deriver:
     # and a bundle refused at an earlier step never needs them.
     from verify.inspect import verification_report
 
-    def derive(artifacts: Sequence[tuple[Path, str]]) -> dict[str, Any]:
-        report = verification_report(list(artifacts))
-        dumped: dict[str, Any] = report.model_dump(mode="json", by_alias=True)
-        return dumped
+    def derive(artifacts: Sequence[tuple[Path, str]]) -> VerificationReport:
+        return verification_report(list(artifacts))
 
     return derive
 
 
-def findings_by_lane(report: Any) -> dict[str, list[tuple[str, bool, str]]] | None:
-    """lane -> sorted (finding id, ok, canonical evidence); None if the shape is unknown."""
-    if not isinstance(report, dict) or not isinstance(report.get("artifacts"), list):
-        return None
-    table: dict[str, list[tuple[str, bool, str]]] = {}
-    for artifact in report["artifacts"]:
-        if not isinstance(artifact, dict):
-            return None
-        lane = artifact.get("lane", artifact.get("id"))
-        findings = artifact.get("findings")
-        if not isinstance(lane, str) or not isinstance(findings, list):
-            return None
-        rows: list[tuple[str, bool, str]] = []
-        for finding in findings:
-            if not isinstance(finding, dict) or not isinstance(finding.get("id"), str):
-                return None
-            evidence = canonical_json(finding.get("evidence")).decode("utf-8")
-            rows.append((finding["id"], finding.get("ok") is True, evidence))
-        table[lane] = sorted(rows)
+def read_report(data: bytes, where: str) -> VerificationReport:
+    """A verification report's bytes, read once, by its model: strict JSON, then
+    `VerificationReport`. Anything else is a `ReportInvalid` naming `where` and the field."""
+    try:
+        doc = parse_json(data, where)
+    except MalformedJson as exc:
+        raise ReportInvalid(exc.message, where=where, offset=exc.offset) from exc
+    try:
+        # strict: JSON types as written ("yes" is not a bool, "7" not an int)
+        return VerificationReport.model_validate(doc, strict=True)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise ReportInvalid(
+            f"not a tinyrustlm.verification-report.v1: {first['msg']}",
+            where=f"{where}: {field}" if field else where,
+        ) from exc
+
+
+def findings_by_lane(report: VerificationReport, where: str) -> FindingTable:
+    """lane -> sorted (finding id, ok, evidence); a lane reported twice is a `ReportInvalid`."""
+    table: FindingTable = {}
+    for i, artifact in enumerate(report.artifacts):
+        if artifact.lane in table:
+            raise ReportInvalid(
+                f"lane {artifact.lane} is reported twice", where=f"{where}: artifacts.{i}.lane"
+            )
+        table[artifact.lane] = sorted((f.id, f.ok, f.evidence) for f in artifact.findings)
     return table
 
 
-def failed_findings(report: Any) -> list[str]:
+def failed_findings(report: VerificationReport) -> list[str]:
     """`lane: finding-id` for every finding that is not ok (empty when all pass)."""
-    table = findings_by_lane(report) or {}
-    return [f"{lane}: {fid}" for lane, rows in table.items() for fid, ok, _ in rows if not ok]
+    return [f"{a.lane}: {f.id}" for a in report.artifacts for f in a.findings if not f.ok]

@@ -1,9 +1,5 @@
-"""The verifier's trust root: a JSON file of keyid -> public key PEM, role, not-after.
-
-    {"schema": "tinyrustlm.trusted-keys.v1",
-     "keys": [{"keyid": "<hex sha256 of SPKI DER>", "public_key_pem": "-----BEGIN PUBLIC KEY...",
-               "role": "release" | "development", "not_after": "2031-01-01T00:00:00Z"}],
-     "signers": "one-key"}
+"""The verifier's trust root: a JSON file of keyid -> public key PEM, role, not-after
+(its format: `verify.formats.trusted_keys`, `tinyrustlm.trusted-keys.v1`).
 
 A keyid that is not the digest of its own key is refused when the file is loaded, so a
 keyid can never name a different key than the one it is written beside. `signers` is the
@@ -17,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import (
@@ -25,40 +20,14 @@ from cryptography.hazmat.primitives.serialization import (
     PublicFormat,
     load_pem_public_key,
 )
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from verify.bundle import errors as e
 from verify.bundle.dsse import SigstoreBundle, keyid_of, parse_sigstore_bundle, verify_signature
 from verify.bundle.errors import TrustedKeysInvalid
 from verify.canonical import MalformedJson, parse_json
+from verify.formats.trusted_keys import KeyRole, TrustedKeyEntry, TrustedKeysFile
 from verify.inputs import read_regular_file
-
-TRUSTED_KEYS_SCHEMA = "tinyrustlm.trusted-keys.v1"
-KeyRole = Literal["release", "development"]
-SignerPolicy = Literal["one-key", "any-trusted-key"]
-
-
-class TrustedKeyEntry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    keyid: str = Field(pattern=r"^[0-9a-f]{64}$")
-    public_key_pem: str
-    role: KeyRole
-    not_after: AwareDatetime
-
-
-class TrustedKeysFile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    schema_: Literal["tinyrustlm.trusted-keys.v1"] = Field(
-        "tinyrustlm.trusted-keys.v1", alias="schema"
-    )
-    keys: list[TrustedKeyEntry]
-    signers: SignerPolicy = Field(
-        "one-key",
-        description="one-key: manifest and provenance must be signed by the same key; "
-        "any-trusted-key: each by any key listed here",
-    )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     key_class matches the signing key's role; it has not expired; its version is not below
     --not-before-version.
  6. Manifest digests: every file it lists exists with the listed SHA-256 and size; the
-    build id recomputes.
+    build id recomputes (`verify.formats.manifest.build_id`, the pipeline's function too).
  7. Files: nothing missing, nothing extra.
  8. Provenance: an in-toto Statement v1 with a SLSA Provenance v1 predicate whose subjects
     are exactly the artifacts, JS files, manifest.json, sbom.cdx.json and
@@ -32,8 +32,9 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
 11. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
     tarball (the input, or the one in the directory) is byte for byte the tarball the
     release writer makes of the verified files (`tarball.deterministic_tarball`).
-12. Report: every artifact re-inspected with this verifier's own policy gives the findings
-    recorded in verification-report.json, and all of them pass.
+12. Report: verification-report.json is a valid tinyrustlm.verification-report.v1 (read
+    strictly by its model); every artifact re-inspected with this verifier's own policy gives
+    the findings it records, lane by lane, and all of them pass.
 13. Conformance: conformance.json, when present (required with --require-engines), is about
     this release's artifacts, and each required engine has a passing row and no failing one.
 14. Rebuilds (only with --require-rebuilds K): at least K rebuild attestations by distinct
@@ -76,7 +77,7 @@ from verify.bundle.layout import (
     tarball_name,
 )
 from verify.bundle.rebuilds import RebuildPolicy, Subjects, count_rebuilds, independent
-from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane
+from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane, read_report
 from verify.bundle.tarball import (
     HARD_LIMITS,
     ReadLimits,
@@ -88,7 +89,7 @@ from verify.bundle.tarball import (
 from verify.bundle.trusted_keys import TrustedKey, check_signed
 from verify.bundle.versions import version_key
 from verify.canonical import MalformedJson, canonical_json, parse_json
-from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id_of
+from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id
 from verify.inputs import InputError, InputTooLarge, read_regular_file
 from verify.placeholders import absolute_paths_outside
 
@@ -333,9 +334,7 @@ def _check_listed_digests(state: _State) -> str:
             f"({sizes[url]} bytes)",
             where=url,
         )
-    without_id = dict(parse_json(state.files[MANIFEST], MANIFEST))
-    del without_id["build_id"]
-    recomputed = build_id_of(canonical_json(without_id), (state.files[u] for u, _ in listed))
+    recomputed = build_id(manifest, state.files)
     if recomputed != manifest.build_id:
         raise e.BuildIdMismatch(
             f"build id recomputes to {recomputed[:16]}…, manifest says {manifest.build_id[:16]}…",
@@ -522,16 +521,9 @@ def _check_builder_paths(state: _State) -> str:
 # -- step 12 ------------------------------------------------------------------------------
 def _check_report(state: _State, derive: Deriver | None) -> str:
     manifest = _manifest(state)
-    try:
-        shipped = findings_by_lane(parse_json(state.files[REPORT], REPORT))
-    except MalformedJson as exc:
-        raise e.ReportMismatch(exc.message, where=REPORT, offset=exc.offset) from exc
-    if shipped is None:
-        raise e.ReportMismatch("not a tinyrustlm.verification-report.v1", where=REPORT)
+    shipped = findings_by_lane(read_report(state.files[REPORT], REPORT), REPORT)
     artifacts = [(state.root / url, lane) for url, lane in manifest.lanes()]
-    derived = findings_by_lane((derive or default_deriver())(artifacts))
-    if derived is None:
-        raise e.ReportMismatch("the verifier's own report has an unknown shape", where=REPORT)
+    derived = findings_by_lane((derive or default_deriver())(artifacts), "the verifier's report")
     for lane in sorted(derived.keys() | shipped.keys()):
         if derived.get(lane) != shipped.get(lane):
             raise e.ReportMismatch(

@@ -19,7 +19,7 @@ Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 class StrictFrozen(Frozen):
     """A data file people write (TOML): no coercion, so `"1"` is never taken for `1`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(strict=True)  # merged with Frozen's config
 
 
 # Which lanes exist is data (manifests/lanes.toml, the lane policy); formats check the shape.

@@ -10,11 +10,12 @@ Every `url` is a path relative to the bundle root.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from verify.canonical import canonical_json
 from verify.formats.base import Frozen, LaneId, Sha256Hex
 
 MANIFEST_SCHEMA = "tinyrustlm.module-manifest.v1"
@@ -122,7 +123,9 @@ class ModuleManifest(Frozen):
         return [(url, sha) for url, sha, _ in self.listed_sizes()]
 
     def listed_sizes(self) -> list[tuple[str, str, int]]:
-        """(url, sha256, size) of every file the manifest names, in manifest order."""
+        """(url, sha256, size) of every file the manifest names, in manifest order: wasm
+        artifacts, native artifacts, JS files. The one definition of that order (the build
+        id hashes the files in it)."""
         rows = [(a.url, a.sha256, a.size) for a in self.artifacts]
         rows += [(a.url, a.sha256, a.size) for a in self.native_artifacts]
         rows += [(f.url, f.sha256, f.size) for f in self.js_files]
@@ -135,13 +138,22 @@ class ModuleManifest(Frozen):
         ]
 
 
-def build_id_of(manifest_without_id: bytes, listed_bytes: Iterable[bytes]) -> str:
-    """The reference's public build id: SHA-256(canonical manifest || module bytes...).
+def manifest_without_build_id(manifest: ModuleManifest) -> bytes:
+    """Canonical JSON of the manifest minus `build_id`: the first input of the build id."""
+    doc = manifest.model_dump(mode="json", by_alias=True, exclude_none=True)
+    del doc["build_id"]
+    return canonical_json(doc)
 
-    `manifest_without_id` is the canonical JSON of the manifest with `build_id` removed,
-    so the id can live inside the manifest it identifies.
+
+def build_id(manifest: ModuleManifest, file_bytes: Mapping[str, bytes]) -> str:
+    """The reference's public build id: SHA-256(canonical manifest || listed files' bytes).
+
+    The manifest is taken without `build_id`, so the id can live inside the manifest it
+    identifies (its own value is ignored); then every file it lists, in the one order
+    `listed_sizes` defines, looked up by url in `file_bytes`. The pipeline computes the id
+    with this function and the bundle verifier recomputes it with it.
     """
-    digest = hashlib.sha256(manifest_without_id)
-    for data in listed_bytes:
-        digest.update(data)
+    digest = hashlib.sha256(manifest_without_build_id(manifest))
+    for url, _ in manifest.listed_files():
+        digest.update(file_bytes[url])
     return digest.hexdigest()

@@ -40,9 +40,7 @@ REBUILT = "rebuilt:"
 class _Camel(Frozen):
     """A Frozen format whose JSON keys are in-toto's camelCase."""
 
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True
-    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)  # + Frozen's
 
 
 class Digest(_Camel):

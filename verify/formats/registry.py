@@ -10,20 +10,20 @@ import json
 
 from pydantic import BaseModel
 
-from verify.bundle.trusted_keys import TRUSTED_KEYS_SCHEMA, TrustedKeysFile
 from verify.formats.bundle_verification import BUNDLE_VERIFICATION_SCHEMA, BundleVerification
 from verify.formats.conformance import CONFORMANCE_SCHEMA, ConformanceReport
 from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
 from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
+from verify.formats.lane_policy import POLICY_SCHEMA, LanePolicy
 from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
 from verify.formats.rebuild import REBUILD_ATTESTATION_SCHEMA, RebuildStatement
 from verify.formats.receipt import CapabilityReceipt
-from verify.formats.report import VerificationReport
-from verify.policy.models import POLICY_SCHEMA, LanePolicy
+from verify.formats.report import REPORT_SCHEMA, VerificationReport
+from verify.formats.trusted_keys import TRUSTED_KEYS_SCHEMA, TrustedKeysFile
 
 VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     MANIFEST_SCHEMA: ModuleManifest,
-    "tinyrustlm.verification-report.v1": VerificationReport,
+    REPORT_SCHEMA: VerificationReport,
     GOLDEN_SCHEMA: GoldenVector,
     "tinyrustlm.capability-receipt.v1": CapabilityReceipt,
     TRUSTED_KEYS_SCHEMA: TrustedKeysFile,

@@ -10,7 +10,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from verify.canonical import canonical_json
 from verify.formats.base import Frozen, LaneId, Sha256Hex
+
+REPORT_SCHEMA = "tinyrustlm.verification-report.v1"
 
 
 class FindingModel(Frozen):
@@ -80,3 +83,8 @@ class VerificationReport(Frozen):
     policy_sha256: dict[str, Sha256Hex] = Field(description="policy file name -> SHA-256")
     ok: bool
     artifacts: list[ArtifactReport]
+
+
+def report_bytes(report: VerificationReport) -> bytes:
+    """A bundle's verification-report.json: canonical JSON (null fields kept), one newline."""
+    return canonical_json(report.model_dump(mode="json", by_alias=True)) + b"\n"

@@ -2,28 +2,32 @@
 
 The files (`wasm.json`, `native.json`) are package data, so an installed `tinyrustlm-verify`
 finds them (auditwheel ships its manylinux policy the same way); callers may pass another
-folder. Their format is `verify.policy.models` (`tinyrustlm.lane-policy.v1`). An empty
+folder. Their format is `verify.formats.lane_policy` (`tinyrustlm.lane-policy.v1`). An empty
 policy, an unknown field or a lane without checks fails closed. Which lanes exist is read
 from these files, never written in code.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from pydantic import ValidationError
 
-from verify.canonical import MalformedJson
+from verify.canonical import MalformedJson, parse_json
 from verify.errors import VerifyError
-from verify.inputs import read_json_file
-from verify.policy.models import LanePolicy, NativePolicyFile, WasmPolicyFile
+from verify.formats.lane_policy import LanePolicy, NativePolicyFile, WasmPolicyFile
+from verify.inputs import read_regular_file
 from verify.wasm import features
 from verify.wasm.features import Proposal
 
 DEFAULT_POLICY_DIR = Path(__file__).resolve().parent
-POLICY_FILES = ("wasm.json", "native.json")
+WASM_POLICY = "wasm.json"
+NATIVE_POLICY = "native.json"
+POLICY_FILES = (WASM_POLICY, NATIVE_POLICY)
 
 
 class PolicyError(VerifyError):
@@ -98,10 +102,13 @@ def _error_text(exc: ValidationError) -> str:
     return f"field {loc!r}: {msg.replace('Input should be', 'expected')}" if loc else msg
 
 
-def read_policy_file(path: Path, expected: type[_File]) -> _File:
-    """The one reader of a policy file: JSON, then the `tinyrustlm.lane-policy.v1` model."""
+def _read_policy_file(path: Path, expected: type[_File]) -> tuple[_File, str]:
+    """The one reader of a policy file: its bytes read once, hashed, then parsed as JSON and
+    as the `tinyrustlm.lane-policy.v1` model. Returns the model and the SHA-256 of exactly
+    the bytes it was parsed from."""
     try:
-        doc = read_json_file(path, "policy")
+        data = read_regular_file(path, "policy")
+        doc = parse_json(data, str(path))
     except MalformedJson as exc:  # not JSON, too large or too deep
         raise PolicyError(
             f"policy is not valid JSON: {exc.message} ({exc.error_id})", where=str(path)
@@ -116,12 +123,11 @@ def read_policy_file(path: Path, expected: type[_File]) -> _File:
         raise PolicyError(_error_text(exc), where=str(path)) from None
     if not isinstance(policy, expected):
         raise PolicyError(f"format is {policy.format!r}: this is not {path.name}", where=str(path))
-    return policy
+    return policy, hashlib.sha256(data).hexdigest()
 
 
-def load_wasm_policies(policy_dir: Path | None = None) -> dict[str, WasmPolicy]:
+def _wasm_lanes(doc: WasmPolicyFile) -> dict[str, WasmPolicy]:
     """Every Wasm lane's resolved policy (the file's `common` merged into each lane)."""
-    doc = read_policy_file((policy_dir or DEFAULT_POLICY_DIR) / "wasm.json", WasmPolicyFile)
     c = doc.common
     return {
         lane: WasmPolicy(
@@ -145,9 +151,8 @@ def load_wasm_policies(policy_dir: Path | None = None) -> dict[str, WasmPolicy]:
     }  # fmt: skip
 
 
-def load_native_policies(policy_dir: Path | None = None) -> dict[str, NativePolicy]:
+def _native_lanes(doc: NativePolicyFile) -> dict[str, NativePolicy]:
     """Every native lane's resolved policy."""
-    doc = read_policy_file((policy_dir or DEFAULT_POLICY_DIR) / "native.json", NativePolicyFile)
     c = doc.common
     return {
         lane: NativePolicy(
@@ -178,7 +183,42 @@ def load_native_policies(policy_dir: Path | None = None) -> dict[str, NativePoli
 LaneKind = Literal["wasm", "native"]
 
 
+@dataclass(frozen=True, slots=True)
+class Policies:
+    """Both lane policy files, each read and parsed once (`load_policies`); a run of the
+    inspector passes this one value down instead of re-reading the files per artifact."""
+
+    wasm: Mapping[str, WasmPolicy]
+    native: Mapping[str, NativePolicy]
+    sha256: Mapping[str, str]  # file name -> SHA-256 of exactly the bytes that were parsed
+
+    def kinds(self) -> dict[str, LaneKind]:
+        """Lane id -> "wasm" or "native", for every lane the policy files name."""
+        return {**dict.fromkeys(self.wasm, "wasm"), **dict.fromkeys(self.native, "native")}
+
+
+def load_policies(policy_dir: Path | None = None) -> Policies:
+    """Both policy files of `policy_dir` (default: the ones shipped with verify), read once."""
+    folder = policy_dir or DEFAULT_POLICY_DIR
+    wasm, wasm_sha = _read_policy_file(folder / WASM_POLICY, WasmPolicyFile)
+    native, native_sha = _read_policy_file(folder / NATIVE_POLICY, NativePolicyFile)
+    return Policies(
+        _wasm_lanes(wasm), _native_lanes(native), {WASM_POLICY: wasm_sha, NATIVE_POLICY: native_sha}
+    )
+
+
+def load_wasm_policies(policy_dir: Path | None = None) -> dict[str, WasmPolicy]:
+    """Every Wasm lane's resolved policy (wasm.json alone)."""
+    folder = policy_dir or DEFAULT_POLICY_DIR
+    return _wasm_lanes(_read_policy_file(folder / WASM_POLICY, WasmPolicyFile)[0])
+
+
+def load_native_policies(policy_dir: Path | None = None) -> dict[str, NativePolicy]:
+    """Every native lane's resolved policy (native.json alone)."""
+    folder = policy_dir or DEFAULT_POLICY_DIR
+    return _native_lanes(_read_policy_file(folder / NATIVE_POLICY, NativePolicyFile)[0])
+
+
 def lane_kinds(policy_dir: Path | None = None) -> dict[str, LaneKind]:
     """Lane id -> "wasm" or "native", for every lane the policy files name."""
-    return {**dict.fromkeys(load_wasm_policies(policy_dir), "wasm"),
-            **dict.fromkeys(load_native_policies(policy_dir), "native")}  # fmt: skip
+    return load_policies(policy_dir).kinds()

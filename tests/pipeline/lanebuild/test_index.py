@@ -17,6 +17,7 @@ from pipeline.lanebuild.records import (
 )
 
 SMOKE = SmokeResult(status="pass", engine="test")
+D1, D2 = "d1" * 32, "d2" * 32  # two input digests
 
 
 def _lane(root: Path, lane: str, digest: str, data: bytes = b"\0asm") -> IndexEntry:
@@ -24,10 +25,10 @@ def _lane(root: Path, lane: str, digest: str, data: bytes = b"\0asm") -> IndexEn
     folder.mkdir(parents=True)
     (folder / "runtime.wasm").write_bytes(data)
     inputs = BuildInputs(
-        sources_sha256="s",
-        cargo_lock_sha256="c",
-        lane_entry_sha256="l",
-        toolchain_lock_sha256="t",
+        sources_sha256="5" * 64,
+        cargo_lock_sha256="c" * 64,
+        lane_entry_sha256="1" * 64,
+        toolchain_lock_sha256="7" * 64,
         input_digest=digest,
     )
     output = BuildOutput(path=f"build/{lane}/runtime.wasm", sha256="0" * 64, size=len(data))
@@ -56,8 +57,8 @@ def _lane(root: Path, lane: str, digest: str, data: bytes = b"\0asm") -> IndexEn
 
 
 CASES = {
-    "unchanged-inputs-kept": ({"a": "d1"}, ["a"]),
-    "changed-sources-dropped": ({"a": "d2"}, []),
+    "unchanged-inputs-kept": ({"a": D1}, ["a"]),
+    "changed-sources-dropped": ({"a": D2}, []),
     "lane-gone-from-lanes-toml-dropped": ({}, []),
 }
 
@@ -65,9 +66,9 @@ CASES = {
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_previous_entries(case: tuple[dict[str, str], list[str]], tmp_path: Path) -> None:
     current, kept = case
-    entry = _lane(tmp_path, "a", "d1")
+    entry = _lane(tmp_path, "a", D1)
     index = BuildIndex(
-        source_revision="r", source_date_epoch=1, toolchain_lock_sha256="t", lanes=[entry]
+        source_revision="e" * 40, source_date_epoch=1, toolchain_lock_sha256="7" * 64, lanes=[entry]
     )
     path = tmp_path / "build" / "index.json"
     path.write_text(index.model_dump_json(by_alias=True), encoding="utf-8")
@@ -75,11 +76,11 @@ def test_previous_entries(case: tuple[dict[str, str], list[str]], tmp_path: Path
 
 
 def test_a_missing_artifact_is_dropped(tmp_path: Path) -> None:
-    entry = _lane(tmp_path, "a", "d1")
+    entry = _lane(tmp_path, "a", D1)
     (tmp_path / entry.artifact).unlink()
     index = BuildIndex(
-        source_revision="r", source_date_epoch=1, toolchain_lock_sha256="t", lanes=[entry]
+        source_revision="e" * 40, source_date_epoch=1, toolchain_lock_sha256="7" * 64, lanes=[entry]
     )
     path = tmp_path / "build" / "index.json"
     path.write_text(index.model_dump_json(by_alias=True), encoding="utf-8")
-    assert _previous_entries(path, tmp_path / "build", {"a": "d1"}) == {}
+    assert _previous_entries(path, tmp_path / "build", {"a": D1}) == {}

@@ -12,6 +12,7 @@ from pipeline.errors import CheckFailed
 from pipeline.lanebuild.built import Built
 from pipeline.release.steps import Checked
 from tests.harness.release import Harness, fake_report, write_build
+from verify.formats.report import VerificationReport
 
 
 def _dist_is_empty(h: Harness) -> bool:
@@ -54,10 +55,10 @@ def test_all_lanes_passing_records_no_unsmoked_lane(harness: Harness) -> None:
 
 
 def test_failed_verification_stops_release(harness: Harness) -> None:
-    def failing(artifacts: Any) -> dict[str, Any]:
-        report = fake_report(artifacts)
-        report["artifacts"][1]["findings"][0]["ok"] = False
-        return report
+    def failing(artifacts: Any) -> VerificationReport:
+        doc = fake_report(artifacts).model_dump(by_alias=True)
+        doc["artifacts"][1]["findings"][0]["ok"] = False
+        return VerificationReport.model_validate(doc)
 
     with pytest.raises(CheckFailed, match=r"simd128-wasm32: fake\.magic"):
         harness.release(derive=failing)

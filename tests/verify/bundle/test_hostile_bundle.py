@@ -26,7 +26,14 @@ import pytest
 
 from pipeline.documents.keys import generate_key_files, load_private_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
-from tests.harness.release import VERSION, Harness, copy_pristine, fake_report, verify_json
+from tests.harness.release import (
+    VERSION,
+    Harness,
+    copy_pristine,
+    fake_report,
+    repack,
+    verify_json,
+)
 from verify.bundle import verifier
 from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.errors import BundleRejected
@@ -343,26 +350,6 @@ def test_deep_build_index_is_a_typed_error(tmp_path: Path) -> None:
 
 
 # -- signers and version floor ------------------------------------------------------------
-def _repack(bundle: Path) -> None:
-    """SHA256SUMS and the tarball made again from the (changed) files, as the writer would."""
-    from verify.bundle.layout import checksums_text
-    from verify.bundle.tarball import deterministic_tarball
-    from verify.formats.manifest import ModuleManifest
-
-    manifest = ModuleManifest.model_validate_json((bundle / "manifest.json").read_bytes())
-    files = {
-        p.relative_to(bundle).as_posix(): p.read_bytes()
-        for p in bundle.rglob("*")
-        if p.is_file() and p.name not in (TARBALL, "SHA256SUMS")
-    }
-    files["SHA256SUMS"] = checksums_text(files)
-    (bundle / "SHA256SUMS").write_bytes(files["SHA256SUMS"])
-    executable = frozenset(a.url for a in manifest.native_artifacts)
-    (bundle / TARBALL).write_bytes(
-        deterministic_tarball(TOP, files, manifest.source_date_epoch, executable)
-    )
-
-
 def _provenance_by_second_key(bundle: Path, h: Harness, tmp_path: Path, policy: str) -> Path:
     import base64
 
@@ -372,7 +359,7 @@ def _provenance_by_second_key(bundle: Path, h: Harness, tmp_path: Path, policy: 
     (bundle / "provenance.sigstore.json").write_bytes(
         sign_to_sigstore_bundle(load_private_key(second.private_pem), IN_TOTO_PAYLOAD_TYPE, payload)
     )
-    _repack(bundle)
+    repack(bundle)
     both = json.loads(h.trusted.read_text())
     both["keys"] += json.loads(second.trusted_keys.read_text())["keys"]
     if policy:

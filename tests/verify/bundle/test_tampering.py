@@ -19,11 +19,20 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pipeline.documents.keys import generate_key_files
 from pipeline.documents.sign import sign_to_sigstore_bundle
-from tests.harness.release import VERSION, Harness, copy_pristine, fake_report, verify_json
+from tests.harness.release import (
+    VERSION,
+    Harness,
+    copy_pristine,
+    fake_report,
+    repack,
+    verify_json,
+)
 from verify.bundle import verifier
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
+from verify.canonical import canonical_json
 from verify.cli import main as verify_main
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
+from verify.formats.report import VerificationReport
 
 TARBALL = f"tinyrustlm-{VERSION}.tar.gz"
 
@@ -219,6 +228,63 @@ def _checksum_of_other_bytes(b: Path, h: Harness) -> Path:
     return h.trusted
 
 
+def _signing_key(h: Harness) -> Ed25519PrivateKey:
+    from pipeline.documents.keys import load_private_key
+
+    return load_private_key(h.key.private_pem)
+
+
+def _wrong_build_id(b: Path, h: Harness) -> Path:
+    """A manifest re-signed by the release key whose build id is not what the files give."""
+    manifest = json.loads((b / "manifest.json").read_bytes())
+    manifest["build_id"] = hashlib.sha256(b"other files").hexdigest()
+    payload = canonical_json(manifest)
+    (b / "manifest.json").write_bytes(payload)
+    _resign(b, "manifest.sigstore.json", _signing_key(h), payload=payload)
+    return h.trusted
+
+
+def _reattest_report(b: Path, h: Harness, change: Callable[[dict[str, Any]], None]) -> None:
+    """Change verification-report.json, then re-sign the provenance over its new digest and
+    repack, as a builder with the release key would: only step 12 can refuse it."""
+    report = json.loads((b / "verification-report.json").read_bytes())
+    change(report)
+    data = canonical_json(report) + b"\n"
+    (b / "verification-report.json").write_bytes(data)
+    envelope = json.loads((b / "provenance.sigstore.json").read_bytes())["dsseEnvelope"]
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    for subject in statement["subject"]:
+        if subject["name"] == "verification-report.json":
+            subject["digest"]["sha256"] = hashlib.sha256(data).hexdigest()
+    _resign(b, "provenance.sigstore.json", _signing_key(h), payload=canonical_json(statement))
+    repack(b)
+
+
+def _report_field_wrong_type(b: Path, h: Harness) -> Path:
+    _reattest_report(b, h, lambda r: r["artifacts"][0]["findings"][0].update(ok="yes"))
+    return h.trusted
+
+
+def _report_without_verifier(b: Path, h: Harness) -> Path:
+    _reattest_report(b, h, lambda r: r.pop("verifier"))
+    return h.trusted
+
+
+def _report_lane_twice(b: Path, h: Harness) -> Path:
+    _reattest_report(b, h, lambda r: r["artifacts"].append(r["artifacts"][0]))
+    return h.trusted
+
+
+def _report_other_evidence(b: Path, h: Harness) -> Path:
+    _reattest_report(b, h, lambda r: r["artifacts"][0]["findings"][0].update(evidence="seen"))
+    return h.trusted
+
+
+def _report_without_a_lane(b: Path, h: Harness) -> Path:
+    _reattest_report(b, h, lambda r: r["artifacts"].pop())
+    return h.trusted
+
+
 # name -> (tamper, extra CLI args, error id)
 CASES: dict[str, tuple[Callable[[Path, Harness], Path], tuple[str, ...], str]] = {
     "drop-artifact": (_drop_artifact, (), "files.missing"),
@@ -237,6 +303,12 @@ CASES: dict[str, tuple[Callable[[Path, Harness], Path], tuple[str, ...], str]] =
     "two-signatures": (_extra_signature, (), "signature.malformed"),
     "tlog-entry": (_with_tlog_entry, (), "signature.malformed"),
     "sha256sums-digest-of-other-bytes": (_checksum_of_other_bytes, (), "checksums.mismatch"),
+    "build-id-not-the-files": (_wrong_build_id, (), "manifest.build-id"),
+    "report-field-wrong-type": (_report_field_wrong_type, (), "report.invalid"),
+    "report-field-missing": (_report_without_verifier, (), "report.invalid"),
+    "report-lane-twice": (_report_lane_twice, (), "report.invalid"),
+    "report-other-evidence": (_report_other_evidence, (), "report.mismatch"),
+    "report-lane-missing": (_report_without_a_lane, (), "report.mismatch"),
 }
 
 
@@ -247,6 +319,27 @@ def test_tampering(pristine: tuple[Harness, Path], tmp_path: Path, case: str) ->
     trusted = tamper(bundle, pristine[0])
     code, result, _ = verify_json(bundle, trusted, *extra)
     assert (code, result["error"]["id"]) == (1, error_id)
+
+
+@pytest.mark.parametrize(
+    ("case", "where"),
+    [
+        ("report-field-wrong-type", "verification-report.json: artifacts.0.findings.0.ok"),
+        ("report-field-missing", "verification-report.json: verifier"),
+        ("report-lane-twice", "verification-report.json: artifacts.4.lane"),
+    ],
+    ids=["wrong-type", "missing", "lane-twice"],
+)
+def test_malformed_report_names_the_field(
+    pristine: tuple[Harness, Path], tmp_path: Path, case: str, where: str
+) -> None:
+    """A shipped report that is not a VerificationReport is refused at step 12 by its model,
+    naming the file and the field (never a loose walk that skips what it does not know)."""
+    bundle = copy_pristine(pristine, tmp_path)
+    CASES[case][0](bundle, pristine[0])
+    code, result, _ = verify_json(bundle, pristine[0].trusted)
+    assert (code, result["error"]["id"], result["error"]["where"]) == (1, "report.invalid", where)
+    assert result["error"]["step"] == 12
 
 
 def test_pristine_copy_verifies(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
@@ -281,12 +374,12 @@ def test_report_is_rederived_with_verifiers_policy(
 ) -> None:
     """A verifier whose policy finds something the builder's did not rejects the bundle."""
 
-    def stricter(artifacts: Any) -> dict[str, Any]:
-        report = fake_report(artifacts)
-        report["artifacts"][0]["findings"].append(
+    def stricter(artifacts: Any) -> VerificationReport:
+        doc = fake_report(artifacts).model_dump(by_alias=True)
+        doc["artifacts"][0]["findings"].append(
             {"id": "strict.extra", "ok": False, "evidence": "verifier-only rule"}
         )
-        return report
+        return VerificationReport.model_validate(doc)
 
     monkeypatch.setattr(verifier, "default_deriver", lambda: stricter)
     code, result, _ = verify_json(pristine[1], pristine[0].trusted)

@@ -1,8 +1,8 @@
 """`tinyrustlm.lane-policy.v1`: the lane policy files as people write them (pydantic, strict).
 
 Two files share the schema, told apart by `format`: `wasm.json` and `native.json`, shipped as
-package data beside this module. Every field is required and no unknown field is accepted,
-so a typo fails closed instead of silently allowing something.
+package data in verify/policy/ beside their loader (`verify.policy`). Every field is required
+and no unknown field is accepted, so a typo fails closed instead of silently allowing something.
 """
 
 from __future__ import annotations
