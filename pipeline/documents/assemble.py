@@ -9,6 +9,7 @@ bytes on every machine. Signing (`pipeline.release.steps`) is a separate step ov
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -40,7 +41,7 @@ from verify.bundle.layout import (
 from verify.formats.manifest import CompilerVersions, KeyClass, MemoryRules, ModuleManifest
 from verify.formats.report import VerificationReport, report_bytes
 from verify.placeholders import absolute_paths_outside
-from verify.policy import DEFAULT_POLICY_DIR, load_wasm_policies
+from verify.policy import DEFAULT_POLICY_DIR, WasmPolicy, load_wasm_policies
 from verify.wasm.features import PROPOSAL_NAMES
 
 
@@ -154,6 +155,12 @@ def _refuse_builder_paths(documents: Mapping[str, bytes]) -> None:
             )
 
 
+@functools.cache
+def _shipped_wasm_policies() -> dict[str, WasmPolicy]:
+    """verify's shipped wasm.json, parsed once per process (steps 5 and 7 both need it)."""
+    return load_wasm_policies()
+
+
 def lane_contracts(lanes: Sequence[str]) -> dict[str, LaneContract]:
     """Each wasm lane's manifest promises, derived from the verifier's lane policy.
 
@@ -162,7 +169,7 @@ def lane_contracts(lanes: Sequence[str]) -> dict[str, LaneContract]:
     (LLVM target-feature names: simd128, atomics, bulk-memory, mutable-globals, ...).
     Shared memory needs SharedArrayBuffer, hence cross-origin isolation.
     """
-    policies = load_wasm_policies()
+    policies = _shipped_wasm_policies()
     feature = {p: row[2] for p, row in PROPOSAL_NAMES.items() if row[2]}
     contracts: dict[str, LaneContract] = {}
     for lane in lanes:
