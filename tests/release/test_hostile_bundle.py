@@ -402,8 +402,13 @@ def test_manifest_and_provenance_need_one_key(
 @pytest.mark.parametrize(
     ("floor", "exit_code", "error_id"),
     [("9.9.9", 0, None), ("9.9", 0, None), ("9.9.10", 1, "manifest.version-floor"),
-     ("9.10", 1, "manifest.version-floor"), ("10", 1, "manifest.version-floor")],
-    ids=["same", "lower", "patch-above", "minor-above-numerically", "major-above"],
+     ("9.10", 1, "manifest.version-floor"), ("10", 1, "manifest.version-floor"),
+     # PEP 440, as `fetch` orders releases: a pre-release sorts before its release, a
+     # leading v is allowed
+     ("9.9.9rc1", 0, None), ("v9.9.9", 0, None), ("9.9.10rc1", 1, "manifest.version-floor"),
+     ("9.9.9.post1", 1, "manifest.version-floor")],
+    ids=["same", "lower", "patch-above", "minor-above-numerically", "major-above",
+         "pre-release-below", "leading-v", "pre-release-above", "post-release-above"],
 )  # fmt: skip
 def test_not_before_version(
     pristine: tuple[Harness, Path], floor: str, exit_code: int, error_id: str | None

@@ -89,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _version(text: str) -> str:
     if version_key(text) is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a version like 1.2.0")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a PEP 440 version like 1.2.0")
     return text
 
 

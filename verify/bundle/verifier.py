@@ -296,11 +296,12 @@ def _check_manifest(state: _State, now: int, version_floor: str | None) -> str:
 def _check_version_floor(version: str, floor: str) -> None:
     have, least = version_key(version), version_key(floor)
     if least is None:
-        raise ValueError(f"--not-before-version {floor!r} is not dotted numbers")
+        raise ValueError(f"--not-before-version {floor!r} is not a PEP 440 version")
     where = f"{MANIFEST}: version"
     if have is None:
         raise e.VersionBelowFloor(
-            f"version {version!r} is not dotted numbers: cannot compare it to {floor}", where=where
+            f"version {version!r} is not a PEP 440 version: cannot compare it to {floor}",
+            where=where,
         )
     if have < least:
         raise e.VersionBelowFloor(
@@ -591,10 +592,10 @@ def verify_bundle(
     """Run steps 1-14; raises the first failing step's `BundleRejected` subclass.
 
     `one_signer`: the trust policy's "one-key" (see `verify.bundle.trusted_keys`); `version_floor`:
-    refuse a manifest version below it (dotted numbers; a bad floor is a ValueError);
+    refuse a manifest version below it (PEP 440; a bad floor is a ValueError);
     `rebuilds`: step 14's K-of-N rebuild policy (None: not required)."""
     if version_floor is not None and version_key(version_floor) is None:
-        raise ValueError(f"version floor {version_floor!r} is not dotted numbers")
+        raise ValueError(f"version floor {version_floor!r} is not a PEP 440 version")
     results: list[StepResult] = []
 
     def done(number: int, detail: str) -> None:
