@@ -20,6 +20,7 @@ MiB = 1024 * 1024
 # kind of input -> the most bytes read from it
 LIMITS: dict[str, int] = {
     "trusted-keys": 1 * MiB,
+    "tuf-root": 1 * MiB,  # TUF root metadata (`fetch --root`): a few KiB
     "signing-key": 64 * 1024,
     "policy": 4 * MiB,
     "build-index": 4 * MiB,

@@ -146,5 +146,17 @@ class OutputExists(Refused):
     error_id = "fetch.output-exists"
 
 
+class OutputInvalid(PublishError):
+    """--out is not a folder we can write into, or the bundle's place holds a link or a file."""
+
+    error_id = "fetch.output-invalid"
+
+
+class StateInvalid(PublishError):
+    """--state is not a folder we can write into, or its fetch state does not load."""
+
+    error_id = "fetch.state-invalid"
+
+
 class StateLocked(PublishError):
     error_id = "fetch.state-locked"
