@@ -16,19 +16,29 @@ class VerifyError(Exception):
 
     exit_code = EXIT_ERROR
     error_id: ClassVar[str] = "verify.error"  # stable: scripts match on it
+    # What a person can do about it; every class with its own error_id says (tests/test_errors).
+    default_hint: ClassVar[str] = ""
 
-    def __init__(self, message: str, *, where: str = "", offset: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, where: str = "", offset: int | None = None, hint: str = ""
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.where = where
         self.offset = offset
+        self.hint = hint or self.default_hint
 
     def diagnostics(self) -> str:
         place = self.where
         if self.offset is not None:
             place = f"{place} at byte offset {self.offset} (0x{self.offset:x})".strip()
         tag = "" if self.error_id == VerifyError.error_id else f"[{self.error_id}]"
-        return f"error{tag}: {self.message}" + (f"\n  where: {place}" if place else "")
+        lines = [f"error{tag}: {self.message}"]
+        if place:
+            lines.append(f"  where: {place}")
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        return "\n".join(lines)
 
 
 class VerificationFailed(VerifyError):

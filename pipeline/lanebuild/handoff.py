@@ -29,7 +29,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from pipeline.atomicio import write_atomic
-from pipeline.errors import CheckFailed
+from pipeline.errors import CheckFailed, TabledError
 from pipeline.inputs import InputRejected, load_model
 from pipeline.lanebuild import inputs
 from pipeline.lanebuild.inputs import sha256_file
@@ -60,16 +60,11 @@ RECORD_ERRORS: dict[str, str] = {
 }
 
 
-class RecordRefused(CheckFailed):
+class RecordRefused(TabledError, CheckFailed):
     """A handed-over lane build is not of this tree, lock or lane entry, or its bytes moved;
-    or a records folder is incomplete or reaches outside itself. `error_id`: RECORD_ERRORS."""
+    or a records folder is incomplete or reaches outside itself (ids: RECORD_ERRORS)."""
 
-    def __init__(self, message: str, *, error_id: str, where: str = "", hint: str = "") -> None:
-        super().__init__(message, where=where, hint=hint or RECORD_ERRORS[error_id])
-        self.error_id = error_id
-
-    def diagnostics(self) -> str:
-        return super().diagnostics().replace("error:", f"error[{self.error_id}]:", 1)
+    table = RECORD_ERRORS
 
 
 def export_records(repo_root: Path, index: BuildIndex, lanes: Sequence[str], out: Path) -> Path:
