@@ -45,3 +45,17 @@ class VerificationFailed(VerifyError):
     """Verification ran to completion and rejected the input (a failed check, a bad signature)."""
 
     exit_code = EXIT_FINDINGS
+
+
+class IoFailed(VerifyError):
+    """The operating system refused a file operation no check anticipated (a file vanished, a
+    file where a folder must be, no permission): the CLIs' last resort, still with an id."""
+
+    error_id = "io.error"
+    default_hint = "check the path named in `where`: it must exist, be of the right kind "
+    default_hint += "(file or folder) and be readable or writable by this user"
+
+    @classmethod
+    def of(cls, exc: OSError) -> IoFailed:
+        where = str(exc.filename) if exc.filename is not None else ""
+        return cls(exc.strerror or str(exc) or type(exc).__name__, where=where)

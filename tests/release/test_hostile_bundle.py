@@ -296,6 +296,27 @@ def _huge_bundle_file(b: Path, h: Harness) -> tuple[Path, Path]:
     return b, h.trusted
 
 
+def _file_and_folder_tarball(b: Path, h: Harness) -> tuple[Path, Path]:
+    """A tarball holding `x` and `x/y`: no folder can be both (it was an OSError)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in (f"{b.name}/x", f"{b.name}/x/y"):
+            info = tarfile.TarInfo(name)
+            info.size = 4
+            tar.addfile(info, io.BytesIO(b"file"))
+    packed = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    assert packed.getvalue().startswith(GZIP_HEADER)  # past the framing check, to the layout
+    path = b.parent / "clash.tar.gz"
+    path.write_bytes(packed.getvalue())
+    return path, h.trusted
+
+
+def _pem_trusted_keys(b: Path, h: Harness) -> tuple[Path, Path]:
+    return b, h.trusted.with_name(h.trusted.name.replace(".trusted-keys.json", ".pub.pem"))
+
+
 # name -> (make the input, exit code, error id)
 INPUTS: dict[str, tuple[Callable[[Path, Harness], tuple[Path, Path]], int, str]] = {
     "deep-json-signature": (_deep_signature, 1, "signature.malformed"),
@@ -304,6 +325,8 @@ INPUTS: dict[str, tuple[Callable[[Path, Harness], tuple[Path, Path]], int, str]]
     "dev-zero-bundle": (_dev_zero_bundle, 3, "bundle.unreadable"),
     "huge-trusted-keys": (_huge_trusted_keys, 3, "input.too-large"),
     "huge-bundle-file": (_huge_bundle_file, 1, "bundle.limit"),
+    "file-and-folder-tarball": (_file_and_folder_tarball, 1, "tarball.mismatch"),
+    "pem-as-trusted-keys": (_pem_trusted_keys, 3, "trusted-keys.invalid"),
 }
 
 
@@ -313,8 +336,9 @@ def test_bad_input_is_typed_with_json_output(
 ) -> None:
     make, exit_code, error_id = INPUTS[case]
     bundle, trusted = make(copy_pristine(pristine, tmp_path), pristine[0])
-    code, result, _ = verify_json(bundle, trusted)
+    code, result, err = verify_json(bundle, trusted)
     assert (code, result["ok"], result["error"]["id"]) == (exit_code, False, error_id)
+    assert result["error"]["message"] and "  hint: " in err  # every refusal says what to do
 
 
 def test_fifo_as_trusted_keys_does_not_block(

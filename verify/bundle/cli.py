@@ -22,7 +22,7 @@ from verify.bundle.rebuilds import RebuildPolicy
 from verify.bundle.trusted_keys import TrustRoot, load_trust_root, load_trusted_keys
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
 from verify.bundle.versions import version_key
-from verify.errors import EXIT_OK, EXIT_USAGE, VerifyError
+from verify.errors import EXIT_OK, EXIT_USAGE, IoFailed, VerifyError
 from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
 
 
@@ -163,6 +163,8 @@ def _guarded(work: Callable[[], T]) -> T:
         return work()
     except (MemoryError, RecursionError) as exc:
         raise ResourceLimit(f"the verifier ran out of resources: {type(exc).__name__}") from exc
+    except OSError as exc:  # no check anticipated it: still an id (and JSON with --json)
+        raise IoFailed.of(exc) from exc
 
 
 def _failed(args: argparse.Namespace, steps: list[StepResult], exc: VerifyError, step: int | None

@@ -87,7 +87,7 @@ from verify.bundle.trusted_keys import TrustedKey, check_signed
 from verify.bundle.versions import version_key
 from verify.canonical import MalformedJson, canonical_json, parse_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id_of
-from verify.inputs import InputError, InputTooLarge, read_regular_file
+from verify.inputs import InputError, InputTooLarge, kind_of, read_regular_file
 from verify.placeholders import absolute_paths_outside
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -198,7 +198,10 @@ def _opened(path: Path, limits: ReadLimits) -> Iterator[_State]:
         yield _State(path, _read_tree(path, limits), is_directory=True)
         return
     if not path.is_file():
-        raise e.BundleUnreadable("no such bundle directory or tarball", where=str(path))
+        what = "no such bundle directory or tarball"
+        if path.exists():
+            what = f"{kind_of(path.stat().st_mode)}, not a bundle directory or tarball"
+        raise e.BundleUnreadable(what, where=str(path))
     data = _read_bounded(path, str(path), limits.compressed_bytes)
     top, members = read_tarball(data, str(path), limits)
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-verify-") as tmp:
