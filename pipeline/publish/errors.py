@@ -36,6 +36,13 @@ class RepositoryExists(Refused):
     default_hint = "publish into it, or init a repository in another folder"
 
 
+class RepositoryNotFolder(PublishError):
+    """--repo or a key folder is a file (or cannot be made a folder)."""
+
+    error_id = "repo.not-a-folder"
+    default_hint = "give --repo and --keys folders (new or existing), not files"
+
+
 class RepositoryMissing(PublishError):
     error_id = "repo.missing"
     default_hint = "create it first: tinyrustlm-release repo init --repo DIR --keys DIR"

@@ -113,3 +113,27 @@ def test_publish_into_a_missing_repository_names_it(bundles: Bundles, tmp_path: 
     )
     assert code == 3
     assert err.startswith("error[repo.missing]: ") and "nowhere" in err
+
+
+EXPIRIES = ["root=999999999999", "root=nan", "timestamp=inf", "snapshot=-1", "targets=0"]
+
+
+@pytest.mark.parametrize("expiry", EXPIRIES)
+def test_an_expiry_out_of_range_is_a_typed_error(tmp_path: Path, expiry: str) -> None:
+    code, _, err = _run("repo", "init", "--repo", str(tmp_path / "r"), "--keys",
+                        str(tmp_path / "k"), "--expiry", expiry)  # fmt: skip
+    assert code == 3 and err.startswith("error[repo.policy-invalid]: "), err
+    assert "  hint: " in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "k").exists()
+
+
+@pytest.mark.parametrize("which", ["repo", "keys", "under-a-file"])
+def test_init_onto_a_file_is_a_typed_error(tmp_path: Path, which: str) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_bytes(b"x")
+    repo = {"repo": a_file, "under-a-file": a_file / "sub"}.get(which, tmp_path / "r")
+    keys = a_file if which == "keys" else tmp_path / "k"
+    code, _, err = _run("repo", "init", "--repo", str(repo), "--keys", str(keys))
+    assert code == 3 and err.startswith("error[repo.not-a-folder]: "), err
+    assert "  hint: " in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing made
