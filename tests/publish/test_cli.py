@@ -56,6 +56,10 @@ def test_init_publish_fetch_and_a_refused_rollback(
     assert code == 0, out
     assert f"verified   tinyrustlm {NEW}" in out
     assert (tmp_path / "a" / f"tinyrustlm-{NEW}" / "manifest.json").is_file()
+    mirror.requests.clear()
+    code, out, _ = _run(*fetch, "--latest", "--out", str(tmp_path / "a"))  # again: nothing new
+    assert code == 0 and f"\nup to date tinyrustlm {NEW}, build " in out, out
+    assert not [p for p in mirror.requests if p.startswith("/targets/")]
 
     mirror.attacks["/metadata/timestamp.json"] = old_timestamp
     code, out, err = _run(*fetch, "--latest", "--out", str(tmp_path / "b"))
