@@ -186,15 +186,14 @@ def _read_state(folder: Path, url: str) -> FetchState | None:
         return None
     try:
         state = FetchState.model_validate(read_json_file(path, "json"))
-    except VerifyError as exc:
+    except (VerifyError, ValidationError) as exc:
+        why = (
+            f"{exc.message} [{exc.error_id}]"
+            if isinstance(exc, VerifyError)
+            else exc.errors()[0]["msg"]
+        )
         raise e.StateInvalid(
-            f"unreadable fetch state: {exc.message} [{exc.error_id}]",
-            where=str(path),
-            hint="delete the state folder to start over (rollback protection restarts too)",
-        ) from exc
-    except ValidationError as exc:
-        raise e.StateInvalid(
-            f"unreadable fetch state: {exc.errors()[0]['msg']}",
+            f"unreadable fetch state: {why}",
             where=str(path),
             hint="delete the state folder to start over (rollback protection restarts too)",
         ) from exc
