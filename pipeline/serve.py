@@ -7,7 +7,7 @@ key is allowed, and the model's URL and SHA-256. `--isolated` sends COOP/COEP (a
 the page is cross-origin isolated and may run the threads lane. Correct MIME types matter:
 browsers refuse ES modules not served as JavaScript and stream-compile only application/wasm.
 
-The `Site` server is also what the loader tests run (tests/loader/), with per-path overrides.
+The `Site` server is also what the loader tests run (tests/js/loader/), with per-path overrides.
 
 Hostile requests are bounded: a request line or header that does not arrive within
 `REQUEST_TIMEOUT_SECONDS` closes the connection (an HTTP/0.9 or half-sent request never holds
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from pipeline.documents.keys import DEV_KEY_DIR, DEV_KEY_NAME
 from pipeline.errors import TabledError
-from pipeline.keys import DEV_KEY_DIR, DEV_KEY_NAME
 from pipeline.modelpack import PRESETS, pack
 from verify.bundle.trusted_keys import trust_root_of
 from verify.canonical import parse_json

@@ -28,14 +28,14 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from pipeline.atomicio import write_atomic
+from pipeline import paths
 from pipeline.errors import CheckFailed, TabledError
-from pipeline.inputs import InputRejected, load_model
+from pipeline.io.atomic import write_atomic
+from pipeline.io.inputs import InputRejected, load_model
 from pipeline.lanebuild import inputs
-from pipeline.lanebuild.inputs import sha256_file
-from pipeline.lanebuild.lanes import load_lanes
+from pipeline.lanebuild.built import Built
 from pipeline.lanebuild.records import BuildIndex, BuildInputs, BuildRecord, IndexEntry
-from pipeline.sources import GitFacts
+from pipeline.tree.snapshot import Tree
 from verify.errors import VerifyError
 from verify.inputs import read_regular_file
 
@@ -100,11 +100,9 @@ class HandedLane:
         return self.folder / self.entry.artifact
 
 
-def tree_inputs(repo_root: Path) -> dict[str, BuildInputs]:
+def tree_inputs(tree: Tree) -> dict[str, BuildInputs]:
     """Each lane's input digests for this tree, exactly as the build computes them."""
-    lanes_file = load_lanes(repo_root / "manifests" / "lanes.toml")
-    workspace = repo_root / lanes_file.workspace
-    return inputs.tree_inputs(lanes_file, workspace, repo_root / "toolchain.lock")
+    return inputs.tree_inputs(tree.lanes, tree.workspace, tree.lock_sha256)
 
 
 def _inside(folder: Path, rel: str, field: str, where: str) -> Path:
@@ -167,7 +165,7 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
     where = str(record_path)
     if want is None:
         raise RecordRefused(
-            f"lane {entry.lane} is not in this tree's manifests/lanes.toml",
+            f"lane {entry.lane} is not in this tree's {paths.LANES_FILE}",
             error_id="records.unknown-lane",
             where=index_where,
         )
@@ -183,7 +181,7 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
         ("sources_sha256", "sources under crates/"),
         ("cargo_lock_sha256", "Cargo.lock"),
         ("lane_entry_sha256", "lanes.toml entry"),
-        ("toolchain_lock_sha256", "toolchain.lock"),
+        ("toolchain_lock_sha256", str(paths.LOCK_FILE)),
         ("input_digest", "build driver or inputs"),
     ):
         if getattr(got, field) != getattr(want, field):
@@ -212,17 +210,15 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
 
 
 def import_records(
-    repo_root: Path,
-    git: GitFacts,
-    folders: Sequence[Path],
-    lanes: Sequence[str] | None = None,
+    tree: Tree, folders: Sequence[Path], lanes: Sequence[str] | None = None
 ) -> list[HandedLane]:
     """Every lane of every folder, each checked against this tree; lanes.toml order.
 
     The folders must hold every lane of lanes.toml, or every lane of `lanes` (`--lane`) when
     given; then only those are returned."""
-    lock_sha = sha256_file(repo_root / "toolchain.lock")
-    want = tree_inputs(repo_root)
+    git = tree.git
+    lock_sha = tree.lock_sha256
+    want = tree_inputs(tree)
     found: dict[str, HandedLane] = {}
     for folder in folders:
         index = _read_index(folder)
@@ -241,7 +237,7 @@ def import_records(
             )
         if index.toolchain_lock_sha256 != lock_sha:
             raise RecordRefused(
-                "built with another toolchain.lock",
+                f"built with another {paths.LOCK_FILE}",
                 error_id="records.toolchain-lock",
                 where=f"{where}: toolchain_lock_sha256",
             )
@@ -258,7 +254,7 @@ def import_records(
     unknown = [lane for lane in wanted if lane not in want]
     if unknown:
         raise RecordRefused(
-            f"--lane {', '.join(unknown)}: not in this tree's manifests/lanes.toml",
+            f"--lane {', '.join(unknown)}: not in this tree's {paths.LANES_FILE}",
             error_id="records.unknown-lane",
             where="--lane",
         )
@@ -272,3 +268,24 @@ def import_records(
         )
     order = list(want)
     return sorted((found[lane] for lane in wanted), key=lambda h: order.index(h.entry.lane))
+
+
+def built_from_records(
+    tree: Tree, folders: Sequence[Path], lanes: tuple[str, ...] | None = None
+) -> Built:
+    """The lanes of `folders` (only `lanes` if given) as a Built of this tree."""
+    handed = import_records(tree, folders, lanes)
+    index = BuildIndex(
+        source_revision=tree.git.revision,
+        source_date_epoch=tree.git.commit_time,
+        toolchain_lock_sha256=tree.lock_sha256,
+        lanes=[h.entry for h in handed],
+    )
+    named = ", ".join(f"{h.entry.lane} ({h.folder.name})" for h in handed)
+    return Built(
+        tree,
+        index,
+        {h.entry.lane: h.artifact for h in handed},
+        {h.entry.lane: h.record for h in handed},
+        f"{len(handed)} lane(s) from records: {named}",
+    )
