@@ -281,10 +281,9 @@ def _trusted_keys(path: Path) -> bytes:
     data = _read(path, "trusted-keys", "serve.trusted-keys")
     try:
         trust_root_of(data, str(path))  # the page gets the file only if the verifier reads it
-    except VerifyError as exc:
-        what = "a PEM key, not a trusted-keys file: " if data.startswith(b"-----BEGIN") else ""
+    except VerifyError as exc:  # a PEM key is named as such by the verifier's reader
         raise ServeError(
-            f"{what}{exc.message} [{exc.error_id}]",
+            f"{exc.message} [{exc.error_id}]",
             error_id="serve.trusted-keys",
             where=exc.where or str(path),
         ) from exc

@@ -274,7 +274,7 @@ def test_bad_arguments_are_typed_errors(
     if error_id == "serve.tarball":
         assert "tar -xzf" in text and "release first" not in text
     if "pem" in str(args.trusted_keys):
-        assert "a PEM key, not a trusted-keys file" in text
+        assert "a PEM key, not a trusted-keys JSON file" in text
 
 
 def test_a_busy_port_is_a_typed_error(bundle: Path, tmp_path: Path) -> None:
