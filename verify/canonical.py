@@ -43,6 +43,16 @@ class JsonTooDeep(MalformedJson):
     default_hint = "no input of this kind nests that deep: check you gave the right file"
 
 
+class JsonNotOfItsFormat(VerifyError):
+    """Well-formed JSON that is not a valid document of the format it was read as."""
+
+    error_id = "json.invalid"
+    default_hint = (
+        "the file is not of its format (the schema in manifests/schemas/): regenerate it with "
+        "the tool that writes it, or check you gave the right file"
+    )
+
+
 def canonical_json(value: Any) -> bytes:
     """RFC 8785 bytes: sorted keys, no whitespace, UTF-8, shortest number forms."""
     try:
