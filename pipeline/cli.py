@@ -21,6 +21,7 @@ from pipeline.lanebuild import cli as build_cli
 from pipeline.publish import cli_publish, cli_repo
 from pipeline.release import cli as release_cli
 from pipeline.toolchain import cli as toolchain_cli
+from verify.errors import IoFailed
 
 # name -> (module with add_arguments/run, one-line help)
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
@@ -61,8 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc.diagnostics(), file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a file vanished or is unreadable: still one clear line, exit 3
-        where = f"\n  where: {exc.filename}" if exc.filename else ""
-        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(IoFailed.of(exc).diagnostics(), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("tinyrustlm-release: interrupted", file=sys.stderr)

@@ -8,6 +8,13 @@ the page is cross-origin isolated and may run the threads lane. Correct MIME typ
 browsers refuse ES modules not served as JavaScript and stream-compile only application/wasm.
 
 The `Site` server is also what the loader tests run (tests/js/loader/), with per-path overrides.
+
+Hostile requests are bounded: a request line or header that does not arrive within
+`REQUEST_TIMEOUT_SECONDS` closes the connection (an HTTP/0.9 or half-sent request never holds
+a thread); a POST body is at most `MAX_POST_BYTES` and JSON at most `MAX_POST_DEPTH` deep,
+only the last `MAX_POSTS` are kept; a bad Content-Length, a NUL or any other odd path is a
+4xx answer. Nothing a client sends prints a traceback. Bad arguments are errors with an id
+(`SERVE_ERRORS`).
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ import argparse
 import hashlib
 import json
 import posixpath
+import socket
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -26,8 +35,12 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pipeline.documents.keys import DEV_KEY_DIR, DEV_KEY_NAME
-from pipeline.errors import PipelineError
+from pipeline.errors import TabledError
 from pipeline.modelpack import PRESETS, pack
+from verify.bundle.trusted_keys import trust_root_of
+from verify.canonical import parse_json
+from verify.errors import VerifyError
+from verify.inputs import read_regular_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAGE_DIR = Path("examples/browser")
@@ -48,6 +61,30 @@ ISOLATION_HEADERS = (
 )
 # A stalled response is held this long at most (a test of a worker that never starts).
 STALL_SECONDS = 120.0
+# Bounds on what a client may make the server hold.
+REQUEST_TIMEOUT_SECONDS = 30.0  # to send the request line and headers (and a POST body)
+MAX_POST_BYTES = 1024 * 1024  # a capability receipt is a few KiB
+MAX_POST_DEPTH = 64
+MAX_POSTS = 64  # the page's reports kept for the tests that read them
+
+# error id -> hint: every way `serve` refuses its arguments.
+SERVE_ERRORS: dict[str, str] = {
+    "serve.not-a-bundle": "give a bundle folder (dist/tinyrustlm-<version>/); "
+    "release first: ./nox -s release",
+    "serve.tarball": "serve takes the unpacked bundle folder: `tar -xzf` the tarball and serve "
+    "the tinyrustlm-<version>/ folder it holds",
+    "serve.trusted-keys": "give the trusted-keys JSON (e.g. <name>.trusted-keys.json from "
+    "`keys generate`), not a key, a bundle or another file",
+    "serve.model": "give a model file (a regular file, as `modelpack` writes), or no --model",
+    "serve.port": "pick another --port (0 takes any free one), or stop what listens there",
+}
+
+
+class ServeError(TabledError):
+    """`serve` cannot start with these arguments (ids: SERVE_ERRORS)."""
+
+    table = SERVE_ERRORS
+
 
 # An override: bytes to serve instead of the file, or STALL to never answer in time.
 STALL = b"\0stall\0"
@@ -61,12 +98,15 @@ class Site:
     routes: list[Route]
     isolated: bool = False
     overrides: dict[str, bytes] = field(default_factory=dict)
-    posted: list[dict[str, Any]] = field(default_factory=list)
+    # the page's last reports (bounded: a client posting forever cannot grow it)
+    posted: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_POSTS))
     got_post: threading.Event = field(default_factory=threading.Event)
 
     def resolve(self, path: str) -> Path | None:
         """The file a URL path names, never outside its route's folder."""
-        clean = posixpath.normpath(unquote(path))
+        clean = posixpath.normpath(unquote(path, errors="strict"))
+        if "\0" in clean:  # no file name holds a NUL (the OS would refuse it)
+            return None
         for prefix, folder in self.routes:
             if clean == prefix.rstrip("/") or clean.startswith(prefix):
                 rest = clean[len(prefix) :].lstrip("/") or "index.html"
@@ -79,6 +119,15 @@ class Site:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    timeout = REQUEST_TIMEOUT_SECONDS  # socket timeout: a silent client is dropped
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if self.request_version == "HTTP/0.9":  # no headers: nothing we serve works with it
+            self.send_error(400, "HTTP/0.9 is not served")
+            return False
+        return True
 
     def _headers(self, status: int, ctype: str, length: int) -> None:
         self.send_response(status)
@@ -105,7 +154,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         ctype = MIME_TYPES.get(posixpath.splitext(path)[1], "application/octet-stream")
         if body is None:
-            target = site.resolve(path)
+            try:
+                target = site.resolve(path)
+            except (ValueError, UnicodeError, OSError):  # a path no file can have
+                self.send_error(400, "bad path")
+                return
             if target is None:
                 self._headers(404, "text/plain; charset=utf-8", 10)
                 if send_body:
@@ -118,11 +171,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
+        text = self.headers.get("Content-Length", "0").strip()
+        if not text.isdigit() or len(text) > 12:
+            self.send_error(400, "bad Content-Length")
+            return
+        length = int(text)
+        if length > MAX_POST_BYTES:
+            self.send_error(413, f"a report is at most {MAX_POST_BYTES} bytes")
+            return
+        body = self.rfile.read(length)
         try:
-            self.server.site.posted.append(json.loads(self.rfile.read(length)))
-        except json.JSONDecodeError:
-            self.server.site.posted.append({"error": "the page posted something that is not JSON"})
+            doc = parse_json(body, "POST body", max_bytes=MAX_POST_BYTES, max_depth=MAX_POST_DEPTH)
+        except VerifyError as exc:
+            doc = {"error": f"the page posted something that is not JSON: {exc.message}"}
+        if not isinstance(doc, dict):
+            doc = {"error": "the page posted JSON that is not an object"}
+        self.server.site.posted.append(doc)
         self.server.site.got_post.set()
         self._headers(204, "text/plain", 0)
 
@@ -134,14 +198,23 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     site: Site
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that fails (reset, timed out, anything): one line, never a traceback."""
+        kind, exc, _ = sys.exc_info()
+        if isinstance(exc, (ConnectionError, socket.timeout, TimeoutError)):
+            return  # the client went away or went quiet: nothing to report
+        print(f"serve: dropped a request from {client_address[0]}: "
+              f"{kind.__name__ if kind else 'error'}: {exc}", file=sys.stderr)  # fmt: skip
+
 
 def start(site: Site, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
     """Serve `site` on 127.0.0.1:`port` (0 = any free port) in a thread; returns its base URL."""
     try:
         server = _Server(("127.0.0.1", port), _Handler)
-    except OSError as exc:
-        raise PipelineError(
-            f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", where="--port"
+    except (OSError, OverflowError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ServeError(
+            f"cannot listen on 127.0.0.1:{port}: {reason}", error_id="serve.port", where="--port"
         ) from exc
     server.site = site
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -166,7 +239,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="send COOP/COEP so the page is cross-origin isolated (threads lane)",
     )
-    parser.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0 = any free)")
+    parser.add_argument(
+        "--port", type=_port, default=8000, help="port on 127.0.0.1, 0..65535 (0 = any free)"
+    )
     parser.add_argument(
         "--trusted-keys",
         type=Path,
@@ -182,26 +257,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _read(path: Path, what: str) -> bytes:
+def _port(text: str) -> int:
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise PipelineError(f"cannot read {what}: {exc.strerror}", where=str(path)) from exc
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0..65535)")
+    return port
+
+
+def _read(path: Path, what: str, error_id: str) -> bytes:
+    """A bounded regular file: a FIFO, a device or an oversized file is refused, not read."""
+    try:
+        return read_regular_file(path, what)
+    except VerifyError as exc:
+        raise ServeError(
+            f"{what}: {exc.message} [{exc.error_id}]", error_id=error_id, where=str(path)
+        ) from exc
+
+
+def _trusted_keys(path: Path) -> bytes:
+    data = _read(path, "trusted-keys", "serve.trusted-keys")
+    try:
+        trust_root_of(data, str(path))  # the page gets the file only if the verifier reads it
+    except VerifyError as exc:  # a PEM key is named as such by the verifier's reader
+        raise ServeError(
+            f"{exc.message} [{exc.error_id}]",
+            error_id="serve.trusted-keys",
+            where=exc.where or str(path),
+        ) from exc
+    return data
+
+
+def _check_bundle(bundle: Path) -> None:
+    if bundle.is_file() and bundle.name.endswith((".tar.gz", ".tgz", ".tar")):
+        raise ServeError("a tarball, not a bundle folder", error_id="serve.tarball",
+                         where=str(bundle))  # fmt: skip
+    if not (bundle / "manifest.json").is_file() or not (bundle / "js/loader.js").is_file():
+        raise ServeError(
+            "not a release bundle folder with manifest.json and js/loader.js",
+            error_id="serve.not-a-bundle",
+            where=str(bundle),
+        )
 
 
 def site_for(args: argparse.Namespace) -> Site:
     """What `serve` serves for these arguments (the bundle is checked first)."""
     bundle: Path = args.bundle
-    if not (bundle / "manifest.json").is_file() or not (bundle / "js/loader.js").is_file():
-        raise PipelineError(
-            "not a release bundle with js/loader.js",
-            where=str(bundle),
-            hint="release first: ./nox -s release",
-        )
+    _check_bundle(bundle)
     dev_keys = REPO_ROOT / DEV_KEY_DIR / f"{DEV_KEY_NAME}.trusted-keys.json"
-    trusted = _read(args.trusted_keys or dev_keys, "trusted keys")
+    trusted = _trusted_keys(args.trusted_keys or dev_keys)
     model = (
-        _read(args.model, "model")
+        _read(args.model, "model", "serve.model")
         if args.model is not None
         else pack(PRESETS[DEFAULT_PRESET], DEFAULT_SEED)
     )

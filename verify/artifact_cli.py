@@ -2,12 +2,17 @@
 `tinyrustlm-verify artifact --build-index build/index.json [--json]`.
 
 Exit codes: 0 every check passed, 1 at least one finding, 3 unreadable or malformed input.
+With --json, stdout is JSON in every case: the verification report, or (when no report could
+be made: an unreadable or malformed file, a bad build index) a refusal naming the error id.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
+from typing import Any
 
 from verify.errors import EXIT_FINDINGS, EXIT_OK, VerifyError
 from verify.inputs import read_json_file
@@ -37,7 +42,37 @@ def artifacts_of_index(index: Path) -> list[tuple[Path, str]]:
     return [(p if (p := Path(a)).is_absolute() else root / p, lane) for a, lane in rows]
 
 
+# What `artifact --json` prints when the input is refused before any report exists.
+REFUSAL_SCHEMA = "tinyrustlm.artifact-refusal.v1"
+
+
+def refusal(exc: VerifyError) -> dict[str, Any]:
+    """The --json document for a refused input: the error's id, message, place, exit code."""
+    return {
+        "schema": REFUSAL_SCHEMA,
+        "ok": False,
+        "error": {
+            "id": exc.error_id,
+            "message": exc.message,
+            "where": exc.where,
+            "offset": exc.offset,
+            "exit_code": exc.exit_code,
+        },
+    }
+
+
 def run(args: argparse.Namespace) -> int:
+    if not args.json:
+        return _run(args)
+    try:
+        return _run(args)
+    except VerifyError as exc:  # still JSON on stdout; the diagnostics go to stderr
+        print(json.dumps(refusal(exc), indent=2, sort_keys=True))
+        print(exc.diagnostics(), file=sys.stderr)
+        return exc.exit_code
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.build_index is not None:
         if args.file is not None or args.lane is not None:
             raise VerifyError("give either FILE --lane ID or --build-index, not both")

@@ -27,14 +27,30 @@ class MalformedJson(VerifyError):
     """Bytes that should hold one JSON document do not."""
 
     error_id: ClassVar[str] = "json.malformed"
+    default_hint = (
+        "the file must be strict JSON (UTF-8, no duplicate keys, no NaN): regenerate it with the "
+        "tool that writes it"
+    )
 
 
 class JsonTooLarge(MalformedJson):
     error_id = "json.too-large"
+    default_hint = "no input of this kind is that large: check you gave the right file"
 
 
 class JsonTooDeep(MalformedJson):
     error_id = "json.too-deep"
+    default_hint = "no input of this kind nests that deep: check you gave the right file"
+
+
+class JsonNotOfItsFormat(VerifyError):
+    """Well-formed JSON that is not a valid document of the format it was read as."""
+
+    error_id = "json.invalid"
+    default_hint = (
+        "the file is not of its format (the schema in manifests/schemas/): regenerate it with "
+        "the tool that writes it, or check you gave the right file"
+    )
 
 
 def canonical_json(value: Any) -> bytes:

@@ -13,7 +13,7 @@ from types import ModuleType
 
 from verify import artifact_cli
 from verify.bundle import cli as bundle_cli
-from verify.errors import EXIT_ERROR, VerifyError
+from verify.errors import EXIT_ERROR, IoFailed, VerifyError
 
 # name -> (module with add_arguments/run, one-line help)
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
@@ -43,8 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc.diagnostics(), file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a file vanished or is unreadable: still one clear line, exit 3
-        where = f"\n  where: {exc.filename}" if exc.filename else ""
-        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(IoFailed.of(exc).diagnostics(), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("tinyrustlm-verify: interrupted", file=sys.stderr)

@@ -16,22 +16,46 @@ class VerifyError(Exception):
 
     exit_code = EXIT_ERROR
     error_id: ClassVar[str] = "verify.error"  # stable: scripts match on it
+    # What a person can do about it; every class with its own error_id says (tests/test_errors).
+    default_hint: ClassVar[str] = ""
 
-    def __init__(self, message: str, *, where: str = "", offset: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, where: str = "", offset: int | None = None, hint: str = ""
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.where = where
         self.offset = offset
+        self.hint = hint or self.default_hint
 
     def diagnostics(self) -> str:
         place = self.where
         if self.offset is not None:
             place = f"{place} at byte offset {self.offset} (0x{self.offset:x})".strip()
         tag = "" if self.error_id == VerifyError.error_id else f"[{self.error_id}]"
-        return f"error{tag}: {self.message}" + (f"\n  where: {place}" if place else "")
+        lines = [f"error{tag}: {self.message}"]
+        if place:
+            lines.append(f"  where: {place}")
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        return "\n".join(lines)
 
 
 class VerificationFailed(VerifyError):
     """Verification ran to completion and rejected the input (a failed check, a bad signature)."""
 
     exit_code = EXIT_FINDINGS
+
+
+class IoFailed(VerifyError):
+    """The operating system refused a file operation no check anticipated (a file vanished, a
+    file where a folder must be, no permission): the CLIs' last resort, still with an id."""
+
+    error_id = "io.error"
+    default_hint = "check the path named in `where`: it must exist, be of the right kind "
+    default_hint += "(file or folder) and be readable or writable by this user"
+
+    @classmethod
+    def of(cls, exc: OSError) -> IoFailed:
+        where = str(exc.filename) if exc.filename is not None else ""
+        return cls(exc.strerror or str(exc) or type(exc).__name__, where=where)

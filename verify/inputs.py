@@ -20,6 +20,7 @@ MiB = 1024 * 1024
 # kind of input -> the most bytes read from it
 LIMITS: dict[str, int] = {
     "trusted-keys": 1 * MiB,
+    "tuf-root": 1 * MiB,  # TUF root metadata (`fetch --root`): a few KiB
     "signing-key": 64 * 1024,
     "policy": 4 * MiB,
     "build-index": 4 * MiB,
@@ -36,17 +37,20 @@ class InputError(VerifyError):
     """An input file that cannot be used as given; `error_id` says why."""
 
     error_id: ClassVar[str] = "input.unreadable"
+    default_hint = "check the path exists and this user may read it"
 
 
 class InputNotRegular(InputError):
     error_id = "input.not-regular-file"
+    default_hint = "give a regular file: FIFOs, devices and folders are never read"
 
 
 class InputTooLarge(InputError):
     error_id = "input.too-large"
+    default_hint = "no input of this kind is that large: check you gave the right file"
 
 
-def _kind_of(mode: int) -> str:
+def kind_of(mode: int) -> str:
     for test, name in (
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISCHR, "a character device"),
@@ -72,7 +76,7 @@ def read_regular_file(path: Path, what: str, limit: int | None = None) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InputNotRegular(
-                f"{what} input is {_kind_of(info.st_mode)}; only regular files are read",
+                f"{what} input is {kind_of(info.st_mode)}; only regular files are read",
                 where=where,
             )
         if info.st_size > cap:

@@ -60,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
     )
     done = fetch_release(request, load_policy(), now=int(time.time()), say=print)
     v = done.verdict
+    if done.up_to_date:
+        print(
+            f"up to date tinyrustlm {v.version}, build {v.build_id} (verified, nothing downloaded)"
+        )
+        print(f"bundle     {done.bundle}")
+        return EXIT_OK
     print(
         f"verified   tinyrustlm {v.version}, build id {v.build_id}, key {v.keyid} "
         f"({v.key_class}), {v.files} files"

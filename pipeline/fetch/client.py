@@ -6,20 +6,28 @@
    is kept in the state folder, so rollback is detected across runs too.
 3. Pick the release (--version V or the newest), from the verified targets metadata; refuse
    one older than the newest already fetched from this repository (unless allowed).
-4. Download every target of that release into a hidden folder under --out; the Updater checks
+4. If --out/tinyrustlm-<version>/ already holds that release (same version and build id, and
+   it passes `verify bundle`), stop: "up to date", nothing downloaded. Otherwise it is replaced
+   only with --force; a link or a file in its place is refused, never followed.
+5. Download every target of that release into a hidden folder under --out; the Updater checks
    each one's signed length (no endless downloads) and SHA-256.
-5. Run the full `verify bundle` on it; it must be the version and build id the metadata says.
-6. Make native binaries executable, fsync, and rename the folder to --out/tinyrustlm-<version>/
-   in one step; then remember the version in the state folder.
+6. Run the full `verify bundle` on it; it must be the version and build id the metadata says.
+7. Make native binaries executable, fsync, and move the folder to --out/tinyrustlm-<version>/
+   in one step: a rename, or (--force over an old bundle) an atomic exchange, so the name never
+   goes missing; then remember the version in the state folder.
 
-Any failure removes the hidden folder: --out never holds a partial bundle.
+Any failure removes the hidden folder: --out never holds a partial bundle. The hidden folder is
+named after the process (`.fetch-<pid>-…`), so one left by a killed fetch is removed by the
+next one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +43,7 @@ from tuf.ngclient import Updater, UpdaterConfig
 from pipeline.fetch.state import FetchState
 from pipeline.io.atomic import fsync_dir, write_atomic
 from pipeline.io.lock import hold_lock
+from pipeline.io.swap import ExchangeUnsupported, exchange, fault_point
 from pipeline.tuf import errors as e
 from pipeline.tuf.policy import RepositoryPolicy
 from pipeline.tuf.releases import (
@@ -52,11 +61,14 @@ from verify.bundle.trusted_keys import TrustedKey, load_trusted_keys
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.errors import VerifyError
 from verify.formats.manifest import BundlePath, ModuleManifest
+from verify.inputs import read_json_file, read_regular_file
 
 STATE_FILE = "fetch-state.json"
 STATE_LOCK = ".lock"
 TUF_METADATA_DIR = "metadata"  # python-tuf's own cache inside the state folder
 _BUNDLE_PATH = TypeAdapter(BundlePath)
+STAGING_PREFIX = ".fetch-"  # + "<pid>-<random>": a hidden folder under --out while fetching
+_STAGING_NAME = re.compile(r"\.fetch-([0-9]+)-.+")
 
 Say = Callable[[str], None]
 
@@ -79,6 +91,7 @@ class Fetched:
     bundle: Path
     verdict: Verdict
     state: Path
+    up_to_date: bool = False  # the release was already there and verified: nothing downloaded
 
 
 def default_state_folder(url: str) -> Path:
@@ -107,19 +120,57 @@ def tuf_errors_as_ours(what: str) -> Iterator[None]:
     except (tuf_errors.RepositoryError, tuf_errors.DownloadError) as exc:
         for tuf_class, ours in TUF_ERRORS:
             if isinstance(exc, tuf_class):
-                raise ours(str(exc), where=what) from exc
+                raise ours(describe(exc), where=what) from exc
         raise  # unreachable: the table ends with both roots
 
 
+def describe(exc: BaseException) -> str:
+    """A python-tuf error as words: its own text, else the cause's (a server that is down gives
+    an empty SlowRetrievalError whose cause chain ends in "Connection refused")."""
+    text = str(exc).strip()
+    node: BaseException | None = exc
+    seen: set[int] = set()
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        if isinstance(node, OSError) and node.strerror:
+            reason = f"cannot reach the server: {node.strerror}"
+            return f"{text}: {reason}" if text else reason
+        reason_of = getattr(node, "reason", None)  # urllib3 wraps the socket error there
+        node = (
+            node.__cause__
+            or node.__context__
+            or (reason_of if isinstance(reason_of, BaseException) else None)
+        )
+    return text or f"{type(exc).__name__} (the HTTP client gave no detail)"
+
+
 def _read_root(path: Path) -> bytes:
-    try:
-        data = path.read_bytes()
+    try:  # bounded, regular files only: a FIFO or /dev/zero is refused, never read
+        data = read_regular_file(path, "tuf-root")
         Metadata.from_bytes(data)
-    except OSError as exc:
-        raise e.RootUnreadable(f"cannot read: {exc.strerror}", where=str(path)) from exc
+    except VerifyError as exc:
+        raise e.RootUnreadable(f"{exc.message} [{exc.error_id}]", where=str(path)) from exc
     except DeserializationError as exc:
         raise e.RootUnreadable(f"not TUF root metadata: {exc}", where=str(path)) from exc
     return data
+
+
+def _writable_folder(path: Path, error: type[e.PublishError], option: str) -> None:
+    """`path` as a folder this process may write into (made if missing), else `error`."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise error(
+            f"{option} cannot be made a folder: {exc.strerror}",
+            where=str(path),
+            hint=f"give {option} a folder you can write to",
+        ) from exc
+    if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
+        raise error(
+            f"{option} is not a folder this user can write to",
+            where=str(path),
+            hint=f"give {option} a folder you can write to",
+        )
 
 
 def _trusted_keys(path: Path) -> dict[str, TrustedKey]:
@@ -131,13 +182,18 @@ def _trusted_keys(path: Path) -> dict[str, TrustedKey]:
 
 def _read_state(folder: Path, url: str) -> FetchState | None:
     path = folder / STATE_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     try:
-        state = FetchState.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        raise e.PublishError(
-            f"unreadable fetch state: {exc.errors()[0]['msg']}",
+        state = FetchState.model_validate(read_json_file(path, "json"))
+    except (VerifyError, ValidationError) as exc:
+        why = (
+            f"{exc.message} [{exc.error_id}]"
+            if isinstance(exc, VerifyError)
+            else exc.errors()[0]["msg"]
+        )
+        raise e.StateInvalid(
+            f"unreadable fetch state: {why}",
             where=str(path),
             hint="delete the state folder to start over (rollback protection restarts too)",
         ) from exc
@@ -248,20 +304,86 @@ def _verify(
     return verdict
 
 
-def _install(staging: Path, final: Path, force: bool) -> None:
-    if final.exists():
-        if not force:
-            raise e.OutputExists(
-                "the output folder already holds this release",
-                where=str(final),
-                hint="remove it, or pass --force to replace it",
-            )
-        retired = staging.with_name(staging.name + ".replaced")
-        final.rename(retired)
-        staging.rename(final)
-        shutil.rmtree(retired)
-    else:
-        staging.rename(final)
+def _present(final: Path) -> bool:
+    """Whether the bundle's place is taken by a real folder; a link or a file is refused."""
+    try:
+        mode = os.lstat(final).st_mode
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(mode):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
+        raise e.OutputInvalid(
+            f"{final.name} in --out is {kind}: fetch never writes through or over it",
+            where=str(final),
+            hint="remove it, or fetch into another --out",
+        )
+    return True
+
+
+def _installed(
+    final: Path,
+    release: PublishedRelease,
+    trusted: dict[str, TrustedKey],
+    request: FetchRequest,
+    now: int,
+    derive: Deriver | None,
+) -> tuple[Verdict | None, str]:
+    """The verdict on the bundle already at `final` if it is this release, else why not."""
+    try:
+        verdict = verify_bundle(
+            final, trusted, allow_dev_key=request.allow_dev_key, now=now, derive=derive
+        )
+    except VerifyError as exc:
+        return None, f"it fails `verify bundle` [{exc.error_id}]"
+    if (verdict.version, verdict.build_id) != (release.version, release.build_id):
+        return None, f"it is build {verdict.build_id[:16]}, not {release.build_id[:16]}"
+    return verdict, ""
+
+
+def _clear_stale_staging(out: Path) -> None:
+    """Remove hidden folders left under --out by fetches that were killed (pid not running)."""
+    for entry in out.iterdir():
+        match = _STAGING_NAME.fullmatch(entry.name)
+        if match is None or _running(int(match[1])):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # ours: from an earlier run whose pid this process now has
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    except OverflowError:
+        return False
+    return True
+
+
+def _install(staging: Path, final: Path, replace: bool) -> None:
+    """Move the sealed bundle into place in one step; `replace`: exchange with the old one,
+    which is left in `staging` for the caller to remove (a kill here leaves it for the next
+    fetch to clear, and `final` is a complete bundle at every instant)."""
+    try:
+        if replace:
+            exchange(staging, final)
+            fault_point("fetch.exchanged")
+        else:
+            staging.rename(final)
+    except ExchangeUnsupported as exc:
+        raise e.OutputInvalid(exc.message, where=str(final), hint=exc.hint) from exc
+    except OSError as exc:  # e.g. a folder appeared at `final` meanwhile
+        raise e.OutputInvalid(
+            f"cannot move the bundle into place: {exc.strerror}",
+            where=str(final),
+            hint="remove what is there, or fetch into another --out",
+        ) from exc
     fsync_dir(final.parent)
 
 
@@ -279,7 +401,9 @@ def fetch_release(
     trusted = _trusted_keys(request.trusted_keys)
     state_dir = request.state or default_state_folder(url)
     metadata_dir = state_dir / TUF_METADATA_DIR
-    metadata_dir.mkdir(parents=True, exist_ok=True)
+    _writable_folder(metadata_dir, e.StateInvalid, "--state")
+    _writable_folder(request.out, e.OutputInvalid, "--out")
+    _clear_stale_staging(request.out)
     with hold_lock(state_dir / STATE_LOCK, e.StateLocked, "fetch with this state folder"):
         seen = _read_state(state_dir, url)
         with tuf_errors_as_ours(f"{url}/metadata"):
@@ -294,16 +418,25 @@ def fetch_release(
         releases = releases_of(policy.target_prefix, _verified_targets(metadata_dir).targets)
         release = _choose(releases, request, seen)
         tell(f"release {release.version}: {len(release.files)} files, build {release.build_id}")
-        request.out.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=request.out))
-        try:
-            _download(updater, policy.target_prefix, release, staging)
-            verdict = _verify(staging, release, trusted, request, now, derive)
-            _seal(staging)
-            final = request.out / bundle_name(release.version)
-            _install(staging, final, request.force)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        final = request.out / bundle_name(release.version)
+        present = _present(final)
+        up_to_date = False
+        if present:
+            current, why_not = _installed(final, release, trusted, request, now, derive)
+            if current is not None and not request.force:
+                verdict, up_to_date = current, True
+            elif not request.force:
+                raise e.OutputExists(
+                    f"the output folder already holds {final.name}, but {why_not}",
+                    where=str(final),
+                    hint="remove it, or pass --force to replace it",
+                )
+        if not up_to_date:
+
+            def check(staging: Path) -> Verdict:
+                return _verify(staging, release, trusted, request, now, derive)
+
+            verdict = _fetch_into(updater, policy, release, final, present, request.out, check)
         if seen is None or version_key(release.version) > version_key(seen.newest_version):
             state = FetchState(
                 repository=url, newest_version=release.version, newest_build_id=release.build_id
@@ -312,4 +445,25 @@ def fetch_release(
                 state_dir / STATE_FILE,
                 (state.model_dump_json(by_alias=True, indent=2) + "\n").encode("utf-8"),
             )
-    return Fetched(final, verdict, state_dir)
+    return Fetched(final, verdict, state_dir, up_to_date)
+
+
+def _fetch_into(
+    updater: Updater,
+    policy: RepositoryPolicy,
+    release: PublishedRelease,
+    final: Path,
+    replace: bool,
+    out: Path,
+    verify: Callable[[Path], Verdict],
+) -> Verdict:
+    """Download, verify, seal and install the release as `final` via a hidden folder."""
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out))
+    try:
+        _download(updater, policy.target_prefix, release, staging)
+        verdict = verify(staging)
+        _seal(staging)
+        _install(staging, final, replace)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # after an exchange: the old bundle
+    return verdict

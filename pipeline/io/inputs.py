@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from pipeline.errors import PipelineError
-from verify.canonical import parse_json
+from verify.canonical import JsonNotOfItsFormat, parse_json
 from verify.errors import VerifyError
 from verify.inputs import read_json_file
 
@@ -46,8 +46,9 @@ def load_model(model: type[M], path: Path, what: str) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise InputRejected(first["msg"], where=f"{path}: {field}", error_id="json.invalid"
-                            ) from None  # fmt: skip
+        raise InputRejected(
+            first["msg"], where=f"{path}: {field}", error_id=JsonNotOfItsFormat.error_id
+        ) from None
 
 
 def parse_output(text: str, where: str) -> Any:

@@ -11,7 +11,11 @@ built, in the build's own formats:
 this exact tree: the index's revision and SOURCE_DATE_EPOCH are HEAD's, its toolchain.lock
 digest is this lock's, the record's input digests (sources, Cargo.lock, lane entry, lock)
 equal this tree's, and the artifact's bytes hash to what the record and the index say. A lane
-may come from one folder only. The release then re-inspects every artifact (step 3) as always.
+may come from one folder only, and together the folders must hold every lane of lanes.toml
+(or every lane `--lane` names): a release is never signed with lanes silently missing. Every
+path an index names stays inside its folder (relative, no `..`) and never goes through a
+symbolic link. Each refusal has an id (`RECORD_ERRORS`). The release then re-inspects every
+artifact (step 3) as always.
 """
 
 from __future__ import annotations
@@ -19,12 +23,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from pipeline import paths
-from pipeline.errors import CheckFailed, PipelineError
+from pipeline.errors import CheckFailed, TabledError
 from pipeline.io.atomic import write_atomic
-from pipeline.io.inputs import load_model
+from pipeline.io.inputs import InputRejected, load_model
 from pipeline.lanebuild import inputs
 from pipeline.lanebuild.built import Built
 from pipeline.lanebuild.records import BuildIndex, BuildInputs, BuildRecord, IndexEntry
@@ -36,8 +43,28 @@ INDEX = "index.json"
 RECORD = "build-record.json"
 
 
-class RecordRefused(CheckFailed):
-    """A handed-over lane build is not of this tree, lock or lane entry, or its bytes moved."""
+# error id -> hint: every way `release --from-records` refuses a records folder.
+RECORD_ERRORS: dict[str, str] = {
+    "records.revision": "rebuild the lanes from this commit (build --lane ... --records-out)",
+    "records.epoch": "rebuild the lanes from this commit (build --lane ... --records-out)",
+    "records.toolchain-lock": "rebuild the lanes with this toolchain.lock",
+    "records.inputs": "rebuild the lane from this commit (build --lane ... --records-out)",
+    "records.unknown-lane": "only lanes of this tree's manifests/lanes.toml can be released",
+    "records.lane-mismatch": "the index and the record disagree: rebuild the lane",
+    "records.digest": "the artifact changed after the build: rebuild the lane",
+    "records.duplicate-lane": "give each lane from one records folder only",
+    "records.missing-lanes": "add the folders that hold them, or name the lanes with --lane",
+    "records.path": "an index names paths inside its folder, as `build --records-out` writes",
+    "records.link": "copy the records folder without symbolic links (cp -rL, or a tar of files)",
+    "records.unreadable": "give the folder that `build --records-out` wrote",
+}
+
+
+class RecordRefused(TabledError, CheckFailed):
+    """A handed-over lane build is not of this tree, lock or lane entry, or its bytes moved;
+    or a records folder is incomplete or reaches outside itself (ids: RECORD_ERRORS)."""
+
+    table = RECORD_ERRORS
 
 
 def export_records(repo_root: Path, index: BuildIndex, lanes: Sequence[str], out: Path) -> Path:
@@ -78,20 +105,76 @@ def tree_inputs(tree: Tree) -> dict[str, BuildInputs]:
     return inputs.tree_inputs(tree.lanes, tree.workspace, tree.lock_sha256)
 
 
+def _inside(folder: Path, rel: str, field: str, where: str) -> Path:
+    """`folder/rel`, if `rel` is a plain relative path that stays in `folder` without
+    passing through a symbolic link (an index can name neither /etc/passwd nor ../../x)."""
+    parts = rel.split("/")  # as `build --records-out` writes them: lane/name, nothing else
+    if (
+        PurePosixPath(rel).is_absolute()
+        or "\\" in rel
+        or "\0" in rel
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise RecordRefused(
+            f"{field} {rel!r} is not a path inside the records folder",
+            error_id="records.path",
+            where=where,
+        )
+    path = folder
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            raise RecordRefused(
+                f"{field} {rel!r} goes through a symbolic link ({path.relative_to(folder)})",
+                error_id="records.link",
+                where=where,
+            )
+    return path
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _load(model: type[M], path: Path, what: str) -> M:
+    if path.is_symlink():
+        raise RecordRefused(
+            f"{path.name} is a symbolic link", error_id="records.link", where=str(path)
+        )
+    try:
+        return load_model(model, path, what)
+    except InputRejected as exc:
+        raise RecordRefused(
+            f"unreadable {what}: {exc.message}", error_id="records.unreadable", where=exc.where
+        ) from exc
+
+
 def _read_index(folder: Path) -> BuildIndex:
-    return load_model(BuildIndex, folder / INDEX, "build-index")
+    if not folder.is_dir() or folder.is_symlink():
+        raise RecordRefused(
+            "not a records folder" + (" (a symbolic link)" if folder.is_symlink() else ""),
+            error_id="records.link" if folder.is_symlink() else "records.unreadable",
+            where=str(folder),
+        )
+    return _load(BuildIndex, folder / INDEX, "build-index")
 
 
 def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> HandedLane:
-    where = f"{folder / entry.record}"
-    record = load_model(BuildRecord, folder / entry.record, "build-record")
+    index_where = f"{folder / INDEX}: lanes[{entry.lane}]"
+    record_path = _inside(folder, entry.record, "record", f"{index_where}.record")
+    artifact_path = _inside(folder, entry.artifact, "artifact", f"{index_where}.artifact")
+    where = str(record_path)
     if want is None:
         raise RecordRefused(
-            f"lane {entry.lane} is not in this tree's {paths.LANES_FILE}", where=where
+            f"lane {entry.lane} is not in this tree's {paths.LANES_FILE}",
+            error_id="records.unknown-lane",
+            where=index_where,
         )
+    record = _load(BuildRecord, record_path, "build-record")
     if record.lane != entry.lane:
         raise RecordRefused(
-            f"record is of lane {record.lane}, index says {entry.lane}", where=where
+            f"record is of lane {record.lane}, index says {entry.lane}",
+            error_id="records.lane-mismatch",
+            where=where,
         )
     got = record.inputs
     for field, label in (
@@ -104,25 +187,35 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
         if getattr(got, field) != getattr(want, field):
             raise RecordRefused(
                 f"lane {entry.lane} was built from another {label} than this tree's",
+                error_id="records.inputs",
                 where=f"{where}: inputs.{field}",
-                hint="rebuild the lane from this commit (build --lane ... --records-out)",
             )
     lane = HandedLane(entry, record, folder)
     try:
-        actual = hashlib.sha256(read_regular_file(lane.artifact, "artifact")).hexdigest()
+        actual = hashlib.sha256(read_regular_file(artifact_path, "artifact")).hexdigest()
     except VerifyError as exc:
-        raise PipelineError(exc.message, where=str(lane.artifact)) from exc
+        raise RecordRefused(
+            f"unreadable artifact: {exc.message} [{exc.error_id}]",
+            error_id="records.unreadable",
+            where=str(artifact_path),
+        ) from exc
     if not actual == entry.sha256 == record.output.sha256:
         raise RecordRefused(
             f"lane {entry.lane}: artifact sha256 {actual[:16]}… is not the recorded "
             f"{record.output.sha256[:16]}…",
-            where=str(lane.artifact),
+            error_id="records.digest",
+            where=str(artifact_path),
         )
     return lane
 
 
-def import_records(tree: Tree, folders: Sequence[Path]) -> list[HandedLane]:
-    """Every lane of every folder, each checked against this tree; lanes.toml order."""
+def import_records(
+    tree: Tree, folders: Sequence[Path], lanes: Sequence[str] | None = None
+) -> list[HandedLane]:
+    """Every lane of every folder, each checked against this tree; lanes.toml order.
+
+    The folders must hold every lane of lanes.toml, or every lane of `lanes` (`--lane`) when
+    given; then only those are returned."""
     git = tree.git
     lock_sha = tree.lock_sha256
     want = tree_inputs(tree)
@@ -133,37 +226,55 @@ def import_records(tree: Tree, folders: Sequence[Path]) -> list[HandedLane]:
         if index.source_revision != git.revision:
             raise RecordRefused(
                 f"built from revision {index.source_revision[:12]}, HEAD is {git.revision[:12]}",
+                error_id="records.revision",
                 where=f"{where}: source_revision",
             )
         if index.source_date_epoch != git.commit_time:
             raise RecordRefused(
-                "SOURCE_DATE_EPOCH is not HEAD's commit time", where=f"{where}: source_date_epoch"
+                "SOURCE_DATE_EPOCH is not HEAD's commit time",
+                error_id="records.epoch",
+                where=f"{where}: source_date_epoch",
             )
         if index.toolchain_lock_sha256 != lock_sha:
             raise RecordRefused(
-                f"built with another {paths.LOCK_FILE}", where=f"{where}: toolchain_lock_sha256"
+                f"built with another {paths.LOCK_FILE}",
+                error_id="records.toolchain-lock",
+                where=f"{where}: toolchain_lock_sha256",
             )
         for entry in index.lanes:
             if entry.lane in found:
                 raise RecordRefused(
                     f"lane {entry.lane} is in two records folders "
                     f"({found[entry.lane].folder} and {folder})",
+                    error_id="records.duplicate-lane",
                     where=where,
                 )
             found[entry.lane] = _check_lane(folder, entry, want.get(entry.lane))
-    if not found:
-        raise PipelineError("the records folders hold no lane", where=", ".join(map(str, folders)))
+    wanted = list(lanes) if lanes else list(want)
+    unknown = [lane for lane in wanted if lane not in want]
+    if unknown:
+        raise RecordRefused(
+            f"--lane {', '.join(unknown)}: not in this tree's {paths.LANES_FILE}",
+            error_id="records.unknown-lane",
+            where="--lane",
+        )
+    missing = [lane for lane in wanted if lane not in found]
+    if missing:
+        raise RecordRefused(
+            f"the records folders hold {len(found)} of the {len(wanted)} lanes to release; "
+            f"missing: {', '.join(missing)}",
+            error_id="records.missing-lanes",
+            where=", ".join(map(str, folders)),
+        )
     order = list(want)
-    return sorted(found.values(), key=lambda h: order.index(h.entry.lane))
+    return sorted((found[lane] for lane in wanted), key=lambda h: order.index(h.entry.lane))
 
 
 def built_from_records(
     tree: Tree, folders: Sequence[Path], lanes: tuple[str, ...] | None = None
 ) -> Built:
     """The lanes of `folders` (only `lanes` if given) as a Built of this tree."""
-    handed = import_records(tree, folders)
-    if lanes:
-        handed = [h for h in handed if h.entry.lane in set(lanes)]
+    handed = import_records(tree, folders, lanes)
     index = BuildIndex(
         source_revision=tree.git.revision,
         source_date_epoch=tree.git.commit_time,

@@ -17,6 +17,7 @@ clients keep being served that state. Metadata versions only ever increase (pyth
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -48,6 +49,7 @@ from pipeline.tuf.errors import (
     RepositoryExists,
     RepositoryLocked,
     RepositoryMissing,
+    RepositoryNotFolder,
 )
 from pipeline.tuf.policy import RepositoryPolicy
 from pipeline.tuf.releases import PublishedRelease, releases_of
@@ -264,6 +266,14 @@ def summary(repo: DiskRepository) -> RepoSummary:
     )
 
 
+def _file_above(path: Path) -> bool:
+    """Whether some existing ancestor of `path` is not a folder (mkdir would fail)."""
+    for parent in path.parents:
+        if os.path.lexists(parent):
+            return not parent.is_dir()
+    return False
+
+
 def init_repository(
     repo_path: Path,
     folders: k.KeyFolders,
@@ -273,6 +283,9 @@ def init_repository(
 ) -> RepoSummary:
     """New keys (one per role) and version 1 of every role; metadata/ appears in one rename."""
     final = repo_path / METADATA_DIR
+    for folder in (repo_path, *(folders.folder(role) for role in _NEW)):
+        if (not folder.is_dir() and os.path.lexists(folder)) or _file_above(folder):
+            raise RepositoryNotFolder("is a file (or under one), not a folder", where=str(folder))
     if final.exists():
         raise RepositoryExists(
             "a TUF repository already exists here", where=str(final), hint="publish into it"

@@ -6,8 +6,9 @@ import tomllib
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field, PositiveFloat, ValidationError
+from pydantic import Field, ValidationError
 
 from pipeline.tuf.errors import PolicyInvalid
 from verify.formats.base import Frozen
@@ -15,11 +16,17 @@ from verify.formats.base import Frozen
 POLICY_FILE = Path(__file__).resolve().with_name("repository.toml")
 
 
+# Days until a role's metadata expires: positive and finite, and at most a century, so the
+# expiry date (now + days) is always a date Python can hold (an overflow was a traceback).
+MAX_EXPIRY_DAYS = 36500
+Days = Annotated[float, Field(gt=0, le=MAX_EXPIRY_DAYS, allow_inf_nan=False)]
+
+
 class ExpiryDays(Frozen):
-    root: PositiveFloat
-    targets: PositiveFloat
-    snapshot: PositiveFloat
-    timestamp: PositiveFloat
+    root: Days
+    targets: Days
+    snapshot: Days
+    timestamp: Days
 
 
 class RepositoryPolicy(Frozen):

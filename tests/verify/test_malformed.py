@@ -31,7 +31,7 @@ def _parse_or_typed_error(data: bytes) -> None:
         inventory_bytes(data)
     except MalformedWasm as exc:
         assert exc.offset is not None and 0 <= exc.offset <= len(data), exc.diagnostics()
-        assert exc.diagnostics().startswith("error: ")
+        assert exc.diagnostics().startswith("error[wasm.malformed]: ")
 
 
 def test_truncated_at_every_offset(real_module: bytes) -> None:

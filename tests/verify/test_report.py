@@ -64,8 +64,12 @@ def test_cli_exit_codes(
     path = _write(tmp_path, make())
     assert main(["artifact", path, "--lane", "scalar-wasm32", "--json"]) == code
     out, err = capsys.readouterr()
-    if code == 3:
+    if code == 3:  # refused: still JSON on stdout, naming the error
         assert "byte offset" in err
+        doc = json.loads(out)
+        assert doc["schema"] == "tinyrustlm.artifact-refusal.v1" and doc["ok"] is False
+        assert doc["error"]["id"] == "wasm.malformed" and doc["error"]["exit_code"] == 3
+        assert doc["error"]["offset"] is not None and doc["error"]["message"]
     else:
         assert json.loads(out)["ok"] is (code == 0)
 

@@ -22,7 +22,7 @@ from verify.bundle.rebuilds import SCOPES, RebuildPolicy
 from verify.bundle.trusted_keys import TrustRoot, load_trust_root, load_trusted_keys
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
 from verify.bundle.versions import version_key
-from verify.errors import EXIT_OK, EXIT_USAGE, VerifyError
+from verify.errors import EXIT_OK, EXIT_USAGE, IoFailed, VerifyError
 from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
 from verify.formats.conformance import KNOWN_ENGINES
 
@@ -102,7 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _version(text: str) -> str:
     if version_key(text) is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a version like 1.2.0")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a PEP 440 version like 1.2.0")
     return text
 
 
@@ -193,6 +193,8 @@ def _guarded(work: Callable[[], T]) -> T:
         return work()
     except (MemoryError, RecursionError) as exc:
         raise ResourceLimit(f"the verifier ran out of resources: {type(exc).__name__}") from exc
+    except OSError as exc:  # no check anticipated it: still an id (and JSON with --json)
+        raise IoFailed.of(exc) from exc
 
 
 def _failed(args: argparse.Namespace, steps: list[StepResult], exc: VerifyError, step: int | None

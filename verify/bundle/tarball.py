@@ -355,6 +355,9 @@ def _layout(
         if rel in files:
             raise e.TarballMismatch(f"duplicate member {name!r}", where=where)
         files[rel] = content
+    folders = {"/".join(rel.split("/")[:i]) for rel in files for i in range(1, rel.count("/") + 1)}
+    for rel in sorted(folders & files.keys()):  # `a` and `a/b`: no folder can hold both
+        raise e.TarballMismatch(f"member {top}/{rel} is both a file and a folder", where=where)
     return top or "", files
 
 

@@ -80,6 +80,12 @@ def trust_root_of(data: bytes, where: str) -> TrustRoot:
         field = ".".join(str(p) for p in first["loc"])
         raise TrustedKeysInvalid(f"{first['msg']}", where=f"{where}: {field}") from exc
     except MalformedJson as exc:
+        if data.lstrip().startswith(b"-----BEGIN"):
+            raise TrustedKeysInvalid(
+                "a PEM key, not a trusted-keys JSON file",
+                where=where,
+                hint="give the NAME.trusted-keys.json that `keygen` writes beside NAME.pub.pem",
+            ) from exc
         raise TrustedKeysInvalid(f"{exc.message} ({exc.error_id})", where=where) from exc
     if not doc.keys:
         raise TrustedKeysInvalid("no keys: an empty trust root trusts nothing", where=where)

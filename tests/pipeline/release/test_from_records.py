@@ -3,23 +3,24 @@ against this tree before anything is signed.
 
 The fake repository gets the real lanes.toml and a Cargo.lock, so each record's input
 digests are computed by the real `tree_inputs`; records folders are written in the exact
-layout `build --records-out` writes (tests/build_lanes covers that writer on a real build).
+layout `build --records-out` writes (tests/pipeline/lanebuild covers that writer on a real build).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
+import tomllib
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomli_w
 
-from pipeline.lanebuild.handoff import RecordRefused, tree_inputs
+from pipeline.lanebuild.handoff import RECORD_ERRORS, RecordRefused, import_records, tree_inputs
 from pipeline.release.steps import build_from_records
 from pipeline.tree.snapshot import read_tree
 from tests.harness.release import LANES, REPO_ROOT, Harness, tiny_wasm
@@ -51,7 +52,11 @@ def _commit(repo: Path, commit_time: int) -> None:
 
 def _prepare(harness: Harness) -> None:
     (harness.repo / "manifests").mkdir(exist_ok=True)
-    shutil.copy(REPO_ROOT / "manifests/lanes.toml", harness.repo / "manifests/lanes.toml")
+    # the real lanes.toml with only the harness's lanes (a release needs every lane of it)
+    lanes_toml = tomllib.loads((REPO_ROOT / "manifests/lanes.toml").read_text(encoding="utf-8"))
+    ours = {lane for lane, _, _ in LANES}
+    lanes_toml["lane"] = [entry for entry in lanes_toml["lane"] if entry["id"] in ours]
+    (harness.repo / "manifests/lanes.toml").write_text(tomli_w.dumps(lanes_toml))
     (harness.repo / "crates/Cargo.lock").write_text("# fake lock\nversion = 3\n")
     _commit(harness.repo, harness.commit_time)
 
@@ -202,3 +207,102 @@ def test_a_lane_from_two_folders_is_refused(harness: Harness) -> None:
     two = _write_folder(harness, harness.tmp / "b", WASM[:1])
     with pytest.raises(RecordRefused, match="in two records folders"):
         _release_from(harness, one, two)
+
+
+# -- issue 26: complete, confined, no links ------------------------------------------------
+def _import(harness: Harness, *folders: Path, lanes: list[str] | None = None) -> list[str]:
+    handed = import_records(read_tree(harness.repo), folders, lanes)
+    return [h.entry.lane for h in handed]
+
+
+def test_a_release_needs_every_lane_unless_lanes_are_named(harness: Harness) -> None:
+    _prepare(harness)
+    one = _write_folder(harness, harness.tmp / "one-lane", WASM[:1])
+    with pytest.raises(RecordRefused) as info:
+        _release_from(harness, one)  # 1 of 6 lanes: never signed
+    assert info.value.error_id == "records.missing-lanes"
+    assert f"1 of the {len(LANES)} lanes" in info.value.message
+    assert "error[records.missing-lanes]" in info.value.diagnostics() and info.value.hint
+    assert not (harness.tmp / "dist").exists() or not list((harness.tmp / "dist").glob("t*"))
+    assert _import(harness, one, lanes=WASM[:1]) == WASM[:1]
+    with pytest.raises(RecordRefused, match=f"missing: {NATIVE[0]}"):
+        _import(harness, one, lanes=[WASM[0], NATIVE[0]])
+    both = _write_folder(harness, harness.tmp / "all", WASM + NATIVE)
+    assert _import(harness, both, lanes=[NATIVE[0]]) == [NATIVE[0]]  # only the named lanes
+
+
+def _index_path(field: str, value: str) -> Callable[[Doc, Doc], None]:
+    def edit(index: Doc, record: Doc) -> None:
+        index["lanes"][0][field] = value
+
+    return edit
+
+
+PATHS = {
+    "artifact-absolute": ("artifact", "/etc/passwd"),
+    "artifact-up": ("artifact", "../../x"),
+    "artifact-up-inside": ("artifact", f"{WASM[0]}/../../x"),
+    "artifact-dot": ("artifact", f"./{WASM[0]}/x"),
+    "record-absolute": ("record", "/etc/passwd"),
+    "record-up": ("record", "../index.json"),
+}
+
+
+@pytest.mark.parametrize(("field", "value"), PATHS.values(), ids=PATHS.keys())
+def test_an_index_path_outside_the_folder_is_refused(
+    harness: Harness, field: str, value: str
+) -> None:
+    _prepare(harness)
+    folder = _write_folder(harness, harness.tmp / "f", WASM[:1], _index_path(field, value))
+    with pytest.raises(RecordRefused) as info:
+        _import(harness, folder, lanes=WASM[:1])
+    assert info.value.error_id == "records.path", info.value.diagnostics()
+
+
+def _artifact_link(folder: Path, outside: Path) -> None:
+    """The artifact is a link to identical bytes outside the folder (digests still match)."""
+    artifact = next((folder / WASM[0]).glob("runtime.*"))
+    copy = outside / artifact.name
+    copy.write_bytes(artifact.read_bytes())
+    artifact.unlink()
+    artifact.symlink_to(copy)
+
+
+def _lane_folder_link(folder: Path, outside: Path) -> None:
+    moved = outside / WASM[0]
+    (folder / WASM[0]).rename(moved)
+    (folder / WASM[0]).symlink_to(moved)
+
+
+def _record_link(folder: Path, outside: Path) -> None:
+    record = folder / WASM[0] / "build-record.json"
+    (outside / "record.json").write_bytes(record.read_bytes())
+    record.unlink()
+    record.symlink_to(outside / "record.json")
+
+
+def _index_link(folder: Path, outside: Path) -> None:
+    (outside / "index.json").write_bytes((folder / "index.json").read_bytes())
+    (folder / "index.json").unlink()
+    (folder / "index.json").symlink_to(outside / "index.json")
+
+
+LINKS = [_artifact_link, _lane_folder_link, _record_link, _index_link]
+
+
+@pytest.mark.parametrize("link", LINKS, ids=[f.__name__.strip("_") for f in LINKS])
+def test_a_link_in_a_records_folder_is_refused(
+    harness: Harness, link: Callable[[Path, Path], None]
+) -> None:
+    _prepare(harness)
+    folder = _write_folder(harness, harness.tmp / "f", WASM[:1])
+    outside = harness.tmp / "outside"
+    outside.mkdir()
+    link(folder, outside)
+    with pytest.raises(RecordRefused) as info:
+        _import(harness, folder, lanes=WASM[:1])
+    assert info.value.error_id == "records.link", info.value.diagnostics()
+
+
+def test_every_records_refusal_has_an_id_and_a_hint() -> None:
+    assert RECORD_ERRORS and all(i.startswith("records.") and h for i, h in RECORD_ERRORS.items())

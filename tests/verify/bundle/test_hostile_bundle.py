@@ -302,6 +302,27 @@ def _huge_bundle_file(b: Path, h: Harness) -> tuple[Path, Path]:
     return b, h.trusted
 
 
+def _file_and_folder_tarball(b: Path, h: Harness) -> tuple[Path, Path]:
+    """A tarball holding `x` and `x/y`: no folder can be both (it was an OSError)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in (f"{b.name}/x", f"{b.name}/x/y"):
+            info = tarfile.TarInfo(name)
+            info.size = 4
+            tar.addfile(info, io.BytesIO(b"file"))
+    packed = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    assert packed.getvalue().startswith(GZIP_HEADER)  # past the framing check, to the layout
+    path = b.parent / "clash.tar.gz"
+    path.write_bytes(packed.getvalue())
+    return path, h.trusted
+
+
+def _pem_trusted_keys(b: Path, h: Harness) -> tuple[Path, Path]:
+    return b, h.trusted.with_name(h.trusted.name.replace(".trusted-keys.json", ".pub.pem"))
+
+
 # name -> (make the input, exit code, error id)
 INPUTS: dict[str, tuple[Callable[[Path, Harness], tuple[Path, Path]], int, str]] = {
     "deep-json-signature": (_deep_signature, 1, "signature.malformed"),
@@ -310,6 +331,8 @@ INPUTS: dict[str, tuple[Callable[[Path, Harness], tuple[Path, Path]], int, str]]
     "dev-zero-bundle": (_dev_zero_bundle, 3, "bundle.unreadable"),
     "huge-trusted-keys": (_huge_trusted_keys, 3, "input.too-large"),
     "huge-bundle-file": (_huge_bundle_file, 1, "bundle.limit"),
+    "file-and-folder-tarball": (_file_and_folder_tarball, 1, "tarball.mismatch"),
+    "pem-as-trusted-keys": (_pem_trusted_keys, 3, "trusted-keys.invalid"),
 }
 
 
@@ -319,8 +342,9 @@ def test_bad_input_is_typed_with_json_output(
 ) -> None:
     make, exit_code, error_id = INPUTS[case]
     bundle, trusted = make(copy_pristine(pristine, tmp_path), pristine[0])
-    code, result, _ = verify_json(bundle, trusted)
+    code, result, err = verify_json(bundle, trusted)
     assert (code, result["ok"], result["error"]["id"]) == (exit_code, False, error_id)
+    assert result["error"]["message"] and "  hint: " in err  # every refusal says what to do
 
 
 def test_fifo_as_trusted_keys_does_not_block(
@@ -388,8 +412,13 @@ def test_manifest_and_provenance_need_one_key(
 @pytest.mark.parametrize(
     ("floor", "exit_code", "error_id"),
     [("9.9.9", 0, None), ("9.9", 0, None), ("9.9.10", 1, "manifest.version-floor"),
-     ("9.10", 1, "manifest.version-floor"), ("10", 1, "manifest.version-floor")],
-    ids=["same", "lower", "patch-above", "minor-above-numerically", "major-above"],
+     ("9.10", 1, "manifest.version-floor"), ("10", 1, "manifest.version-floor"),
+     # PEP 440, as `fetch` orders releases: a pre-release sorts before its release, a
+     # leading v is allowed
+     ("9.9.9rc1", 0, None), ("v9.9.9", 0, None), ("9.9.10rc1", 1, "manifest.version-floor"),
+     ("9.9.9.post1", 1, "manifest.version-floor")],
+    ids=["same", "lower", "patch-above", "minor-above-numerically", "major-above",
+         "pre-release-below", "leading-v", "pre-release-above", "post-release-above"],
 )  # fmt: skip
 def test_not_before_version(
     pristine: tuple[Harness, Path], floor: str, exit_code: int, error_id: str | None
