@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pipeline import paths
 from pipeline.bench.document import BENCH_SCHEMA
 from pipeline.bench.errors import BenchError
 from pipeline.bench.harness_build import build_kernel_harness
@@ -66,7 +67,7 @@ def measured_lanes(lanes: list[Lane]) -> tuple[list[Lane], Lane]:
     native = [lane for lane in lanes if lane.bench is not None and lane.kind == "native"]
     if not wasm or len(native) != 1:
         raise BenchError("lanes.toml must give `bench` to wasm lanes and to one native lane",
-                         where="manifests/lanes.toml")  # fmt: skip
+                         where=str(paths.LANES_FILE))  # fmt: skip
     return wasm, native[0]
 
 

@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from pipeline import paths
 from pipeline.io.atomic import write_atomic
 from pipeline.tree.lanes import load_lanes
 from verify.formats.base import Frozen
@@ -125,7 +126,7 @@ def print_instruction_count(path: Path) -> int:
 
 def _default_input() -> Path:
     """The last build of the lane lanes.toml marks as the parser benchmark's seed module."""
-    lanes = load_lanes(REPO / "manifests" / "lanes.toml").lane
+    lanes = load_lanes(REPO / paths.LANES_FILE).lane
     for lane in lanes:
         if lane.bench is not None and lane.bench.parser_input:
             found = sorted((REPO / "build" / lane.id).glob("*.wasm"))
