@@ -48,7 +48,7 @@ from pipeline.tuf.releases import (
 )
 from verify.bundle.layout import MANIFEST, bundle_name
 from verify.bundle.report_check import Deriver
-from verify.bundle.trusted_keys import TrustedKey, load_trusted_keys
+from verify.bundle.trusted_keys import TrustRoot, load_trust_root
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.errors import VerifyError
 from verify.formats.manifest import BundlePath, ModuleManifest
@@ -122,9 +122,10 @@ def _read_root(path: Path) -> bytes:
     return data
 
 
-def _trusted_keys(path: Path) -> dict[str, TrustedKey]:
+def _trusted_keys(path: Path) -> TrustRoot:
+    """The trusted keys and their signing policy (threshold, windows, revocations)."""
     try:
-        return load_trusted_keys(path)
+        return load_trust_root(path)
     except VerifyError as exc:
         raise e.TrustedKeysUnreadable(exc.message, where=exc.where) from exc
 
@@ -224,7 +225,7 @@ def _seal(staging: Path) -> None:
 def _verify(
     staging: Path,
     release: PublishedRelease,
-    trusted: dict[str, TrustedKey],
+    trusted: TrustRoot,
     request: FetchRequest,
     now: int,
     derive: Deriver | None,

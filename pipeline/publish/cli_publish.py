@@ -11,7 +11,7 @@ from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_s
 from pipeline.publish.publish import publish_bundle
 from pipeline.tuf.errors import TrustedKeysUnreadable
 from pipeline.tuf.policy import load_policy
-from verify.bundle.trusted_keys import load_trusted_keys
+from verify.bundle.trusted_keys import load_trust_root
 from verify.errors import VerifyError
 
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     try:
-        trusted = load_trusted_keys(args.trusted_keys)
+        trusted = load_trust_root(args.trusted_keys)
     except VerifyError as exc:
         raise TrustedKeysUnreadable(exc.message, where=exc.where) from exc
     done = publish_bundle(

@@ -30,7 +30,7 @@ from pipeline.tuf.errors import BundleNotVerified, PublishError, VersionNotNewer
 from pipeline.tuf.policy import RepositoryPolicy
 from pipeline.tuf.releases import newest, release_target, target_path, version_key
 from verify.bundle.report_check import Deriver
-from verify.bundle.trusted_keys import TrustedKey
+from verify.bundle.trusted_keys import TrustedKey, TrustRoot
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.errors import VerifyError
 
@@ -61,7 +61,7 @@ def read_bundle_folder(bundle: Path) -> dict[str, bytes]:
 def verify_copy(
     files: dict[str, bytes],
     name: str,
-    trusted: dict[str, TrustedKey],
+    trusted: TrustRoot | dict[str, TrustedKey],
     allow_dev_key: bool,
     now: int,
     derive: Deriver | None,
@@ -86,7 +86,7 @@ def publish_bundle(
     bundle: Path,
     repo_path: Path,
     folders: k.KeyFolders,
-    trusted: dict[str, TrustedKey],
+    trusted: TrustRoot | dict[str, TrustedKey],
     policy: RepositoryPolicy,
     *,
     allow_dev_key: bool = False,

@@ -36,7 +36,7 @@ from pipeline.release.steps import (
     preflight,
     run_release,
 )
-from verify.bundle.trusted_keys import load_trusted_keys
+from verify.bundle.trusted_keys import load_trust_root
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.cli import main as verify_main
 
@@ -230,7 +230,7 @@ class Harness:
             "derive": fake_report,
         }
         options.update(kwargs)
-        return verify_bundle(bundle, load_trusted_keys(trusted or self.trusted), **options)
+        return verify_bundle(bundle, load_trust_root(trusted or self.trusted), **options)
 
 
 @pytest.fixture

@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         required=True,
         metavar="FILE",
-        help="trusted-keys JSON (keyid -> public key, role, not_after)",
+        help="trusted-keys JSON: keys, and (v2) the signing policy: threshold, validity "
+        "windows, revoked keys",
     )
     parser.add_argument(
         "--allow-dev-key",
@@ -156,11 +157,10 @@ def run(args: argparse.Namespace) -> int:
         verdict = _guarded(
             lambda: verify_bundle(
                 args.bundle,
-                root.keys,
+                root,
                 allow_dev_key=args.allow_dev_key,
                 now=now,
                 progress=record,
-                one_signer=root.one_signer,
                 version_floor=args.not_before_version,
                 require_engines=engines,
                 rebuilds=rebuilds,
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(
             f"verified: tinyrustlm {verdict.version}, build id {verdict.build_id}, "
-            f"key {verdict.keyid} ({verdict.key_class}), {verdict.files} files"
+            f"key {', '.join(verdict.keyids)} ({verdict.key_class}), {verdict.files} files"
         )
     return EXIT_OK
 

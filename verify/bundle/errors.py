@@ -49,6 +49,32 @@ class DevKeyRefused(BundleRejected):
     error_id = "signature.development-key"
 
 
+class KeyNotYetValid(BundleRejected):
+    error_id = "signature.key-not-yet-valid"
+
+
+class KeyRevoked(BundleRejected):
+    error_id = "signature.key-revoked"
+
+
+class KeyNotAllowed(BundleRejected):
+    """A trusted key the signing policy does not let sign this document."""
+
+    error_id = "signature.key-not-allowed"
+
+
+class SignatureDuplicated(BundleRejected):
+    """One key signed an envelope twice: never two votes towards a threshold."""
+
+    error_id = "signature.duplicate-key"
+
+
+class ThresholdNotMet(BundleRejected):
+    """Fewer distinct trusted, valid, unrevoked keys signed than the policy's threshold."""
+
+    error_id = "signature.threshold"
+
+
 class HintMismatch(BundleRejected):
     error_id = "signature.hint-mismatch"
 
