@@ -7,6 +7,9 @@ the folder is replaced in one step under the release lock (`write_bundle_locked`
 else changes: not the manifest, the artifacts, the build id or the other signatures. A key
 that already signed is refused, and so is a bundle whose SHA256SUMS or tarball does not match
 its files (re-deriving them would hide that).
+
+`--keyless` adds manifest.keyless.sigstore.json instead (or as well): a Sigstore bundle over
+manifest.json by the CI job's ambient OIDC identity (`pipeline.documents.keyless`).
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.documents.keyless import sign_keyless
 from pipeline.documents.keys import load_private_key
 from pipeline.documents.sign import AlreadySigned, add_signature
 from pipeline.errors import EXIT_OK, CheckFailed, PipelineError
 from pipeline.release.bundle import bundle_contents, release_lock, write_bundle_locked
 from verify.bundle.dsse import keyid_of, parse_sigstore_bundle
+from verify.bundle.keyless import KEYLESS_SIGNATURE
 from verify.bundle.layout import (
     CHECKSUMS,
     MANIFEST,
@@ -41,7 +46,7 @@ class CoSignRefused(CheckFailed):
 @dataclass(frozen=True)
 class CoSigned:
     bundle: Path
-    keyid: str
+    keyid: str  # "" when only a keyless signature was added
     signers: dict[str, tuple[str, ...]]  # signature file -> keyids now on it
     rewritten: tuple[str, ...]  # the files whose bytes changed
 
@@ -70,9 +75,11 @@ def _manifest(files: dict[str, bytes], bundle: Path) -> ModuleManifest:
         ) from None
 
 
-def cosign_bundle(bundle: Path, key_path: Path) -> CoSigned:
-    key = load_private_key(key_path)
-    keyid = keyid_of(key.public_key())
+def cosign_bundle(bundle: Path, key_path: Path | None, keyless: bool = False) -> CoSigned:
+    if key_path is None and not keyless:
+        raise PipelineError("nothing to sign with", where="sign", hint="pass --key or --keyless")
+    key = None if key_path is None else load_private_key(key_path)
+    keyid = "" if key is None else keyid_of(key.public_key())
     dist = bundle.parent
     with release_lock(dist):
         files = _read_folder(bundle)
@@ -97,7 +104,15 @@ def cosign_bundle(bundle: Path, key_path: Path) -> CoSigned:
                 hint="co-sign only a bundle `tinyrustlm-verify bundle` accepts",
             )
         signers: dict[str, tuple[str, ...]] = {}
-        for name in CO_SIGNED:
+        if keyless:
+            if KEYLESS_SIGNATURE in files:
+                raise CoSignRefused(
+                    "the bundle already has a keyless signature",
+                    where=str(bundle / KEYLESS_SIGNATURE),
+                )
+            documents[KEYLESS_SIGNATURE] = sign_keyless(files[MANIFEST])
+        for name in CO_SIGNED if key is not None else ():
+            assert key is not None
             try:
                 if name == MANIFEST_SIGNATURE:
                     signed = parse_sigstore_bundle(files[name], name).envelope.payload
@@ -133,13 +148,20 @@ def cosign_bundle(bundle: Path, key_path: Path) -> CoSigned:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="the bundle folder, dist/tinyrustlm-<version>")
     parser.add_argument(
-        "--key", type=Path, required=True, help="your Ed25519 private key PEM (`keygen`)"
+        "--key", type=Path, default=None, help="your Ed25519 private key PEM (`keygen`)"
+    )
+    parser.add_argument(
+        "--keyless",
+        action="store_true",
+        help="also sign manifest.json with Sigstore keyless, from the CI job's ambient OIDC "
+        "credential (GitHub Actions: permissions: id-token: write)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    done = cosign_bundle(args.bundle, args.key)
-    print(f"co-signed  {done.bundle} with key {done.keyid}")
+    done = cosign_bundle(args.bundle, args.key, args.keyless)
+    with_what = f"key {done.keyid}" if done.keyid else "nothing"
+    print(f"co-signed  {done.bundle} with {with_what}{' + keyless' if args.keyless else ''}")
     for name, keyids in done.signers.items():
         print(f"  {name}: {len(keyids)} signature(s): {', '.join(k[:16] for k in keyids)}")
     print(f"rewritten  {', '.join(done.rewritten)}")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from verify.bundle.errors import ResourceLimit
+from verify.bundle.keyless import SIGSTORE_INSTANCES, KeylessIdentity
 from verify.bundle.rebuilds import SCOPES, RebuildPolicy
 from verify.bundle.trusted_keys import TrustRoot, load_trust_root, load_trusted_keys
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
@@ -93,6 +94,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="check expiry as of this Unix time instead of now",
     )
     parser.add_argument(
+        "--certificate-identity",
+        default=None,
+        metavar="ID",
+        help="require a Sigstore keyless signature of manifest.json by this certificate "
+        "identity (e.g. https://github.com/OWNER/REPO/.github/workflows/release.yml@refs/tags/V)",
+    )
+    parser.add_argument(
+        "--certificate-oidc-issuer",
+        default=None,
+        metavar="URL",
+        help="the OIDC issuer of --certificate-identity "
+        "(GitHub Actions: https://token.actions.githubusercontent.com)",
+    )
+    parser.add_argument(
+        "--sigstore-instance",
+        choices=SIGSTORE_INSTANCES,
+        default="production",
+        help="whose embedded trusted root verifies the keyless signature (default production)",
+    )
+    parser.add_argument(
         "--not-before-version",
         type=_version,
         default=None,
@@ -133,6 +154,18 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if (args.certificate_identity is None) != (args.certificate_oidc_issuer is None):
+        print(
+            "error: --certificate-identity and --certificate-oidc-issuer go together: an "
+            "identity is only meaningful with the issuer that vouched for it",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    keyless = None
+    if args.certificate_identity is not None:
+        keyless = KeylessIdentity(
+            args.certificate_identity, args.certificate_oidc_issuer, args.sigstore_instance
+        )
     if args.rebuild_attestations and not args.require_rebuilds:
         print(
             "error: --rebuild-attestation is only read with --require-rebuilds K (K >= 1); "
@@ -164,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
                 version_floor=args.not_before_version,
                 require_engines=engines,
                 rebuilds=rebuilds,
+                keyless=keyless,
             )
         )
     except VerifyError as exc:

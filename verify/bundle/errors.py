@@ -75,6 +75,13 @@ class ThresholdNotMet(BundleRejected):
     error_id = "signature.threshold"
 
 
+class KeylessRefused(BundleRejected):
+    """The Sigstore keyless signature is missing, or not by the required identity/issuer, or
+    does not verify (certificate chain, transparency log, signature)."""
+
+    error_id = "signature.keyless"
+
+
 class HintMismatch(BundleRejected):
     error_id = "signature.hint-mismatch"
 

@@ -13,7 +13,9 @@ v2 (threshold co-signing, `tinyrustlm-release trust-policy` writes it):
      "keys": [{..., "not_before": "2026-01-01T00:00:00Z", "not_after": "2028-01-01T00:00:00Z"}],
      "policy": {"manifest":   {"keyids": ["<keyid>", ...], "threshold": 2},
                 "provenance": {"keyids": ["<keyid>", ...], "threshold": 2}},
-     "revoked": [{"keyid": "<keyid>", "reason": "laptop stolen 2026-11-30"}]}
+     "revoked": [{"keyid": "<keyid>", "reason": "laptop stolen 2026-11-30"}],
+     "keyless": {"identity": "https://github.com/O/R/.github/workflows/release.yml@refs/...",
+                 "issuer": "https://token.actions.githubusercontent.com"}}   (optional)
 
 A keyid that is not the digest of its own key is refused when the file is loaded, so a
 keyid can never name a different key than the one it is written beside. A document
@@ -52,6 +54,7 @@ from verify.bundle.dsse import (
     verify_signature,
 )
 from verify.bundle.errors import TrustedKeysInvalid
+from verify.bundle.keyless import KeylessIdentity, SigstoreInstance
 from verify.canonical import MalformedJson, parse_json
 from verify.inputs import read_regular_file
 
@@ -108,6 +111,14 @@ class RevokedKey(BaseModel):
     reason: str = Field(min_length=1)
 
 
+class KeylessRule(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    identity: str = Field(min_length=1, description="the Fulcio certificate's SAN")
+    issuer: str = Field(min_length=1, description="the OIDC issuer that vouched for it")
+    instance: SigstoreInstance = "production"
+
+
 class TrustedKeysFileV2(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -115,6 +126,9 @@ class TrustedKeysFileV2(BaseModel):
     keys: list[TrustedKeyEntryV2]
     policy: dict[SignedDocument, SigningRule]
     revoked: list[RevokedKey] = Field(default_factory=list)
+    keyless: KeylessRule | None = Field(
+        None, description="a Sigstore keyless identity that must also sign manifest.json"
+    )
 
 
 @dataclass(frozen=True)
@@ -141,6 +155,7 @@ class TrustRoot:
     one_signer: bool
     rules: dict[str, Rule] = field(default_factory=dict)  # document -> rule (none: v1 rule)
     revoked: dict[str, str] = field(default_factory=dict)  # keyid -> reason
+    keyless: KeylessIdentity | None = None  # must also have signed manifest.json
 
     def rule(self, document: SignedDocument) -> Rule:
         return self.rules.get(document) or Rule(frozenset(self.keys), 1)
@@ -263,7 +278,10 @@ def trust_root_of(data: bytes, where: str) -> TrustRoot:
         if entry.keyid in revoked:
             raise TrustedKeysInvalid("revoked twice", where=f"{where}: revoked[{i}].keyid")
         revoked[entry.keyid] = entry.reason
-    return TrustRoot(keys, one_signer=False, rules=rules, revoked=revoked)
+    keyless = None
+    if v2.keyless is not None:
+        keyless = KeylessIdentity(v2.keyless.identity, v2.keyless.issuer, v2.keyless.instance)
+    return TrustRoot(keys, one_signer=False, rules=rules, revoked=revoked, keyless=keyless)
 
 
 @dataclass(frozen=True)

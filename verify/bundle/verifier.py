@@ -15,6 +15,11 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     as received; one key never signs an envelope twice. Below the threshold the refusal
     names how many of how many. A v1 file is threshold 1 of its keys, and both documents by
     the same key unless it says `"signers": "any-trusted-key"`.
+ 2b. Keyless (when --certificate-identity/--certificate-oidc-issuer or the trust policy's
+    `keyless` asks for it): manifest.keyless.sigstore.json is a Sigstore bundle over
+    manifest.json's bytes by that identity and issuer, verified offline with sigstore-python
+    against its embedded trusted root (`keyless.py`). Without such a requirement the file
+    may be present and is not judged (no identity to judge it by).
  3. Key hints: each bundle's verificationMaterial.publicKey.hint is one of its signatures'
     keyids (the key that made the release; co-signers add signatures, not hints).
  4. Payload types: the manifest's is application/vnd.tinyrustlm.module-manifest.v1+json,
@@ -63,6 +68,7 @@ from verify.bundle.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     SigstoreBundle,
 )
+from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity, verify_keyless
 from verify.bundle.layout import (
     ATTESTED_FIXED_FILES,
     CHECKSUMS,
@@ -256,6 +262,23 @@ def _check_signatures(state: _State, root: TrustRoot, allow_dev_key: bool, now: 
     return "; ".join(parts)
 
 
+def _check_keyless(state: _State, want: KeylessIdentity | None) -> str:
+    if want is None:
+        return ""
+    if KEYLESS_SIGNATURE not in state.files:
+        raise e.KeylessRefused(
+            f"a keyless signature by {want.identity!r} is required, the bundle has none "
+            "(the release job adds it with `tinyrustlm-release sign BUNDLE --keyless`)",
+            where=KEYLESS_SIGNATURE,
+        )
+    if MANIFEST not in state.files:
+        raise e.MissingFile("the bundle has no manifest.json", where=MANIFEST)
+    summary = verify_keyless(
+        state.files[MANIFEST], state.files[KEYLESS_SIGNATURE], want, KEYLESS_SIGNATURE
+    )
+    return f"; {summary}"
+
+
 def _short(keyids: set[str]) -> str:
     return ", ".join(f"{k[:16]}…" for k in sorted(keyids))
 
@@ -376,6 +399,7 @@ def _expected_files(state: _State) -> set[str]:
     manifest = _manifest(state)
     expected = {url for url, _ in manifest.listed_files()} | set(FIXED_FILES)
     expected |= {name for name in OPTIONAL_ATTESTED_FILES if name in state.files}
+    expected |= {KEYLESS_SIGNATURE} & state.files.keys()
     if state.is_directory:
         expected.add(tarball_name(manifest.version))
     return expected
@@ -632,13 +656,15 @@ def verify_bundle(
     limits: ReadLimits = HARD_LIMITS,
     require_engines: Sequence[str] = (),
     rebuilds: RebuildPolicy | None = None,
+    keyless: KeylessIdentity | None = None,
 ) -> Verdict:
     """Run steps 1-14; raises the first failing step's `BundleRejected` subclass.
 
     `trusted`: the trust root (its signing policy), or bare keys (v1 rule: threshold 1, and
     `one_signer` is "one-key", see `verify.bundle.trusted_keys`); `version_floor`:
     refuse a manifest version below it (dotted numbers; a bad floor is a ValueError);
-    `rebuilds`: step 14's K-of-N rebuild policy (None: not required)."""
+    `rebuilds`: step 14's K-of-N rebuild policy (None: not required); `keyless`: a Sigstore
+    identity that must also have signed manifest.json (else the trust root's, if any)."""
     if version_floor is not None and version_key(version_floor) is None:
         raise ValueError(f"version floor {version_floor!r} is not dotted numbers")
     root = trusted if isinstance(trusted, TrustRoot) else trust_root_from_keys(trusted, one_signer)
@@ -652,7 +678,8 @@ def verify_bundle(
 
     with _opened(path, limits) as state:
         done(1, f"{len(state.files)} files ({'directory' if state.is_directory else 'tarball'})")
-        done(2, _check_signatures(state, root, allow_dev_key, now))
+        signed_by = _check_signatures(state, root, allow_dev_key, now)
+        done(2, signed_by + _check_keyless(state, keyless or root.keyless))
         done(3, _check_hints(state))
         done(4, _check_payload_types(state))
         done(5, _check_manifest(state, now, version_floor))

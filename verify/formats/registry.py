@@ -10,7 +10,12 @@ import json
 
 from pydantic import BaseModel
 
-from verify.bundle.trusted_keys import TRUSTED_KEYS_SCHEMA, TrustedKeysFile
+from verify.bundle.trusted_keys import (
+    TRUSTED_KEYS_SCHEMA,
+    TRUSTED_KEYS_SCHEMA_V2,
+    TrustedKeysFile,
+    TrustedKeysFileV2,
+)
 from verify.formats.bundle_verification import BUNDLE_VERIFICATION_SCHEMA, BundleVerification
 from verify.formats.conformance import CONFORMANCE_SCHEMA, ConformanceReport
 from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
@@ -27,6 +32,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     GOLDEN_SCHEMA: GoldenVector,
     "tinyrustlm.capability-receipt.v1": CapabilityReceipt,
     TRUSTED_KEYS_SCHEMA: TrustedKeysFile,
+    TRUSTED_KEYS_SCHEMA_V2: TrustedKeysFileV2,
     POLICY_SCHEMA: LanePolicy,
     BUNDLE_VERIFICATION_SCHEMA: BundleVerification,
     FUZZ_CAMPAIGN_SCHEMA: FuzzCampaign,

@@ -64,7 +64,7 @@ def policy(tmp_path: Path, keys: list[KeyFiles], threshold: int, **edits: object
     data = trust_policy([k.trusted_keys for k in keys], threshold, [])
     doc = json.loads(data)
     for entry in doc["keys"]:
-        entry.update(edits.get(entry["keyid"], {}))  # type: ignore[call-overload]
+        entry.update(edits.get(entry["keyid"], {}))
     if "revoked" in edits:
         doc["revoked"] = edits["revoked"]
     path = tmp_path / f"policy-{len(list(tmp_path.glob('policy-*')))}.json"
