@@ -18,12 +18,11 @@ class KeylessUnavailable(PipelineError):
     """No ambient OIDC credential, or Sigstore could not be reached to sign."""
 
 
-def sign_keyless(data: bytes) -> bytes:
-    """A Sigstore bundle (JSON bytes) signing `data` with the ambient identity, production."""
+def ambient_token() -> str:
+    """The CI job's ambient OIDC token, or `KeylessUnavailable` (checked before a release
+    builds anything, and again when it signs)."""
     from sigstore.errors import Error as SigstoreError  # heavy: only when asked for
-    from sigstore.models import ClientTrustConfig
-    from sigstore.oidc import IdentityToken, detect_credential
-    from sigstore.sign import SigningContext
+    from sigstore.oidc import detect_credential
 
     try:
         token = detect_credential()
@@ -36,6 +35,17 @@ def sign_keyless(data: bytes) -> bytes:
             hint="in GitHub Actions give the job `permissions: id-token: write`; elsewhere "
             "sign with a maintainer key (--key)",
         )
+    return token
+
+
+def sign_keyless(data: bytes) -> bytes:
+    """A Sigstore bundle (JSON bytes) signing `data` with the ambient identity, production."""
+    from sigstore.errors import Error as SigstoreError
+    from sigstore.models import ClientTrustConfig
+    from sigstore.oidc import IdentityToken
+    from sigstore.sign import SigningContext
+
+    token = ambient_token()
     try:
         context = SigningContext.from_trust_config(ClientTrustConfig.production())
         with context.signer(IdentityToken(token), cache=False) as signer:

@@ -6,7 +6,13 @@ import argparse
 
 from pipeline.errors import EXIT_OK
 from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_summary
-from pipeline.publish.repo import init_repository, refresh_timestamp, rotate_root
+from pipeline.publish.repo import (
+    ROTATABLE_ROLES,
+    init_repository,
+    refresh_timestamp,
+    rotate_role,
+    rotate_root,
+)
 from pipeline.tuf.policy import load_policy
 
 
@@ -28,6 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "rotate-root", help="new root key; the new root is signed by the old and the new key"
     )
     add_repo_arguments(rotate)
+    rotate_any = actions.add_parser(
+        "rotate",
+        help="new key for ROLE (root, targets, snapshot, timestamp); recovers clients from a "
+        "fast-forward made with the old key",
+    )
+    rotate_any.add_argument("role", choices=ROTATABLE_ROLES, metavar="ROLE")
+    add_repo_arguments(rotate_any)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"trust root {args.repo / 'metadata' / '1.root.json'}  (give it to clients)")
     elif args.action == "refresh-timestamp":
         print_summary(refresh_timestamp(args.repo, folders, policy))
+    elif args.action == "rotate":
+        print_summary(rotate_role(args.repo, folders, policy, args.role))
+        print(f"rotated    {args.role}: root and the metadata it signs were re-signed")
     else:
         summary = rotate_root(args.repo, folders, policy)
         print_summary(summary)

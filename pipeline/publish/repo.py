@@ -356,3 +356,67 @@ def write_targets(repo: DiskRepository, files: Mapping[str, tuple[str, bytes]]) 
             continue  # content-addressed: already there from an interrupted publish
         write_atomic(dest, data)
         repo.written.append(dest)
+
+
+# role -> the roles whose metadata must be signed again, in order, once its key changed
+RESIGN_AFTER_ROTATION: dict[str, tuple[str, ...]] = {
+    Targets.type: (Targets.type, Snapshot.type, Timestamp.type),
+    Snapshot.type: (Snapshot.type, Timestamp.type),
+    Timestamp.type: (Timestamp.type,),
+}
+ROTATABLE_ROLES = (Root.type, *RESIGN_AFTER_ROTATION)
+
+
+def rotate_role(
+    repo_path: Path,
+    folders: k.KeyFolders,
+    policy: RepositoryPolicy,
+    role: str,
+    now: datetime | None = None,
+) -> RepoSummary:
+    """Replace `role`'s key (TUF specification 6.1 "key management and migration").
+
+    root: `rotate_root`. Any other role: root N+1 (signed by the root key) names a new key for
+    the role instead of the old one; then the role, and every role that points at it, is
+    signed again with a new version (targets -> snapshot -> timestamp). The new private key is
+    written before the root that names it; the old one is retired after.
+
+    Fast-forward recovery (specification 5.3.11): a client that trusted a timestamp (or
+    snapshot) with a huge version made with a stolen key refuses the genuine, lower versions.
+    Once the root names a new key, the metadata it cached no longer verifies under the new
+    root, so python-tuf's `Updater` discards it (it loads local timestamp/snapshot against
+    the newest root and falls back to the remote on failure) and accepts the genuine
+    repository again. A fast-forwarded snapshot needs both `rotate snapshot` and
+    `rotate timestamp` (the cached timestamp names the snapshot version).
+    """
+    if role == Root.type:
+        return rotate_root(repo_path, folders, policy, now)
+    if role not in RESIGN_AFTER_ROTATION:
+        raise KeyMissing(
+            f"no such role {role!r}", where="ROLE", hint=f"one of {', '.join(ROTATABLE_ROLES)}"
+        )
+    require_repository(repo_path)
+    with repository_lock(repo_path):
+        repo = DiskRepository.load(repo_path, folders, policy, now or now_utc())
+        root_md: Metadata[Root] = repo.current[Root.type]
+        old_keyids = list(root_md.signed.roles[role].keyids)
+        label = k.key_class_of(root_md.signed.keys[old_keyids[0]])
+        key_class: KeyClass = "release" if label == "release" else "development"
+        for keyid in root_md.signed.roles[Root.type].keyids:  # root signs: fail before writing
+            k.load_signer(folders, Root.type, root_md.signed.keys[keyid])
+        signer = repo.new_key(role, key_class)
+        with repo.edit_root() as root:
+            root.add_key(signer.public_key, role)
+            for keyid in old_keyids:
+                root.revoke_key(keyid, role)
+        for resigned in RESIGN_AFTER_ROTATION[role]:
+            if resigned == Targets.type:
+                with repo.edit_targets():
+                    pass
+            elif resigned == Snapshot.type:
+                repo.do_snapshot(force=True)
+            else:
+                repo.do_timestamp(force=True)
+        for keyid in old_keyids:
+            k.retire(folders.folder(role), keyid)
+    return summary(repo)
