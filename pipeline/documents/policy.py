@@ -56,6 +56,16 @@ def _revoked(text: str) -> RevokedKey:
         raise argparse.ArgumentTypeError(f"{keyid!r} is not a 64-hex-digit keyid") from None
 
 
+def _threshold(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: at least one key must sign")
+    return value
+
+
 def trust_policy(key_files: list[Path], threshold: int, revoked: list[RevokedKey]) -> bytes:
     keys: dict[str, TrustedKeyEntryV2] = {}
     for path in key_files:
@@ -67,6 +77,8 @@ def trust_policy(key_files: list[Path], threshold: int, revoked: list[RevokedKey
                 )
             keys[entry.keyid] = entry
     keyids = sorted(keys)
+    if threshold < 1:
+        raise TrustPolicyError(f"threshold {threshold}: at least one key must sign")
     rule = SigningRule(keyids=keyids, threshold=threshold)
     doc = TrustedKeysFileV2.model_validate({
         "schema": TRUSTED_KEYS_SCHEMA_V2,
@@ -91,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threshold",
-        type=int,
+        type=_threshold,
         required=True,
         metavar="K",
         help="how many distinct keys must sign the manifest and the provenance",

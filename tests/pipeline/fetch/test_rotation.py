@@ -24,7 +24,8 @@ def _metadata(w: World, name: str) -> Metadata[Any]:
 
 def _newest_root(w: World) -> Root:
     versions = [int(p.name.split(".")[0]) for p in (w.repo / "metadata").glob("*.root.json")]
-    return _metadata(w, f"{max(versions)}.root.json").signed
+    root: Root = _metadata(w, f"{max(versions)}.root.json").signed
+    return root
 
 
 def _signer(w: World, role: str) -> CryptoSigner:

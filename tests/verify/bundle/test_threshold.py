@@ -238,3 +238,17 @@ def test_a_policy_that_can_never_be_met_is_refused(team: Maintainers) -> None:
     del doc["policy"]["manifest"]
     with pytest.raises(TrustedKeysInvalid, match="no signing rule for the manifest"):
         trust_root_of(json.dumps(doc).encode(), "t")
+
+
+def test_trust_policy_cli(
+    team: Maintainers, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "p.json"
+    keys = ["--keys", str(team.a.trusted_keys), str(team.b.trusted_keys)]
+    assert release_main(["trust-policy", *keys, "--threshold", "2", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["policy"]["manifest"]["threshold"] == 2
+    assert release_main(["trust-policy", *keys, "--threshold", "3", "--out", str(out)]) == 3
+    assert "threshold 3 of 2 key(s) can never be met" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse: exit 2, one line
+        release_main(["trust-policy", *keys, "--threshold", "0", "--out", str(out)])
+    assert "at least one key must sign" in capsys.readouterr().err
