@@ -1,4 +1,5 @@
 """`tinyrustlm-verify bundle DIR|TARBALL --trusted-keys FILE [--allow-dev-key]
+[--certificate-identity ID --certificate-oidc-issuer URL [--sigstore-instance staging]]
 [--not-before-version V] [--json] [--rebuilders FILE --require-rebuilds K
 --rebuild-attestation FILE ...]`.
 
