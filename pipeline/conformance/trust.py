@@ -41,6 +41,12 @@ def load_trust(path: Path, allow_dev_key: bool) -> tuple[Trust, TrustRoot]:
     try:
         data = read_regular_file(path, "trusted-keys")  # read once: what is checked is what is sent
         root = trust_root_of(data, str(path))
+        if root.rules:  # a v2 file: js/loader.js reads v1 only (one signature, no threshold)
+            raise e.TrustedKeysInvalid(
+                "js/loader.js does not read trusted-keys v2 (thresholds) yet; give the matrix "
+                "a v1 file of the key that made the release",
+                where=str(path),
+            )
     except VerifyError as exc:
         raise TrustRefused(exc) from exc
     return Trust(json.loads(data), allow_dev_key), root

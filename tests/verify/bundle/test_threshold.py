@@ -252,3 +252,14 @@ def test_trust_policy_cli(
     with pytest.raises(SystemExit):  # argparse: exit 2, one line
         release_main(["trust-policy", *keys, "--threshold", "0", "--out", str(out)])
     assert "at least one key must sign" in capsys.readouterr().err
+
+
+def test_the_conformance_matrix_refuses_a_v2_file_its_loader_cannot_read(
+    team: Maintainers, tmp_path: Path
+) -> None:
+    from pipeline.conformance.trust import TrustRefused, load_trust
+
+    with pytest.raises(TrustRefused, match="does not read trusted-keys v2") as info:
+        load_trust(policy(tmp_path, [team.a, team.b], 2), allow_dev_key=False)
+    assert info.value.error_id == "trusted-keys.invalid"
+    load_trust(team.a.trusted_keys, allow_dev_key=False)  # v1: as before
