@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 from tuf.api import exceptions as tuf_errors
-from tuf.api.metadata import Metadata, Targets
+from tuf.api.metadata import Metadata, Snapshot, Targets
 from tuf.api.serialization import DeserializationError
 from tuf.ngclient import Updater, UpdaterConfig
 
@@ -151,6 +151,24 @@ def _verified_targets(metadata_dir: Path) -> Targets:
     md = Metadata[Targets].from_bytes(path.read_bytes())
     assert isinstance(md.signed, Targets)
     return md.signed
+
+
+def _verified_releases(updater: Updater, metadata_dir: Path, prefix: str
+                       ) -> dict[str, PublishedRelease]:  # fmt: skip
+    """Releases in the verified top-level targets and, when targets delegates them to the
+    maintainers' `releases` role, in that role's metadata: asking the Updater for a path it
+    delegates makes it fetch and check the role (its threshold of maintainer signatures) and
+    persist it beside targets.json."""
+    targets = _verified_targets(metadata_dir)
+    found = dict(targets.targets)
+    roles = targets.delegations.roles if targets.delegations is not None else None
+    snapshot = Metadata[Snapshot].from_bytes((metadata_dir / "snapshot.json").read_bytes())
+    if roles and "releases" in roles and "releases.json" in snapshot.signed.meta:
+        with tuf_errors_as_ours(f"{prefix}: releases role"):
+            updater.get_targetinfo(f"{prefix}/0/probe/releases")
+        delegated = Metadata[Targets].from_bytes((metadata_dir / "releases.json").read_bytes())
+        found.update(delegated.signed.targets)
+    return releases_of(prefix, found)
 
 
 def _choose(
@@ -292,7 +310,7 @@ def fetch_release(
                 bootstrap=root_bytes,
             )
             updater.refresh()
-        releases = releases_of(policy.target_prefix, _verified_targets(metadata_dir).targets)
+        releases = _verified_releases(updater, metadata_dir, policy.target_prefix)
         release = _choose(releases, request, seen)
         tell(f"release {release.version}: {len(release.files)} files, build {release.build_id}")
         request.out.mkdir(parents=True, exist_ok=True)

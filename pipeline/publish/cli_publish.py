@@ -28,6 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-dev-key", action="store_true", help="accept a development-key bundle"
     )
+    parser.add_argument(
+        "--maintainer-key",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="your key, when the repository delegates releases to the maintainers "
+        "(`repo delegate`): signs the release, served once the threshold co-signed",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,8 +51,12 @@ def run(args: argparse.Namespace) -> int:
         trusted,
         load_policy(overrides=args.expiry),
         allow_dev_key=args.allow_dev_key,
+        maintainer_key=args.maintainer_key,
     )
     print_summary(done.repo)
+    if done.pending is not None and not done.pending.committed:
+        print(f"PENDING    {len(done.pending.signed_by)} of {done.pending.threshold} maintainer "
+              "signatures: not served until `repo sign-pending` meets the threshold")  # fmt: skip
     print(
         f"published  tinyrustlm {done.version} (build {done.build_id}), {done.files} files"
         f" (previous: {done.previous or 'none'}) in {time.monotonic() - start:.1f}s"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from pipeline.errors import EXIT_OK
 from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_summary
+from pipeline.publish.delegation import delegate_releases, sign_pending
 from pipeline.publish.repo import (
     ROTATABLE_ROLES,
     init_repository,
@@ -41,6 +43,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     rotate_any.add_argument("role", choices=ROTATABLE_ROLES, metavar="ROLE")
     add_repo_arguments(rotate_any)
+    delegate = actions.add_parser(
+        "delegate",
+        help="targets delegates the releases to the maintainers' keys with a threshold",
+    )
+    add_repo_arguments(delegate)
+    delegate.add_argument(
+        "--maintainer",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="PUB.pem",
+        help="a maintainer's Ed25519 public key (`keygen` NAME.pub.pem; repeatable)",
+    )
+    delegate.add_argument(
+        "--threshold", type=int, required=True, metavar="K", help="distinct maintainers needed"
+    )
+    pending = actions.add_parser(
+        "sign-pending", help="co-sign the release waiting for maintainer signatures"
+    )
+    add_repo_arguments(pending)
+    pending.add_argument(
+        "--maintainer-key", type=Path, required=True, metavar="PEM", help="your private key"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +80,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"trust root {args.repo / 'metadata' / '1.root.json'}  (give it to clients)")
     elif args.action == "refresh-timestamp":
         print_summary(refresh_timestamp(args.repo, folders, policy))
+    elif args.action == "delegate":
+        print_summary(
+            delegate_releases(args.repo, folders, policy, args.maintainer, args.threshold)
+        )
+        print(f"delegated  {policy.target_prefix}/* to releases: {args.threshold} of "
+              f"{len(args.maintainer)} maintainer keys")  # fmt: skip
+    elif args.action == "sign-pending":
+        done = sign_pending(args.repo, folders, policy, args.maintainer_key)
+        state = "published" if done.committed else "still pending"
+        print(f"releases v{done.version}: {len(done.signed_by)} of {done.threshold} "
+              f"signatures, {state}")  # fmt: skip
     elif args.action == "rotate":
         print_summary(rotate_role(args.repo, folders, policy, args.role))
         print(f"rotated    {args.role}: root and the metadata it signs were re-signed")

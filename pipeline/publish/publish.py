@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pipeline.publish import keys as k
+from pipeline.publish.delegation import Pending, delegation, stage_release
 from pipeline.publish.repo import (
     DiskRepository,
     RepoSummary,
@@ -42,6 +43,7 @@ class Published:
     files: int
     previous: str | None
     repo: RepoSummary
+    pending: Pending | None = None  # delegated releases: signatures so far, committed or not
 
 
 def read_bundle_folder(bundle: Path) -> dict[str, bytes]:
@@ -92,6 +94,7 @@ def publish_bundle(
     allow_dev_key: bool = False,
     now: datetime | None = None,
     derive: Deriver | None = None,
+    maintainer_key: Path | None = None,
 ) -> Published:
     when = now or now_utc()
     require_repository(repo_path)
@@ -113,10 +116,18 @@ def publish_bundle(
             for rel, data in files.items()
         }
         write_targets(repo, stored)
-        with repo.edit_targets() as targets:
-            for rel, data in files.items():
-                target = release_target(prefix, verdict.version, verdict.build_id, rel, data)
-                targets.targets[target.path] = target
-        repo.do_snapshot()
-        repo.do_timestamp()
-    return Published(verdict.version, verdict.build_id, len(files), previous, summary(repo))
+        new = {}
+        for rel, data in files.items():
+            target = release_target(prefix, verdict.version, verdict.build_id, rel, data)
+            new[target.path] = target
+        pending = None
+        if delegation(repo) is not None:  # the maintainers' releases role signs it
+            pending = stage_release(repo, new, maintainer_key)
+        else:
+            with repo.edit_targets() as targets:
+                targets.targets.update(new)
+            repo.do_snapshot()
+            repo.do_timestamp()
+    return Published(
+        verdict.version, verdict.build_id, len(files), previous, summary(repo), pending
+    )

@@ -125,6 +125,12 @@ class DiskRepository(Repository):
         targets = repo._read(Targets.type, targets_meta.version)
         repo._check(Targets.type, targets)
         repo.current[Targets.type] = targets
+        for name, meta in snapshot.signed.meta.items():  # delegated roles (`releases`)
+            role = name.removesuffix(".json")
+            if role != Targets.type:
+                delegated = repo._read(role, meta.version)
+                repo._check(role, delegated)
+                repo.current[role] = delegated
         return repo
 
     def _read(self, role: str, version: int) -> Metadata[Any]:
@@ -135,7 +141,10 @@ class DiskRepository(Repository):
             raise RepositoryCorrupt(f"cannot read: {exc.strerror}", where=str(path)) from exc
         except DeserializationError as exc:
             raise RepositoryCorrupt(f"not TUF metadata: {exc}", where=str(path)) from exc
-        if md.signed.type != role or (role != Timestamp.type and md.signed.version != version):
+        expected_type = role if role in _NEW else Targets.type
+        if md.signed.type != expected_type or (
+            role != Timestamp.type and md.signed.version != version
+        ):
             raise RepositoryCorrupt(
                 f"holds {md.signed.type} v{md.signed.version}, expected {role} v{version}",
                 where=str(path),
@@ -148,6 +157,9 @@ class DiskRepository(Repository):
             ok = bool(
                 md.signed.get_root_verification_result(previous, md.signed_bytes, md.signatures)
             )
+        elif role not in _NEW:  # a delegated role: by its delegator, targets
+            delegator: Targets = self.current[Targets.type].signed
+            ok = bool(delegator.get_verification_result(role, md.signed_bytes, md.signatures))
         else:
             ok = bool(self.root().get_verification_result(role, md.signed_bytes, md.signatures))
         if not ok:
@@ -159,7 +171,7 @@ class DiskRepository(Repository):
     # -- python-tuf's Repository interface ------------------------------------------------
     def open(self, role: str) -> Metadata[Any]:
         if role not in self.current:
-            md: Metadata[Any] = Metadata(_NEW[role]())
+            md: Metadata[Any] = Metadata(_NEW.get(role, Targets)())  # a delegated role: Targets
             md.signed.version = 0  # close() bumps it to 1
             return md
         return copy.deepcopy(self.current[role])
@@ -188,7 +200,12 @@ class DiskRepository(Repository):
     # with consistent snapshots a version names exactly one file, and clients check it.
     @property
     def targets_infos(self) -> dict[str, MetaFile]:
-        return {f"{Targets.type}.json": MetaFile(self.current[Targets.type].signed.version)}
+        """targets.json and every delegated role this repository holds (`releases`)."""
+        return {
+            f"{role}.json": MetaFile(md.signed.version)
+            for role, md in self.current.items()
+            if isinstance(md.signed, Targets)
+        }
 
     @property
     def snapshot_info(self) -> MetaFile:
@@ -217,8 +234,12 @@ class DiskRepository(Repository):
 
     # -- queries ----------------------------------------------------------------------------
     def releases(self) -> dict[str, PublishedRelease]:
-        targets: Targets = self.current[Targets.type].signed
-        return releases_of(self.policy.target_prefix, targets.targets)
+        """Every published release: in targets, and in a delegated role (`releases`)."""
+        found: dict[str, Any] = {}
+        for md in self.current.values():
+            if isinstance(md.signed, Targets):
+                found.update(md.signed.targets)
+        return releases_of(self.policy.target_prefix, found)
 
     def versions(self) -> dict[str, int]:
         return {role: md.signed.version for role, md in sorted(self.current.items())}
