@@ -1,4 +1,5 @@
-"""`tinyrustlm-release repo init|refresh-timestamp|rotate-root --repo DIR --keys DIR`."""
+"""`tinyrustlm-release repo init|refresh-timestamp|rotate-root|rotate ROLE|delegate|sign-pending
+--repo DIR --keys DIR`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ from pathlib import Path
 
 from pipeline.errors import EXIT_OK
 from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_summary
-from pipeline.publish.delegation import delegate_releases, sign_pending
+from pipeline.publish.delegation import (
+    RELEASES_ROLE,
+    delegate_releases,
+    rotate_releases,
+    sign_pending,
+)
 from pipeline.publish.repo import (
     ROTATABLE_ROLES,
     init_repository,
@@ -41,8 +47,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="new key for ROLE (root, targets, snapshot, timestamp); recovers clients from a "
         "fast-forward made with the old key",
     )
-    rotate_any.add_argument("role", choices=ROTATABLE_ROLES, metavar="ROLE")
+    rotate_any.add_argument("role", choices=(*ROTATABLE_ROLES, RELEASES_ROLE), metavar="ROLE")
     add_repo_arguments(rotate_any)
+    rotate_any.add_argument(
+        "--maintainer", type=Path, action="append", default=[], metavar="PUB.pem",
+        help="releases: a new maintainer's public key (repeatable)",
+    )  # fmt: skip
+    rotate_any.add_argument(
+        "--threshold", type=int, default=0, metavar="K", help="releases: the new threshold"
+    )
+    rotate_any.add_argument(
+        "--maintainer-key", type=Path, action="append", default=[], metavar="PEM",
+        help="releases: a new maintainer's private key (K of them sign at once; repeatable)",
+    )  # fmt: skip
     delegate = actions.add_parser(
         "delegate",
         help="targets delegates the releases to the maintainers' keys with a threshold",
@@ -80,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"trust root {args.repo / 'metadata' / '1.root.json'}  (give it to clients)")
     elif args.action == "refresh-timestamp":
         print_summary(refresh_timestamp(args.repo, folders, policy))
+    elif args.action == "rotate" and args.role == RELEASES_ROLE:
+        print_summary(rotate_releases(
+            args.repo, folders, policy, args.maintainer, args.threshold, args.maintainer_key
+        ))  # fmt: skip
+        print(f"rotated    releases: {args.threshold} of {len(args.maintainer)} new keys")
     elif args.action == "delegate":
         print_summary(
             delegate_releases(args.repo, folders, policy, args.maintainer, args.threshold)

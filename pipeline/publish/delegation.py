@@ -18,7 +18,7 @@ bundle path has (`<prefix>/<version>/<file>` ... four levels below the version).
 
 from __future__ import annotations
 
-import json
+import copy
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -217,5 +217,70 @@ def sign_pending(
         return _commit_or_wait(repo, md)
 
 
-def pending_json(p: Pending) -> str:
-    return json.dumps(p.__dict__)
+def _delegate_to(targets: Targets, keys: list[SSlibKey], threshold: int) -> None:
+    """The releases role now held by `keys` with `threshold` (the old keys removed)."""
+    assert targets.delegations is not None and targets.delegations.roles is not None
+    role = targets.delegations.roles[RELEASES_ROLE]
+    for keyid in list(role.keyids):
+        targets.revoke_key(keyid, RELEASES_ROLE)
+    for key in keys:
+        targets.add_key(key, RELEASES_ROLE)
+    role.threshold = threshold
+
+
+def rotate_releases(
+    repo_path: Path,
+    folders: k.KeyFolders,
+    policy: RepositoryPolicy,
+    maintainers: list[Path],
+    threshold: int,
+    signing_keys: list[Path],
+    now: datetime | None = None,
+) -> RepoSummary:
+    """New maintainer keys for the releases role (a key ceremony: `threshold` of the NEW
+    maintainers sign at once). The releases metadata is re-signed by them and the new
+    delegation checked against it before anything is written; then targets (new delegation),
+    releases, snapshot and timestamp are written in that order, so clients switch in one step.
+    """
+    keys = [_public_key(p) for p in maintainers]
+    if not 1 <= threshold <= len(keys) or len({key.keyid for key in keys}) != len(keys):
+        raise DelegationError(
+            f"threshold {threshold} of {len(keys)} distinct maintainer key(s) can never be met",
+            where="--threshold",
+        )
+    require_repository(repo_path)
+    with repository_lock(repo_path):
+        repo = DiskRepository.load(repo_path, folders, policy, now or now_utc())
+        if delegation(repo) is None:
+            raise DelegationError("this repository does not delegate releases", where="ROLE")
+        if _pending_path(repo).exists():
+            raise DelegationError(
+                "a release is waiting for co-signatures: sign it before rotating",
+                where=str(_pending_path(repo)),
+            )
+        md = repo.open(RELEASES_ROLE)
+        md.signed.version += 1
+        md.signed.expires = repo.now + repo.policy.expiry(Targets.type)
+        md.signatures.clear()
+        for path in signing_keys:
+            private = load_private_key(path)
+            public = SSlibKey.from_crypto(private.public_key(), scheme="ed25519")
+            md.sign(CryptoSigner(private, public), append=True)
+        trial: Targets = copy.deepcopy(repo.current[Targets.type].signed)
+        _delegate_to(trial, keys, threshold)
+        result = trial.get_verification_result(RELEASES_ROLE, md.signed_bytes, md.signatures)
+        if not result.verified:
+            raise DelegationError(
+                f"{len(result.signed)} of {threshold} new maintainer signatures: the releases "
+                "role would not verify under its new keys",
+                where="--maintainer-key",
+            )
+        with repo.edit_targets() as targets:
+            _delegate_to(targets, keys, threshold)
+        path = repo.metadata_dir / metadata_name(RELEASES_ROLE, md.signed.version)
+        write_atomic(path, md.to_bytes(JSONSerializer(compact=False)))
+        repo.written.append(path)
+        repo.current[RELEASES_ROLE] = md
+        repo.do_snapshot()
+        repo.do_timestamp()
+    return summary(repo)

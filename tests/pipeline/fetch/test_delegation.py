@@ -12,10 +12,12 @@ import pytest
 from tuf.api.metadata import Metadata
 from tuf.api.serialization.json import JSONSerializer
 
+from pipeline.cli import main as release_main
 from pipeline.documents.keys import KeyFiles, generate_key_files
 from pipeline.publish.delegation import (
     DelegationError,
     delegate_releases,
+    rotate_releases,
     sign_pending,
 )
 from pipeline.publish.publish import Published, publish_bundle
@@ -88,3 +90,40 @@ def test_the_client_refuses_releases_metadata_below_its_threshold(
     world.mirror.attacks[f"/metadata/{version}.releases.json"] = md.to_bytes(JSONSerializer())
     with pytest.raises(e.MetadataSignatureInvalid):
         world.fetch(out="attacked", state="fresh-state")
+
+
+def test_rotating_the_releases_keys_with_a_client_across_it(world: World, tmp_path: Path) -> None:
+    ann, ben, cy = _maintainers(world, tmp_path)
+    _publish(world, OLD, ann)
+    sign_pending(world.repo, world.keys, world.policy, ben.private_pem)
+    world.fetch(out="before")
+    dee = generate_key_files(tmp_path / "maintainers", "dee", "release")
+    with pytest.raises(DelegationError, match="1 of 2 new maintainer signatures"):
+        rotate_releases(world.repo, world.keys, world.policy,
+                        [cy.public_pem, dee.public_pem], 2, [cy.private_pem])  # fmt: skip
+    new_keys = [cy.private_pem, dee.private_pem]
+    rotate_releases(world.repo, world.keys, world.policy,
+                    [cy.public_pem, dee.public_pem], 2, new_keys)  # fmt: skip
+    assert world.fetch(out="after", force=True).verdict.version == OLD  # re-signed, still served
+    with pytest.raises(DelegationError, match="not one of the releases role's maintainer keys"):
+        _publish(world, NEW, ann)  # a retired maintainer key signs nothing any more
+    _publish(world, NEW, cy)
+    sign_pending(world.repo, world.keys, world.policy, dee.private_pem)
+    assert world.fetch(out="new").verdict.version == NEW
+
+
+def test_the_two_maintainer_commands(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = [generate_key_files(tmp_path / "m", n, "release") for n in ("ann", "ben")]
+    repo = ["--repo", str(world.repo), "--keys", str(world.keys.keys)]
+    maintainers = [a for m in keys for a in ("--maintainer", str(m.public_pem))]
+    assert release_main(["repo", "delegate", *repo, *maintainers, "--threshold", "2"]) == 0
+    _publish(world, OLD, keys[0])
+    assert release_main(["repo", "sign-pending", *repo, "--maintainer-key",
+                         str(keys[0].private_pem)]) == 3  # fmt: skip
+    assert "already signed" in capsys.readouterr().err
+    assert release_main(["repo", "sign-pending", *repo, "--maintainer-key",
+                         str(keys[1].private_pem)]) == 0  # fmt: skip
+    assert "2 of 2 signatures, published" in capsys.readouterr().out
+    assert world.fetch().verdict.version == OLD
