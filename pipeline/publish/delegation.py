@@ -76,14 +76,8 @@ def _public_key(path: Path) -> SSlibKey:
     return SSlibKey.from_crypto(public, scheme="ed25519")
 
 
-def delegate_releases(
-    repo_path: Path,
-    folders: k.KeyFolders,
-    policy: RepositoryPolicy,
-    maintainers: list[Path],
-    threshold: int,
-    now: datetime | None = None,
-) -> RepoSummary:
+def _maintainer_keys(maintainers: list[Path], threshold: int) -> list[SSlibKey]:
+    """The maintainers' public keys, distinct, and a threshold they can meet."""
     keys = [_public_key(p) for p in maintainers]
     if len({key.keyid for key in keys}) != len(keys):
         raise DelegationError("a maintainer key is listed twice", where="--maintainer")
@@ -92,6 +86,18 @@ def delegate_releases(
             f"threshold {threshold} of {len(keys)} maintainer key(s) can never be met",
             where="--threshold",
         )
+    return keys
+
+
+def delegate_releases(
+    repo_path: Path,
+    folders: k.KeyFolders,
+    policy: RepositoryPolicy,
+    maintainers: list[Path],
+    threshold: int,
+    now: datetime | None = None,
+) -> RepoSummary:
+    keys = _maintainer_keys(maintainers, threshold)
     require_repository(repo_path)
     with repository_lock(repo_path):
         repo = DiskRepository.load(repo_path, folders, policy, now or now_utc())
@@ -141,18 +147,23 @@ def _signed_by(repo: DiskRepository, md: Metadata[Any]) -> tuple[set[str], bool]
     return set(result.signed), result.verified
 
 
+def _serve(repo: DiskRepository, md: Metadata[Any]) -> None:
+    """Write releases metadata that meets its threshold, then snapshot and timestamp."""
+    path = repo.metadata_dir / metadata_name(RELEASES_ROLE, md.signed.version)
+    write_atomic(path, md.to_bytes(JSONSerializer(compact=False)))
+    repo.written.append(path)
+    repo.current[RELEASES_ROLE] = md
+    repo.do_snapshot()
+    repo.do_timestamp()
+
+
 def _commit_or_wait(repo: DiskRepository, md: Metadata[Any]) -> Pending:
     signed, verified = _signed_by(repo, md)
     role = delegation(repo)
     assert role is not None
     pending = _pending_path(repo)
     if verified:
-        path = repo.metadata_dir / metadata_name(RELEASES_ROLE, md.signed.version)
-        write_atomic(path, md.to_bytes(JSONSerializer(compact=False)))
-        repo.written.append(path)
-        repo.current[RELEASES_ROLE] = md
-        repo.do_snapshot()
-        repo.do_timestamp()
+        _serve(repo, md)
         pending.unlink(missing_ok=True)
     else:
         write_atomic(pending, md.to_bytes(JSONSerializer(compact=False)))
@@ -242,12 +253,7 @@ def rotate_releases(
     delegation checked against it before anything is written; then targets (new delegation),
     releases, snapshot and timestamp are written in that order, so clients switch in one step.
     """
-    keys = [_public_key(p) for p in maintainers]
-    if not 1 <= threshold <= len(keys) or len({key.keyid for key in keys}) != len(keys):
-        raise DelegationError(
-            f"threshold {threshold} of {len(keys)} distinct maintainer key(s) can never be met",
-            where="--threshold",
-        )
+    keys = _maintainer_keys(maintainers, threshold)
     require_repository(repo_path)
     with repository_lock(repo_path):
         repo = DiskRepository.load(repo_path, folders, policy, now or now_utc())
@@ -277,10 +283,5 @@ def rotate_releases(
             )
         with repo.edit_targets() as targets:
             _delegate_to(targets, keys, threshold)
-        path = repo.metadata_dir / metadata_name(RELEASES_ROLE, md.signed.version)
-        write_atomic(path, md.to_bytes(JSONSerializer(compact=False)))
-        repo.written.append(path)
-        repo.current[RELEASES_ROLE] = md
-        repo.do_snapshot()
-        repo.do_timestamp()
+        _serve(repo, md)
     return summary(repo)
