@@ -209,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
             "build_id": verdict.build_id,
             "keyid": verdict.keyid,
             "key_class": verdict.key_class,
+            "keyids": list(verdict.keyids),
         })  # fmt: skip
         print(_json(doc))
     else:

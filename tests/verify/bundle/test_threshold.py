@@ -87,6 +87,7 @@ def test_threshold_met_by_two_maintainers(team: Maintainers, tmp_path: Path) -> 
     assert "manifest 2 of 2" in step2 and "provenance 2 of 2" in step2
     for key in (team.a, team.b):
         assert key.keyid[:16] in step2
+    assert sorted(result["keyids"]) == sorted([team.a.keyid, team.b.keyid])
 
 
 def test_short_by_one_names_how_many_of_how_many(team: Maintainers, tmp_path: Path) -> None:
