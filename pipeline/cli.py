@@ -14,12 +14,13 @@ from types import ModuleType
 from pipeline import formats, golden, modelpack, reproduce, serve
 from pipeline.bench import cli as bench_cli
 from pipeline.conformance import cli as conformance_cli
-from pipeline.documents import keys
+from pipeline.documents import keys, policy
 from pipeline.errors import EXIT_ERROR, PipelineError
 from pipeline.fetch import cli as fetch_cli
 from pipeline.lanebuild import cli as build_cli
 from pipeline.publish import cli_publish, cli_repo
 from pipeline.release import cli as release_cli
+from pipeline.release import cosign
 from pipeline.toolchain import cli as toolchain_cli
 from verify.errors import IoFailed
 
@@ -30,8 +31,10 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "build": (build_cli, "build lanes with the pinned toolchain into build/"),
     "golden": (golden, "regenerate tests/golden/ from the native scalar oracle"),
     "keygen": (keys, "create an Ed25519 release key pair"),
+    "trust-policy": (policy, "a trusted-keys v2 file: maintainers' keys and a threshold"),
     "release": (release_cli, "toolchain check, build, verify, smoke, sign, bundle to dist/"),
     "bench": (bench_cli, "lane benchmarks side by side; JSON under build/bench/"),
+    "sign": (cosign, "co-sign an existing bundle with another maintainer's key"),
     "reproduce": (reproduce, "rebuild a bundle's revision and compare byte for byte"),
     "schemas": (formats, "write the JSON Schema of every versioned format"),
     "repo": (cli_repo, "TUF repository: init, refresh-timestamp, rotate-root"),

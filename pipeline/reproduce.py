@@ -264,10 +264,9 @@ def verify_first(bundle: Path, trusted_keys: Path, allow_dev_key: bool, say: Say
         root = load_trust_root(trusted_keys)
         verdict = verify_bundle(
             bundle,
-            root.keys,
+            root,
             allow_dev_key=allow_dev_key,
             now=int(time.time()),
-            one_signer=root.one_signer,
         )
     except VerifyError as exc:
         error_id = getattr(exc, "error_id", "verify.error")

@@ -16,7 +16,7 @@ from pipeline.conformance.matrix import Trust
 from pipeline.errors import PipelineError
 from verify.bundle import errors as e
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
-from verify.bundle.trusted_keys import TrustRoot, check_signed, trust_root_of
+from verify.bundle.trusted_keys import TrustRoot, check_envelope, trust_root_of
 from verify.errors import VerifyError
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
 from verify.inputs import read_regular_file
@@ -41,6 +41,12 @@ def load_trust(path: Path, allow_dev_key: bool) -> tuple[Trust, TrustRoot]:
     try:
         data = read_regular_file(path, "trusted-keys")  # read once: what is checked is what is sent
         root = trust_root_of(data, str(path))
+        if root.rules:  # a v2 file: js/loader.js reads v1 only (one signature, no threshold)
+            raise e.TrustedKeysInvalid(
+                "js/loader.js does not read trusted-keys v2 (thresholds) yet; give the matrix "
+                "a v1 file of the key that made the release",
+                where=str(path),
+            )
     except VerifyError as exc:
         raise TrustRefused(exc) from exc
     return Trust(json.loads(data), allow_dev_key), root
@@ -49,12 +55,13 @@ def load_trust(path: Path, allow_dev_key: bool) -> tuple[Trust, TrustRoot]:
 def check_signed_manifest(
     bundle: Path, root: TrustRoot, allow_dev_key: bool, now: int | None = None
 ) -> str:
-    """The keyid that signed `bundle`'s manifest, or `TrustRefused` saying why not."""
+    """The keyid(s) that signed `bundle`'s manifest (its signing rule met), or
+    `TrustRefused` saying why not."""
     now = int(time.time()) if now is None else now
     try:
         data = read_regular_file(bundle / MANIFEST_SIGNATURE, "json")
-        signed, key = check_signed(data, MANIFEST_SIGNATURE, root.keys, allow_dev_key, now)
-        envelope = signed.envelope
+        signed = check_envelope(data, MANIFEST_SIGNATURE, "manifest", root, allow_dev_key, now)
+        envelope = signed.bundle.envelope
         if envelope.payload_type != MANIFEST_PAYLOAD_TYPE:
             raise e.PayloadTypeMismatch(
                 f"expected a signature over {MANIFEST_PAYLOAD_TYPE!r}",
@@ -67,4 +74,4 @@ def check_signed_manifest(
             )
     except VerifyError as exc:
         raise TrustRefused(exc) from exc
-    return key.keyid
+    return ", ".join(key.keyid for key in signed.signers)

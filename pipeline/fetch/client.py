@@ -36,7 +36,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 from tuf.api import exceptions as tuf_errors
-from tuf.api.metadata import Metadata, Targets
+from tuf.api.metadata import Metadata, Snapshot, Targets
 from tuf.api.serialization import DeserializationError
 from tuf.ngclient import Updater, UpdaterConfig
 
@@ -57,7 +57,7 @@ from pipeline.tuf.releases import (
 )
 from verify.bundle.layout import MANIFEST, bundle_name
 from verify.bundle.report_check import Deriver
-from verify.bundle.trusted_keys import TrustedKey, load_trusted_keys
+from verify.bundle.trusted_keys import TrustRoot, load_trust_root
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.errors import VerifyError
 from verify.formats.manifest import BundlePath, ModuleManifest
@@ -173,9 +173,10 @@ def _writable_folder(path: Path, error: type[e.PublishError], option: str) -> No
         )
 
 
-def _trusted_keys(path: Path) -> dict[str, TrustedKey]:
+def _trusted_keys(path: Path) -> TrustRoot:
+    """The trusted keys and their signing policy (threshold, windows, revocations)."""
     try:
-        return load_trusted_keys(path)
+        return load_trust_root(path)
     except VerifyError as exc:
         raise e.TrustedKeysUnreadable(exc.message, where=exc.where) from exc
 
@@ -206,6 +207,24 @@ def _verified_targets(metadata_dir: Path) -> Targets:
     md = Metadata[Targets].from_bytes(path.read_bytes())
     assert isinstance(md.signed, Targets)
     return md.signed
+
+
+def _verified_releases(updater: Updater, metadata_dir: Path, prefix: str
+                       ) -> dict[str, PublishedRelease]:  # fmt: skip
+    """Releases in the verified top-level targets and, when targets delegates them to the
+    maintainers' `releases` role, in that role's metadata: asking the Updater for a path it
+    delegates makes it fetch and check the role (its threshold of maintainer signatures) and
+    persist it beside targets.json."""
+    targets = _verified_targets(metadata_dir)
+    found = dict(targets.targets)
+    roles = targets.delegations.roles if targets.delegations is not None else None
+    snapshot = Metadata[Snapshot].from_bytes((metadata_dir / "snapshot.json").read_bytes())
+    if roles and "releases" in roles and "releases.json" in snapshot.signed.meta:
+        with tuf_errors_as_ours(f"{prefix}: releases role"):
+            updater.get_targetinfo(f"{prefix}/0/probe/releases")
+        delegated = Metadata[Targets].from_bytes((metadata_dir / "releases.json").read_bytes())
+        found.update(delegated.signed.targets)
+    return releases_of(prefix, found)
 
 
 def _choose(
@@ -280,7 +299,7 @@ def _seal(staging: Path) -> None:
 def _verify(
     staging: Path,
     release: PublishedRelease,
-    trusted: dict[str, TrustedKey],
+    trusted: TrustRoot,
     request: FetchRequest,
     now: int,
     derive: Deriver | None,
@@ -323,7 +342,7 @@ def _present(final: Path) -> bool:
 def _installed(
     final: Path,
     release: PublishedRelease,
-    trusted: dict[str, TrustedKey],
+    trusted: TrustRoot,
     request: FetchRequest,
     now: int,
     derive: Deriver | None,
@@ -415,7 +434,7 @@ def fetch_release(
                 bootstrap=root_bytes,
             )
             updater.refresh()
-        releases = releases_of(policy.target_prefix, _verified_targets(metadata_dir).targets)
+        releases = _verified_releases(updater, metadata_dir, policy.target_prefix)
         release = _choose(releases, request, seen)
         tell(f"release {release.version}: {len(release.files)} files, build {release.build_id}")
         final = request.out / bundle_name(release.version)

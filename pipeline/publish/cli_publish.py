@@ -11,7 +11,7 @@ from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_s
 from pipeline.publish.publish import publish_bundle
 from pipeline.tuf.errors import TrustedKeysUnreadable
 from pipeline.tuf.policy import load_policy
-from verify.bundle.trusted_keys import load_trusted_keys
+from verify.bundle.trusted_keys import load_trust_root
 from verify.errors import VerifyError
 
 
@@ -28,12 +28,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-dev-key", action="store_true", help="accept a development-key bundle"
     )
+    parser.add_argument(
+        "--maintainer-key",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="your key, when the repository delegates releases to the maintainers "
+        "(`repo delegate`): signs the release, served once the threshold co-signed",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     try:
-        trusted = load_trusted_keys(args.trusted_keys)
+        trusted = load_trust_root(args.trusted_keys)
     except VerifyError as exc:
         raise TrustedKeysUnreadable(exc.message, where=exc.where) from exc
     done = publish_bundle(
@@ -43,8 +51,12 @@ def run(args: argparse.Namespace) -> int:
         trusted,
         load_policy(overrides=args.expiry),
         allow_dev_key=args.allow_dev_key,
+        maintainer_key=args.maintainer_key,
     )
     print_summary(done.repo)
+    if done.pending is not None and not done.pending.committed:
+        print(f"PENDING    {len(done.pending.signed_by)} of {done.pending.threshold} maintainer "
+              "signatures: not served until `repo sign-pending` meets the threshold")  # fmt: skip
     print(
         f"published  tinyrustlm {done.version} (build {done.build_id}), {done.files} files"
         f" (previous: {done.previous or 'none'}) in {time.monotonic() - start:.1f}s"

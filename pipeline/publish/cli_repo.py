@@ -1,12 +1,26 @@
-"""`tinyrustlm-release repo init|refresh-timestamp|rotate-root --repo DIR --keys DIR`."""
+"""`tinyrustlm-release repo init|refresh-timestamp|rotate-root|rotate ROLE|delegate|sign-pending
+--repo DIR --keys DIR`."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from pipeline.errors import EXIT_OK
 from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_summary
-from pipeline.publish.repo import init_repository, refresh_timestamp, rotate_root
+from pipeline.publish.delegation import (
+    RELEASES_ROLE,
+    delegate_releases,
+    rotate_releases,
+    sign_pending,
+)
+from pipeline.publish.repo import (
+    ROTATABLE_ROLES,
+    init_repository,
+    refresh_timestamp,
+    rotate_role,
+    rotate_root,
+)
 from pipeline.tuf.policy import load_policy
 
 
@@ -28,6 +42,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "rotate-root", help="new root key; the new root is signed by the old and the new key"
     )
     add_repo_arguments(rotate)
+    rotate_any = actions.add_parser(
+        "rotate",
+        help="new key for ROLE (root, targets, snapshot, timestamp); recovers clients from a "
+        "fast-forward made with the old key",
+    )
+    rotate_any.add_argument("role", choices=(*ROTATABLE_ROLES, RELEASES_ROLE), metavar="ROLE")
+    add_repo_arguments(rotate_any)
+    rotate_any.add_argument(
+        "--maintainer", type=Path, action="append", default=[], metavar="PUB.pem",
+        help="releases: a new maintainer's public key (repeatable)",
+    )  # fmt: skip
+    rotate_any.add_argument(
+        "--threshold", type=int, default=0, metavar="K", help="releases: the new threshold"
+    )
+    rotate_any.add_argument(
+        "--maintainer-key", type=Path, action="append", default=[], metavar="PEM",
+        help="releases: a new maintainer's private key (K of them sign at once; repeatable)",
+    )  # fmt: skip
+    delegate = actions.add_parser(
+        "delegate",
+        help="targets delegates the releases to the maintainers' keys with a threshold",
+    )
+    add_repo_arguments(delegate)
+    delegate.add_argument(
+        "--maintainer",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="PUB.pem",
+        help="a maintainer's Ed25519 public key (`keygen` NAME.pub.pem; repeatable)",
+    )
+    delegate.add_argument(
+        "--threshold", type=int, required=True, metavar="K", help="distinct maintainers needed"
+    )
+    pending = actions.add_parser(
+        "sign-pending", help="co-sign the release waiting for maintainer signatures"
+    )
+    add_repo_arguments(pending)
+    pending.add_argument(
+        "--maintainer-key", type=Path, required=True, metavar="PEM", help="your private key"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +97,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"trust root {args.repo / 'metadata' / '1.root.json'}  (give it to clients)")
     elif args.action == "refresh-timestamp":
         print_summary(refresh_timestamp(args.repo, folders, policy))
+    elif args.action == "rotate" and args.role == RELEASES_ROLE:
+        print_summary(rotate_releases(
+            args.repo, folders, policy, args.maintainer, args.threshold, args.maintainer_key
+        ))  # fmt: skip
+        print(f"rotated    releases: {args.threshold} of {len(args.maintainer)} new keys")
+    elif args.action == "delegate":
+        print_summary(
+            delegate_releases(args.repo, folders, policy, args.maintainer, args.threshold)
+        )
+        print(f"delegated  {policy.target_prefix}/* to releases: {args.threshold} of "
+              f"{len(args.maintainer)} maintainer keys")  # fmt: skip
+    elif args.action == "sign-pending":
+        done = sign_pending(args.repo, folders, policy, args.maintainer_key)
+        state = "published" if done.committed else "still pending"
+        print(f"releases v{done.version}: {len(done.signed_by)} of {done.threshold} "
+              f"signatures, {state}")  # fmt: skip
+    elif args.action == "rotate":
+        print_summary(rotate_role(args.repo, folders, policy, args.role))
+        print(f"rotated    {args.role}: root and the metadata it signs were re-signed")
     else:
         summary = rotate_root(args.repo, folders, policy)
         print_summary(summary)

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pipeline.publish import keys as k
+from pipeline.publish.delegation import Pending, delegation, stage_release
 from pipeline.publish.repo import (
     DiskRepository,
     RepoSummary,
@@ -30,7 +31,7 @@ from pipeline.tuf.errors import BundleNotVerified, PublishError, VersionNotNewer
 from pipeline.tuf.policy import RepositoryPolicy
 from pipeline.tuf.releases import newest, release_target, target_path, version_key
 from verify.bundle.report_check import Deriver
-from verify.bundle.trusted_keys import TrustedKey
+from verify.bundle.trusted_keys import TrustedKey, TrustRoot
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.errors import VerifyError
 
@@ -42,6 +43,7 @@ class Published:
     files: int
     previous: str | None
     repo: RepoSummary
+    pending: Pending | None = None  # delegated releases: signatures so far, committed or not
 
 
 def read_bundle_folder(bundle: Path) -> dict[str, bytes]:
@@ -61,7 +63,7 @@ def read_bundle_folder(bundle: Path) -> dict[str, bytes]:
 def verify_copy(
     files: dict[str, bytes],
     name: str,
-    trusted: dict[str, TrustedKey],
+    trusted: TrustRoot | dict[str, TrustedKey],
     allow_dev_key: bool,
     now: int,
     derive: Deriver | None,
@@ -86,12 +88,13 @@ def publish_bundle(
     bundle: Path,
     repo_path: Path,
     folders: k.KeyFolders,
-    trusted: dict[str, TrustedKey],
+    trusted: TrustRoot | dict[str, TrustedKey],
     policy: RepositoryPolicy,
     *,
     allow_dev_key: bool = False,
     now: datetime | None = None,
     derive: Deriver | None = None,
+    maintainer_key: Path | None = None,
 ) -> Published:
     when = now or now_utc()
     require_repository(repo_path)
@@ -113,10 +116,18 @@ def publish_bundle(
             for rel, data in files.items()
         }
         write_targets(repo, stored)
-        with repo.edit_targets() as targets:
-            for rel, data in files.items():
-                target = release_target(prefix, verdict.version, verdict.build_id, rel, data)
-                targets.targets[target.path] = target
-        repo.do_snapshot()
-        repo.do_timestamp()
-    return Published(verdict.version, verdict.build_id, len(files), previous, summary(repo))
+        new = {}
+        for rel, data in files.items():
+            target = release_target(prefix, verdict.version, verdict.build_id, rel, data)
+            new[target.path] = target
+        pending = None
+        if delegation(repo) is not None:  # the maintainers' releases role signs it
+            pending = stage_release(repo, new, maintainer_key)
+        else:
+            with repo.edit_targets() as targets:
+                targets.targets.update(new)
+            repo.do_snapshot()
+            repo.do_timestamp()
+    return Published(
+        verdict.version, verdict.build_id, len(files), previous, summary(repo), pending
+    )

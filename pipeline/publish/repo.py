@@ -127,6 +127,12 @@ class DiskRepository(Repository):
         targets = repo._read(Targets.type, targets_meta.version)
         repo._check(Targets.type, targets)
         repo.current[Targets.type] = targets
+        for name, meta in snapshot.signed.meta.items():  # delegated roles (`releases`)
+            role = name.removesuffix(".json")
+            if role != Targets.type:
+                delegated = repo._read(role, meta.version)
+                repo._check(role, delegated)
+                repo.current[role] = delegated
         return repo
 
     def _read(self, role: str, version: int) -> Metadata[Any]:
@@ -137,7 +143,10 @@ class DiskRepository(Repository):
             raise RepositoryCorrupt(f"cannot read: {exc.strerror}", where=str(path)) from exc
         except DeserializationError as exc:
             raise RepositoryCorrupt(f"not TUF metadata: {exc}", where=str(path)) from exc
-        if md.signed.type != role or (role != Timestamp.type and md.signed.version != version):
+        expected_type = role if role in _NEW else Targets.type
+        if md.signed.type != expected_type or (
+            role != Timestamp.type and md.signed.version != version
+        ):
             raise RepositoryCorrupt(
                 f"holds {md.signed.type} v{md.signed.version}, expected {role} v{version}",
                 where=str(path),
@@ -150,6 +159,9 @@ class DiskRepository(Repository):
             ok = bool(
                 md.signed.get_root_verification_result(previous, md.signed_bytes, md.signatures)
             )
+        elif role not in _NEW:  # a delegated role: by its delegator, targets
+            delegator: Targets = self.current[Targets.type].signed
+            ok = bool(delegator.get_verification_result(role, md.signed_bytes, md.signatures))
         else:
             ok = bool(self.root().get_verification_result(role, md.signed_bytes, md.signatures))
         if not ok:
@@ -161,7 +173,7 @@ class DiskRepository(Repository):
     # -- python-tuf's Repository interface ------------------------------------------------
     def open(self, role: str) -> Metadata[Any]:
         if role not in self.current:
-            md: Metadata[Any] = Metadata(_NEW[role]())
+            md: Metadata[Any] = Metadata(_NEW.get(role, Targets)())  # a delegated role: Targets
             md.signed.version = 0  # close() bumps it to 1
             return md
         return copy.deepcopy(self.current[role])
@@ -190,7 +202,12 @@ class DiskRepository(Repository):
     # with consistent snapshots a version names exactly one file, and clients check it.
     @property
     def targets_infos(self) -> dict[str, MetaFile]:
-        return {f"{Targets.type}.json": MetaFile(self.current[Targets.type].signed.version)}
+        """targets.json and every delegated role this repository holds (`releases`)."""
+        return {
+            f"{role}.json": MetaFile(md.signed.version)
+            for role, md in self.current.items()
+            if isinstance(md.signed, Targets)
+        }
 
     @property
     def snapshot_info(self) -> MetaFile:
@@ -219,8 +236,12 @@ class DiskRepository(Repository):
 
     # -- queries ----------------------------------------------------------------------------
     def releases(self) -> dict[str, PublishedRelease]:
-        targets: Targets = self.current[Targets.type].signed
-        return releases_of(self.policy.target_prefix, targets.targets)
+        """Every published release: in targets, and in a delegated role (`releases`)."""
+        found: dict[str, Any] = {}
+        for md in self.current.values():
+            if isinstance(md.signed, Targets):
+                found.update(md.signed.targets)
+        return releases_of(self.policy.target_prefix, found)
 
     def versions(self) -> dict[str, int]:
         return {role: md.signed.version for role, md in sorted(self.current.items())}
@@ -369,3 +390,67 @@ def write_targets(repo: DiskRepository, files: Mapping[str, tuple[str, bytes]]) 
             continue  # content-addressed: already there from an interrupted publish
         write_atomic(dest, data)
         repo.written.append(dest)
+
+
+# role -> the roles whose metadata must be signed again, in order, once its key changed
+RESIGN_AFTER_ROTATION: dict[str, tuple[str, ...]] = {
+    Targets.type: (Targets.type, Snapshot.type, Timestamp.type),
+    Snapshot.type: (Snapshot.type, Timestamp.type),
+    Timestamp.type: (Timestamp.type,),
+}
+ROTATABLE_ROLES = (Root.type, *RESIGN_AFTER_ROTATION)
+
+
+def rotate_role(
+    repo_path: Path,
+    folders: k.KeyFolders,
+    policy: RepositoryPolicy,
+    role: str,
+    now: datetime | None = None,
+) -> RepoSummary:
+    """Replace `role`'s key (TUF specification 6.1 "key management and migration").
+
+    root: `rotate_root`. Any other role: root N+1 (signed by the root key) names a new key for
+    the role instead of the old one; then the role, and every role that points at it, is
+    signed again with a new version (targets -> snapshot -> timestamp). The new private key is
+    written before the root that names it; the old one is retired after.
+
+    Fast-forward recovery (specification 5.3.11): a client that trusted a timestamp (or
+    snapshot) with a huge version made with a stolen key refuses the genuine, lower versions.
+    Once the root names a new key, the metadata it cached no longer verifies under the new
+    root, so python-tuf's `Updater` discards it (it loads local timestamp/snapshot against
+    the newest root and falls back to the remote on failure) and accepts the genuine
+    repository again. A fast-forwarded snapshot needs both `rotate snapshot` and
+    `rotate timestamp` (the cached timestamp names the snapshot version).
+    """
+    if role == Root.type:
+        return rotate_root(repo_path, folders, policy, now)
+    if role not in RESIGN_AFTER_ROTATION:
+        raise KeyMissing(
+            f"no such role {role!r}", where="ROLE", hint=f"one of {', '.join(ROTATABLE_ROLES)}"
+        )
+    require_repository(repo_path)
+    with repository_lock(repo_path):
+        repo = DiskRepository.load(repo_path, folders, policy, now or now_utc())
+        root_md: Metadata[Root] = repo.current[Root.type]
+        old_keyids = list(root_md.signed.roles[role].keyids)
+        label = k.key_class_of(root_md.signed.keys[old_keyids[0]])
+        key_class: KeyClass = "release" if label == "release" else "development"
+        for keyid in root_md.signed.roles[Root.type].keyids:  # root signs: fail before writing
+            k.load_signer(folders, Root.type, root_md.signed.keys[keyid])
+        signer = repo.new_key(role, key_class)
+        with repo.edit_root() as root:
+            root.add_key(signer.public_key, role)
+            for keyid in old_keyids:
+                root.revoke_key(keyid, role)
+        for resigned in RESIGN_AFTER_ROTATION[role]:
+            if resigned == Targets.type:
+                with repo.edit_targets():
+                    pass
+            elif resigned == Snapshot.type:
+                repo.do_snapshot(force=True)
+            else:
+                repo.do_timestamp(force=True)
+        for keyid in old_keyids:
+            k.retire(folders.folder(role), keyid)
+    return summary(repo)

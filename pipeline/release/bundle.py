@@ -111,29 +111,45 @@ def write_bundle(
     `executable` names the files (native binaries) that get mode 0755.
     """
     with release_lock(dist):
-        final = dist / bundle_name(version)
-        if (final.exists() or final.is_symlink()) and not force:
-            if _same_bundle(final, contents):
-                return final, False
-            raise BundleExists(
-                f"a different bundle of version {version} already exists", where=str(final),
-                hint=hint,
-            )  # fmt: skip
-        staging_root = dist / STAGING_DIR
-        if staging_root.exists():
-            shutil.rmtree(staging_root)  # left by a killed release: never published
-        staging = staging_root / bundle_name(version)
-        _write_tree(staging, contents, executable)
-        fsync_dir(staging_root)
-        fault_point("bundle.staged")
-        if final.exists():
-            # one step: final becomes the new bundle, staging the old one (never a gap)
-            exchange(staging, final)
-            fault_point("bundle.exchanged")
-        else:
-            staging.rename(final)
-        fsync_dir(dist)
-        fsync_dir(staging_root)
-        shutil.rmtree(staging_root)
-        fsync_dir(dist)
+        return write_bundle_locked(
+            dist, version, contents, force=force, executable=executable, hint=hint
+        )
+
+
+def write_bundle_locked(
+    dist: Path,
+    version: str,
+    contents: Mapping[str, bytes],
+    *,
+    force: bool,
+    executable: AbstractSet[str],
+    hint: str,
+) -> tuple[Path, bool]:
+    """`write_bundle` for a caller that already holds `release_lock(dist)` (co-signing reads
+    the bundle and rewrites it under one lock)."""
+    final = dist / bundle_name(version)
+    if (final.exists() or final.is_symlink()) and not force:
+        if _same_bundle(final, contents):
+            return final, False
+        raise BundleExists(
+            f"a different bundle of version {version} already exists", where=str(final),
+            hint=hint,
+        )  # fmt: skip
+    staging_root = dist / STAGING_DIR
+    if staging_root.exists():
+        shutil.rmtree(staging_root)  # left by a killed release: never published
+    staging = staging_root / bundle_name(version)
+    _write_tree(staging, contents, executable)
+    fsync_dir(staging_root)
+    fault_point("bundle.staged")
+    if final.exists():
+        # one step: final becomes the new bundle, staging the old one (never a gap)
+        exchange(staging, final)
+        fault_point("bundle.exchanged")
+    else:
+        staging.rename(final)
+    fsync_dir(dist)
+    fsync_dir(staging_root)
+    shutil.rmtree(staging_root)
+    fsync_dir(dist)
     return final, True

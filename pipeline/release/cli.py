@@ -12,9 +12,11 @@ from pathlib import Path
 
 from pipeline.conformance.cli import engine_names
 from pipeline.conformance.matrix import ALL_ENGINES, Options
+from pipeline.documents.keyless import ambient_token
 from pipeline.documents.keys import dev_trusted_keys
 from pipeline.errors import EXIT_OK
 from pipeline.release.conformance import run_conformance
+from pipeline.release.cosign import cosign_bundle
 from pipeline.release.steps import STEPS, Bundled, ReleaseRequest, build_from_records, run_release
 
 
@@ -93,6 +95,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["release", "development"],
         default="release",
         help="class recorded for --key/$TINYRUSTLM_RELEASE_KEY (default release)",
+    )
+    parser.add_argument(
+        "--keyless",
+        action="store_true",
+        help="also sign manifest.json with Sigstore keyless from the CI job's ambient OIDC "
+        "credential (as `sign --keyless` does, after the bundle is written)",
     )
     parser.add_argument(
         "--lane",
@@ -180,5 +188,10 @@ def run(args: argparse.Namespace) -> int:
     if args.conformance or require:
         options = Options(cases=args.conformance_cases)
         steps = replace(steps, conformance=run_conformance(options, require))
-    print(summary(run_release(request, steps)))
+    if args.keyless:
+        ambient_token()  # no credential: stop before building anything
+    done = run_release(request, steps)
+    if args.keyless:
+        cosign_bundle(done.bundle, None, keyless=True)
+    print(summary(done))
     return EXIT_OK

@@ -38,7 +38,7 @@ from pipeline.release.steps import (
 )
 from verify.bundle.layout import CHECKSUMS, bundle_name, checksums_text, tarball_name
 from verify.bundle.tarball import deterministic_tarball
-from verify.bundle.trusted_keys import load_trusted_keys
+from verify.bundle.trusted_keys import load_trust_root
 from verify.bundle.verifier import Verdict, verify_bundle
 from verify.cli import main as verify_main
 from verify.formats.manifest import ModuleManifest
@@ -241,7 +241,7 @@ class Harness:
             "derive": fake_report,
         }
         options.update(kwargs)
-        return verify_bundle(bundle, load_trusted_keys(trusted or self.trusted), **options)
+        return verify_bundle(bundle, load_trust_root(trusted or self.trusted), **options)
 
 
 @pytest.fixture

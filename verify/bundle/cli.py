@@ -1,4 +1,5 @@
 """`tinyrustlm-verify bundle DIR|TARBALL --trusted-keys FILE [--allow-dev-key]
+[--certificate-identity ID --certificate-oidc-issuer URL [--sigstore-instance staging]]
 [--not-before-version V] [--json] [--rebuilders FILE --require-rebuilds K
 --rebuild-attestation FILE ...]`.
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from verify.bundle.errors import ResourceLimit
+from verify.bundle.keyless import SIGSTORE_INSTANCES, KeylessIdentity
 from verify.bundle.rebuilds import SCOPES, RebuildPolicy
 from verify.bundle.trusted_keys import TrustRoot, load_trust_root, load_trusted_keys
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
@@ -34,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         required=True,
         metavar="FILE",
-        help="trusted-keys JSON (keyid -> public key, role, not_after)",
+        help="trusted-keys JSON: keys, and (v2) the signing policy: threshold, validity "
+        "windows, revoked keys",
     )
     parser.add_argument(
         "--allow-dev-key",
@@ -92,6 +95,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="check expiry as of this Unix time instead of now",
     )
     parser.add_argument(
+        "--certificate-identity",
+        default=None,
+        metavar="ID",
+        help="require a Sigstore keyless signature of manifest.json by this certificate "
+        "identity (e.g. https://github.com/OWNER/REPO/.github/workflows/release.yml@refs/tags/V)",
+    )
+    parser.add_argument(
+        "--certificate-oidc-issuer",
+        default=None,
+        metavar="URL",
+        help="the OIDC issuer of --certificate-identity "
+        "(GitHub Actions: https://token.actions.githubusercontent.com)",
+    )
+    parser.add_argument(
+        "--sigstore-instance",
+        choices=SIGSTORE_INSTANCES,
+        default="production",
+        help="whose embedded trusted root verifies the keyless signature (default production)",
+    )
+    parser.add_argument(
         "--not-before-version",
         type=_version,
         default=None,
@@ -132,6 +155,18 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if (args.certificate_identity is None) != (args.certificate_oidc_issuer is None):
+        print(
+            "error: --certificate-identity and --certificate-oidc-issuer go together: an "
+            "identity is only meaningful with the issuer that vouched for it",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    keyless = None
+    if args.certificate_identity is not None:
+        keyless = KeylessIdentity(
+            args.certificate_identity, args.certificate_oidc_issuer, args.sigstore_instance
+        )
     if args.rebuild_attestations and not args.require_rebuilds:
         print(
             "error: --rebuild-attestation is only read with --require-rebuilds K (K >= 1); "
@@ -156,14 +191,14 @@ def run(args: argparse.Namespace) -> int:
         verdict = _guarded(
             lambda: verify_bundle(
                 args.bundle,
-                root.keys,
+                root,
                 allow_dev_key=args.allow_dev_key,
                 now=now,
                 progress=record,
-                one_signer=root.one_signer,
                 version_floor=args.not_before_version,
                 require_engines=engines,
                 rebuilds=rebuilds,
+                keyless=keyless,
             )
         )
     except VerifyError as exc:
@@ -174,12 +209,13 @@ def run(args: argparse.Namespace) -> int:
             "build_id": verdict.build_id,
             "keyid": verdict.keyid,
             "key_class": verdict.key_class,
+            "keyids": list(verdict.keyids),
         })  # fmt: skip
         print(_json(doc))
     else:
         print(
             f"verified: tinyrustlm {verdict.version}, build id {verdict.build_id}, "
-            f"key {verdict.keyid} ({verdict.key_class}), {verdict.files} files"
+            f"key {', '.join(verdict.keyids)} ({verdict.key_class}), {verdict.files} files"
         )
     return EXIT_OK
 

@@ -71,6 +71,39 @@ class DevKeyRefused(BundleRejected):
     )
 
 
+class KeyNotYetValid(BundleRejected):
+    error_id = "signature.key-not-yet-valid"
+
+
+class KeyRevoked(BundleRejected):
+    error_id = "signature.key-revoked"
+
+
+class KeyNotAllowed(BundleRejected):
+    """A trusted key the signing policy does not let sign this document."""
+
+    error_id = "signature.key-not-allowed"
+
+
+class SignatureDuplicated(BundleRejected):
+    """One key signed an envelope twice: never two votes towards a threshold."""
+
+    error_id = "signature.duplicate-key"
+
+
+class ThresholdNotMet(BundleRejected):
+    """Fewer distinct trusted, valid, unrevoked keys signed than the policy's threshold."""
+
+    error_id = "signature.threshold"
+
+
+class KeylessRefused(BundleRejected):
+    """The Sigstore keyless signature is missing, or not by the required identity/issuer, or
+    does not verify (certificate chain, transparency log, signature)."""
+
+    error_id = "signature.keyless"
+
+
 class HintMismatch(BundleRejected):
     error_id = "signature.hint-mismatch"
     default_hint = (

@@ -7,18 +7,27 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     regular files; every read is bounded (entries, bytes per file, per JSON file, in total,
     compressed; `tarball.HARD_LIMITS`) and refused at the first byte over. A tarball's gzip
     header must be the release writer's, its CRC-32 and ISIZE must match, nothing may follow.
- 2. Signatures: manifest.sigstore.json and provenance.sigstore.json each hold one DSSE
-    signature by a key in the trusted-keys file, that key is within its not_after, the
-    signature verifies over PAE(payloadType, payload) as received, and a key whose role is
-    `development` is refused unless --allow-dev-key. Both are by the same key unless the
-    trusted-keys file says `"signers": "any-trusted-key"`.
- 3. Key hints: each bundle's verificationMaterial.publicKey.hint == its signature's keyid.
+ 2. Signatures: manifest.sigstore.json and provenance.sigstore.json each hold a DSSE
+    envelope signed by at least the trust policy's threshold of DISTINCT keys allowed to sign
+    that document (`trusted_keys.check_envelope`): each counted key listed in the
+    trusted-keys file, within [not_before, not_after), not revoked, not `development` unless
+    --allow-dev-key; every signature by a listed key verifies over PAE(payloadType, payload)
+    as received; one key never signs an envelope twice. Below the threshold the refusal
+    names how many of how many. A v1 file is threshold 1 of its keys, and both documents by
+    the same key unless it says `"signers": "any-trusted-key"`.
+ 2b. Keyless (when --certificate-identity/--certificate-oidc-issuer or the trust policy's
+    `keyless` asks for it): manifest.keyless.sigstore.json is a Sigstore bundle over
+    manifest.json's bytes by that identity and issuer, verified offline with sigstore-python
+    against its embedded trusted root (`keyless.py`). Without such a requirement the file
+    may be present and is not judged (no identity to judge it by).
+ 3. Key hints: each bundle's verificationMaterial.publicKey.hint is one of its signatures'
+    keyids (the key that made the release; co-signers add signatures, not hints).
  4. Payload types: the manifest's is application/vnd.tinyrustlm.module-manifest.v1+json,
     the provenance's is application/vnd.in-toto+json.
  5. Manifest: the signed payload (decoded, never re-serialised) is canonical JSON and a
     valid tinyrustlm.module-manifest.v1; manifest.json is byte-identical to it; its
-    key_class matches the signing key's role; it has not expired; its version is not below
-    --not-before-version.
+    key_class matches the role of every counted manifest signer; it has not expired; its
+    version is not below --not-before-version.
  6. Manifest digests: every file it lists exists with the listed SHA-256 and size; the
     build id recomputes (`verify.formats.manifest.build_id`, the pipeline's function too).
  7. Files: nothing missing, nothing extra.
@@ -60,6 +69,7 @@ from verify.bundle.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     SigstoreBundle,
 )
+from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity, verify_keyless
 from verify.bundle.layout import (
     ATTESTED_FIXED_FILES,
     CHECKSUMS,
@@ -86,10 +96,16 @@ from verify.bundle.tarball import (
     member_limit,
     read_tarball,
 )
-from verify.bundle.trusted_keys import TrustedKey, check_signed
+from verify.bundle.trusted_keys import (
+    TrustedKey,
+    TrustRoot,
+    check_envelope,
+    trust_root_from_keys,
+)
 from verify.bundle.versions import version_key
 from verify.canonical import MalformedJson, canonical_json, parse_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest, build_id
+from verify.formats.trusted_keys import SignedDocument
 from verify.inputs import InputError, InputTooLarge, kind_of, read_regular_file
 from verify.placeholders import absolute_paths_outside
 
@@ -99,6 +115,11 @@ SLSA_PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 SIGNED_FILES = {
     MANIFEST_SIGNATURE: MANIFEST_PAYLOAD_TYPE,
     PROVENANCE_SIGNATURE: IN_TOTO_PAYLOAD_TYPE,
+}
+# signature bundle -> the document whose signing rule it meets
+SIGNED_DOCUMENT: dict[str, SignedDocument] = {
+    MANIFEST_SIGNATURE: "manifest",
+    PROVENANCE_SIGNATURE: "provenance",
 }
 
 STEP_TITLES = (
@@ -136,6 +157,7 @@ class Verdict:
     key_class: str
     files: int
     steps: tuple[StepResult, ...]
+    keyids: tuple[str, ...] = ()  # every counted manifest signer (keyid is the first)
 
 
 Progress = Callable[[StepResult], None]
@@ -149,7 +171,7 @@ class _State:
     top_folder: str = ""  # the tarball's single top folder (tarball input only)
     tarball: bytes = b""  # the input tarball's own bytes (tarball input only)
     signed: dict[str, SigstoreBundle] = field(default_factory=dict)
-    signer: dict[str, TrustedKey] = field(default_factory=dict)
+    signers: dict[str, tuple[TrustedKey, ...]] = field(default_factory=dict)
     manifest: ModuleManifest | None = None
 
 
@@ -217,36 +239,64 @@ def _opened(path: Path, limits: ReadLimits) -> Iterator[_State]:
 
 
 # -- steps 2-4 ----------------------------------------------------------------------------
-def _check_signatures(
-    state: _State, trusted: dict[str, TrustedKey], allow_dev_key: bool, now: int, one_signer: bool
-) -> str:
+def _check_signatures(state: _State, root: TrustRoot, allow_dev_key: bool, now: int) -> str:
     for name in SIGNED_FILES:
         if name not in state.files:
             raise e.MissingFile("signature bundle is missing", where=name)
-        bundle, key = check_signed(state.files[name], name, trusted, allow_dev_key, now)
-        state.signed[name] = bundle
-        state.signer[name] = key
-    roles = {k.keyid: k.role for k in state.signer.values()}
-    if one_signer and len(roles) > 1:
-        manifest_key, provenance_key = (state.signer[n].keyid for n in SIGNED_FILES)
+        counted = check_envelope(
+            state.files[name], name, SIGNED_DOCUMENT[name], root, allow_dev_key, now
+        )
+        state.signed[name] = counted.bundle
+        state.signers[name] = counted.signers
+    manifest_keys, provenance_keys = (
+        {k.keyid for k in state.signers[n]} for n in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)
+    )
+    if root.one_signer and manifest_keys != provenance_keys:
         raise e.SignersDiffer(
-            f"manifest signed by {manifest_key[:16]}…, provenance by {provenance_key[:16]}…; "
-            'one release key signs both (unless the trusted-keys file says "signers": '
-            '"any-trusted-key")',
+            f"manifest signed by {_short(manifest_keys)}, provenance by "
+            f"{_short(provenance_keys)}; one release key signs both (unless the trusted-keys "
+            'file says "signers": "any-trusted-key")',
             where=f"{PROVENANCE_SIGNATURE}: dsseEnvelope.signatures[0].keyid",
         )
-    return ", ".join(f"{keyid[:16]}… ({role})" for keyid, role in sorted(roles.items()))
+    parts = []
+    for name, signers in state.signers.items():
+        rule = root.rule(SIGNED_DOCUMENT[name])
+        keys = ", ".join(f"{k.keyid[:16]}… ({k.role})" for k in signers)
+        parts.append(f"{SIGNED_DOCUMENT[name]} {len(signers)} of {rule.threshold}: {keys}")
+    return "; ".join(parts)
+
+
+def _check_keyless(state: _State, want: KeylessIdentity | None) -> str:
+    if want is None:
+        return ""
+    if KEYLESS_SIGNATURE not in state.files:
+        raise e.KeylessRefused(
+            f"a keyless signature by {want.identity!r} is required, the bundle has none "
+            "(the release job adds it with `tinyrustlm-release sign BUNDLE --keyless`)",
+            where=KEYLESS_SIGNATURE,
+        )
+    if MANIFEST not in state.files:
+        raise e.MissingFile("the bundle has no manifest.json", where=MANIFEST)
+    summary = verify_keyless(
+        state.files[MANIFEST], state.files[KEYLESS_SIGNATURE], want, KEYLESS_SIGNATURE
+    )
+    return f"; {summary}"
+
+
+def _short(keyids: set[str]) -> str:
+    return ", ".join(f"{k[:16]}…" for k in sorted(keyids))
 
 
 def _check_hints(state: _State) -> str:
     for name, bundle in state.signed.items():
-        keyid = bundle.envelope.signatures[0].keyid
-        if bundle.hint != keyid:
+        keyids = [s.keyid for s in bundle.envelope.signatures]
+        if bundle.hint not in keyids:
             raise e.HintMismatch(
-                f"publicKey.hint {bundle.hint[:16]}… != DSSE keyid {keyid[:16]}…",
+                f"publicKey.hint {bundle.hint[:16]}… is not the keyid of any signature "
+                f"({_short(set(keyids))})",
                 where=f"{name}: verificationMaterial.publicKey.hint",
             )
-    return "hint == keyid for both"
+    return "each hint names one of its signatures"
 
 
 def _check_payload_types(state: _State) -> str:
@@ -282,12 +332,13 @@ def _check_manifest(state: _State, now: int, version_floor: str | None) -> str:
         raise e.ManifestMismatch(
             "manifest.json is not byte-identical to the signed manifest payload", where=MANIFEST
         )
-    role = state.signer[MANIFEST_SIGNATURE].role
-    if manifest.key_class != role:
-        raise e.KeyClassMismatch(
-            f"manifest says key_class {manifest.key_class!r}, the signing key's role is {role!r}",
-            where=f"{MANIFEST}: key_class",
-        )
+    for signer in state.signers[MANIFEST_SIGNATURE]:
+        if manifest.key_class != signer.role:
+            raise e.KeyClassMismatch(
+                f"manifest says key_class {manifest.key_class!r}, the role of signing key "
+                f"{signer.keyid[:16]}… is {signer.role!r}",
+                where=f"{MANIFEST}: key_class",
+            )
     if now >= manifest.expires_epoch:
         raise e.ManifestExpired(
             f"manifest expired at epoch {manifest.expires_epoch} (now {now})",
@@ -351,6 +402,7 @@ def _expected_files(state: _State) -> set[str]:
     manifest = _manifest(state)
     expected = {url for url, _ in manifest.listed_files()} | set(FIXED_FILES)
     expected |= {name for name in OPTIONAL_ATTESTED_FILES if name in state.files}
+    expected |= {KEYLESS_SIGNATURE} & state.files.keys()
     if state.is_directory:
         expected.add(tarball_name(manifest.version))
     return expected
@@ -589,7 +641,7 @@ def _dig(value: Any, *keys: str) -> Any:
 
 def verify_bundle(
     path: Path,
-    trusted: dict[str, TrustedKey],
+    trusted: TrustRoot | dict[str, TrustedKey],
     *,
     allow_dev_key: bool,
     now: int,
@@ -600,14 +652,18 @@ def verify_bundle(
     limits: ReadLimits = HARD_LIMITS,
     require_engines: Sequence[str] = (),
     rebuilds: RebuildPolicy | None = None,
+    keyless: KeylessIdentity | None = None,
 ) -> Verdict:
     """Run steps 1-14; raises the first failing step's `BundleRejected` subclass.
 
-    `one_signer`: the trust policy's "one-key" (see `verify.bundle.trusted_keys`); `version_floor`:
+    `trusted`: the trust root (its signing policy), or bare keys (v1 rule: threshold 1, and
+    `one_signer` is "one-key", see `verify.bundle.trusted_keys`); `version_floor`:
     refuse a manifest version below it (PEP 440; a bad floor is a ValueError);
-    `rebuilds`: step 14's K-of-N rebuild policy (None: not required)."""
+    `rebuilds`: step 14's K-of-N rebuild policy (None: not required); `keyless`: a Sigstore
+    identity that must also have signed manifest.json (else the trust root's, if any)."""
     if version_floor is not None and version_key(version_floor) is None:
         raise ValueError(f"version floor {version_floor!r} is not a PEP 440 version")
+    root = trusted if isinstance(trusted, TrustRoot) else trust_root_from_keys(trusted, one_signer)
     results: list[StepResult] = []
 
     def done(number: int, detail: str) -> None:
@@ -618,7 +674,8 @@ def verify_bundle(
 
     with _opened(path, limits) as state:
         done(1, f"{len(state.files)} files ({'directory' if state.is_directory else 'tarball'})")
-        done(2, _check_signatures(state, trusted, allow_dev_key, now, one_signer))
+        signed_by = _check_signatures(state, root, allow_dev_key, now)
+        done(2, signed_by + _check_keyless(state, keyless or root.keyless))
         done(3, _check_hints(state))
         done(4, _check_payload_types(state))
         done(5, _check_manifest(state, now, version_floor))
@@ -632,14 +689,15 @@ def verify_bundle(
         conformance = state.files.get(CONFORMANCE)
         manifest_sha256 = _sha(state.files[MANIFEST])
         done(13, check_conformance(conformance, _manifest(state), manifest_sha256, require_engines))
-        done(14, _check_rebuilds(state, rebuilds, now, set(trusted)))
+        done(14, _check_rebuilds(state, rebuilds, now, set(root.keys)))
         manifest = _manifest(state)
-        signer = state.signer[MANIFEST_SIGNATURE]
+        signers = state.signers[MANIFEST_SIGNATURE]
         return Verdict(
             manifest.version,
             manifest.build_id,
-            signer.keyid,
-            signer.role,
+            signers[0].keyid,
+            signers[0].role,
             len(state.files),
             tuple(results),
+            tuple(k.keyid for k in signers),
         )

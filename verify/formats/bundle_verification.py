@@ -40,3 +40,6 @@ class BundleVerification(Frozen):
     build_id: Sha256Hex | None = None
     keyid: Sha256Hex | None = None
     key_class: Literal["release", "development"] | None = None
+    keyids: list[Sha256Hex] | None = Field(
+        None, description="every counted manifest signer (keyid is the first)"
+    )

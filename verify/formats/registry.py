@@ -19,7 +19,12 @@ from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
 from verify.formats.rebuild import REBUILD_ATTESTATION_SCHEMA, RebuildStatement
 from verify.formats.receipt import CapabilityReceipt
 from verify.formats.report import REPORT_SCHEMA, VerificationReport
-from verify.formats.trusted_keys import TRUSTED_KEYS_SCHEMA, TrustedKeysFile
+from verify.formats.trusted_keys import (
+    TRUSTED_KEYS_SCHEMA,
+    TRUSTED_KEYS_SCHEMA_V2,
+    TrustedKeysFile,
+    TrustedKeysFileV2,
+)
 
 VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     MANIFEST_SCHEMA: ModuleManifest,
@@ -27,6 +32,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     GOLDEN_SCHEMA: GoldenVector,
     "tinyrustlm.capability-receipt.v1": CapabilityReceipt,
     TRUSTED_KEYS_SCHEMA: TrustedKeysFile,
+    TRUSTED_KEYS_SCHEMA_V2: TrustedKeysFileV2,
     POLICY_SCHEMA: LanePolicy,
     BUNDLE_VERIFICATION_SCHEMA: BundleVerification,
     FUZZ_CAMPAIGN_SCHEMA: FuzzCampaign,

@@ -300,7 +300,7 @@ CASES: dict[str, tuple[Callable[[Path, Harness], Path], tuple[str, ...], str]] =
     "key-expired": (_key_expired, (), "signature.key-expired"),
     "role-mismatch": (_role_mismatch, ("--allow-dev-key",), "manifest.key-class"),
     "role-development": (_role_mismatch, (), "signature.development-key"),
-    "two-signatures": (_extra_signature, (), "signature.malformed"),
+    "same-key-signs-twice": (_extra_signature, (), "signature.duplicate-key"),
     "tlog-entry": (_with_tlog_entry, (), "signature.malformed"),
     "sha256sums-digest-of-other-bytes": (_checksum_of_other_bytes, (), "checksums.mismatch"),
     "build-id-not-the-files": (_wrong_build_id, (), "manifest.build-id"),

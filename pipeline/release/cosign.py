@@ -1,0 +1,168 @@
+"""`tinyrustlm-release sign BUNDLE --key PEM`: a maintainer co-signs an existing bundle.
+
+The key's signature is added to the DSSE envelopes of manifest.sigstore.json and
+provenance.sigstore.json (the manifest and the provenance statement, byte for byte as they
+are); SHA256SUMS and the tarball are derived again from the files (`bundle_contents`), and
+the folder is replaced in one step under the release lock (`write_bundle_locked`). Nothing
+else changes: not the manifest, the artifacts, the build id or the other signatures. A key
+that already signed is refused, and so is a bundle whose SHA256SUMS or tarball does not match
+its files (re-deriving them would hide that).
+
+`--keyless` adds manifest.keyless.sigstore.json instead (or as well): a Sigstore bundle over
+manifest.json by the CI job's ambient OIDC identity (`pipeline.documents.keyless`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.documents.keyless import sign_keyless
+from pipeline.documents.keys import load_private_key
+from pipeline.documents.sign import AlreadySigned, add_signature
+from pipeline.errors import EXIT_OK, CheckFailed, PipelineError
+from pipeline.release.bundle import bundle_contents, release_lock, write_bundle_locked
+from verify.bundle.dsse import keyid_of, parse_sigstore_bundle
+from verify.bundle.keyless import KEYLESS_SIGNATURE
+from verify.bundle.layout import (
+    CHECKSUMS,
+    MANIFEST,
+    MANIFEST_SIGNATURE,
+    PROVENANCE_SIGNATURE,
+    bundle_name,
+    tarball_name,
+)
+from verify.errors import VerifyError
+from verify.formats.manifest import ModuleManifest
+
+CO_SIGNED = (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)
+
+
+class CoSignRefused(CheckFailed):
+    """The bundle cannot be co-signed as it is (already signed by this key, inconsistent)."""
+
+
+@dataclass(frozen=True)
+class CoSigned:
+    bundle: Path
+    keyid: str  # "" when only a keyless signature was added
+    signers: dict[str, tuple[str, ...]]  # signature file -> keyids now on it
+    rewritten: tuple[str, ...]  # the files whose bytes changed
+
+
+def _read_folder(bundle: Path) -> dict[str, bytes]:
+    if bundle.is_symlink() or not bundle.is_dir():
+        raise PipelineError(
+            "not a bundle folder", where=str(bundle), hint="sign dist/tinyrustlm-<version>/"
+        )
+    files: dict[str, bytes] = {}
+    for path in sorted(bundle.rglob("*")):
+        rel = path.relative_to(bundle).as_posix()
+        if path.is_symlink() or not (path.is_dir() or path.is_file()):
+            raise CoSignRefused("not a regular file: a bundle holds none", where=rel)
+        if path.is_file():
+            files[rel] = path.read_bytes()
+    return files
+
+
+def _manifest(files: dict[str, bytes], bundle: Path) -> ModuleManifest:
+    try:
+        return ModuleManifest.model_validate_json(files[MANIFEST])
+    except (KeyError, ValueError) as exc:
+        raise CoSignRefused(
+            f"no readable manifest.json: {exc}", where=str(bundle / MANIFEST)
+        ) from None
+
+
+def cosign_bundle(bundle: Path, key_path: Path | None, keyless: bool = False) -> CoSigned:
+    if key_path is None and not keyless:
+        raise PipelineError("nothing to sign with", where="sign", hint="pass --key or --keyless")
+    key = None if key_path is None else load_private_key(key_path)
+    keyid = "" if key is None else keyid_of(key.public_key())
+    dist = bundle.parent
+    with release_lock(dist):
+        files = _read_folder(bundle)
+        manifest = _manifest(files, bundle)
+        version = manifest.version
+        if bundle.name != bundle_name(version):
+            raise CoSignRefused(
+                f"the folder of version {version} is named {bundle.name!r}, "
+                f"not {bundle_name(version)!r}",
+                where=str(bundle),
+            )
+        tarball = tarball_name(version)
+        native = frozenset(a.url for a in manifest.native_artifacts)
+        documents = {n: d for n, d in files.items() if n not in (CHECKSUMS, tarball)}
+        as_is = bundle_contents(version, documents, manifest.source_date_epoch, native)
+        differs = sorted(n for n in as_is.keys() | files.keys() if as_is.get(n) != files.get(n))
+        if differs:
+            raise CoSignRefused(
+                f"{', '.join(differs)} do(es) not match the bundle's files; co-signing "
+                "would re-derive them and hide the difference",
+                where=str(bundle / differs[0]),
+                hint="co-sign only a bundle `tinyrustlm-verify bundle` accepts",
+            )
+        signers: dict[str, tuple[str, ...]] = {}
+        if keyless:
+            if KEYLESS_SIGNATURE in files:
+                raise CoSignRefused(
+                    "the bundle already has a keyless signature",
+                    where=str(bundle / KEYLESS_SIGNATURE),
+                )
+            documents[KEYLESS_SIGNATURE] = sign_keyless(files[MANIFEST])
+        for name in CO_SIGNED if key is not None else ():
+            assert key is not None
+            try:
+                if name == MANIFEST_SIGNATURE:
+                    signed = parse_sigstore_bundle(files[name], name).envelope.payload
+                    if signed != files[MANIFEST]:
+                        raise CoSignRefused(
+                            "manifest.json is not the signed manifest payload",
+                            where=str(bundle / MANIFEST),
+                        )
+                documents[name] = add_signature(key, files[name], name)
+            except KeyError:
+                raise CoSignRefused(
+                    "signature bundle is missing", where=str(bundle / name)
+                ) from None
+            except AlreadySigned as exc:
+                raise CoSignRefused(
+                    f"key {keyid[:16]}… has already signed this bundle ({name}); a threshold "
+                    "counts distinct keys, so a second signature by one key adds nothing",
+                    where=str(bundle / name),
+                    hint="the other maintainer co-signs with their own key",
+                ) from exc
+            except VerifyError as exc:
+                raise CoSignRefused(
+                    f"[{exc.error_id}] {exc.message}", where=str(bundle / exc.where)
+                ) from exc
+            envelope = parse_sigstore_bundle(documents[name], name).envelope
+            signers[name] = tuple(s.keyid for s in envelope.signatures)
+        contents = bundle_contents(version, documents, manifest.source_date_epoch, native)
+        rewritten = tuple(sorted(n for n in contents if contents[n] != files.get(n)))
+        write_bundle_locked(dist, version, contents, force=True, executable=native, hint="")
+    return CoSigned(bundle, keyid, signers, rewritten)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("bundle", type=Path, help="the bundle folder, dist/tinyrustlm-<version>")
+    parser.add_argument(
+        "--key", type=Path, default=None, help="your Ed25519 private key PEM (`keygen`)"
+    )
+    parser.add_argument(
+        "--keyless",
+        action="store_true",
+        help="also sign manifest.json with Sigstore keyless, from the CI job's ambient OIDC "
+        "credential (GitHub Actions: permissions: id-token: write)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    done = cosign_bundle(args.bundle, args.key, args.keyless)
+    with_what = f"key {done.keyid}" if done.keyid else "nothing"
+    print(f"co-signed  {done.bundle} with {with_what}{' + keyless' if args.keyless else ''}")
+    for name, keyids in done.signers.items():
+        print(f"  {name}: {len(keyids)} signature(s): {', '.join(k[:16] for k in keyids)}")
+    print(f"rewritten  {', '.join(done.rewritten)}")
+    return EXIT_OK

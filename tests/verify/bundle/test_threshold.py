@@ -1,0 +1,267 @@
+"""Threshold co-signing (issue 23): `sign` adds a maintainer's signature, the trusted-keys v2
+policy says how many distinct keys must have signed, and `verify bundle` counts them.
+
+The bundle is the release harness's pristine one (real signing, real bundle writer); the
+second and third maintainers are real `keygen` keys; the policy is `trust-policy`'s file.
+Every verification runs the real CLI (`tinyrustlm-verify bundle --json`) in-process.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main as release_main
+from pipeline.documents.keys import KeyFiles, generate_key_files, load_private_key
+from pipeline.documents.policy import trust_policy
+from pipeline.documents.sign import add_signature
+from pipeline.release.cosign import CoSignRefused, cosign_bundle
+from tests.harness.release import Harness, fake_report, verify_json
+from verify.bundle import verifier
+from verify.bundle.errors import TrustedKeysInvalid
+from verify.bundle.trusted_keys import trust_root_of
+from verify.formats.trusted_keys import RevokedKey
+
+SIGNATURE_FILES = ("manifest.sigstore.json", "provenance.sigstore.json")
+
+
+@pytest.fixture(autouse=True)
+def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verifier, "default_deriver", lambda: fake_report)
+
+
+@dataclass(frozen=True)
+class Maintainers:
+    bundle: Path  # a private copy: dist/tinyrustlm-<version>/
+    a: KeyFiles  # made the release
+    b: KeyFiles
+    c: KeyFiles
+
+
+@pytest.fixture
+def team(pristine: tuple[Harness, Path], tmp_path: Path) -> Maintainers:
+    harness, bundle = pristine
+    copy = tmp_path / "dist" / bundle.name
+    shutil.copytree(bundle, copy)
+    keys = tmp_path / "keys"
+    return Maintainers(
+        copy,
+        harness.key,
+        generate_key_files(keys, "bob", "release"),
+        generate_key_files(keys, "carol", "release"),
+    )
+
+
+def policy(tmp_path: Path, keys: list[KeyFiles], threshold: int, **edits: object) -> Path:
+    """A `trust-policy` v2 file; `edits` change fields of its JSON (windows, revocations)."""
+    data = trust_policy([k.trusted_keys for k in keys], threshold, [])
+    doc = json.loads(data)
+    for entry in doc["keys"]:
+        entry.update(edits.get(entry["keyid"], {}))
+    if "revoked" in edits:
+        doc["revoked"] = edits["revoked"]
+    path = tmp_path / f"policy-{len(list(tmp_path.glob('policy-*')))}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def files_of(bundle: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(bundle).as_posix(): p.read_bytes() for p in bundle.rglob("*") if p.is_file()
+    }
+
+
+def test_threshold_met_by_two_maintainers(team: Maintainers, tmp_path: Path) -> None:
+    cosign_bundle(team.bundle, team.b.private_pem)
+    code, result, err = verify_json(team.bundle, policy(tmp_path, [team.a, team.b, team.c], 2))
+    assert code == 0, err
+    assert result["ok"]
+    step2 = result["steps"][1]["detail"]
+    assert "manifest 2 of 2" in step2 and "provenance 2 of 2" in step2
+    for key in (team.a, team.b):
+        assert key.keyid[:16] in step2
+    assert sorted(result["keyids"]) == sorted([team.a.keyid, team.b.keyid])
+
+
+def test_short_by_one_names_how_many_of_how_many(team: Maintainers, tmp_path: Path) -> None:
+    cosign_bundle(team.bundle, team.b.private_pem)
+    code, result, _ = verify_json(team.bundle, policy(tmp_path, [team.a, team.b, team.c], 3))
+    assert (code, result["error"]["id"]) == (1, "signature.threshold")
+    assert "2 of 3 required signatures on the manifest" in result["error"]["message"]
+    # the release key alone, threshold 2: one short
+    code, result, _ = verify_json(team.bundle, policy(tmp_path, [team.a, team.c], 2))
+    assert (code, result["error"]["id"]) == (1, "signature.threshold")
+    assert "1 of 2 required" in result["error"]["message"]
+    assert "not in the trusted-keys file" in result["error"]["message"]  # bob's is not counted
+
+
+def test_the_same_key_twice_is_one_vote(team: Maintainers, tmp_path: Path) -> None:
+    with pytest.raises(CoSignRefused, match="already signed"):
+        cosign_bundle(team.bundle, team.a.private_pem)
+    # a hand-made envelope with the release key's signature twice: refused, never 2 of 2
+    for name in SIGNATURE_FILES:
+        doc = json.loads((team.bundle / name).read_text())
+        doc["dsseEnvelope"]["signatures"] *= 2
+        (team.bundle / name).write_text(json.dumps(doc))
+    code, result, _ = verify_json(team.bundle, policy(tmp_path, [team.a, team.b], 2))
+    assert (code, result["error"]["id"]) == (1, "signature.duplicate-key")
+
+
+def test_a_revoked_key_does_not_count(team: Maintainers, tmp_path: Path) -> None:
+    # one signature, threshold 1, its key revoked: the signature's own error
+    revoked = [{"keyid": team.a.keyid, "reason": "lost"}]
+    code, result, _ = verify_json(team.bundle, policy(tmp_path, [team.a], 1, revoked=revoked))
+    assert (code, result["error"]["id"]) == (1, "signature.key-revoked")
+    cosign_bundle(team.bundle, team.b.private_pem)
+    revoked = [{"keyid": team.b.keyid, "reason": "laptop stolen"}]
+    code, result, _ = verify_json(
+        team.bundle, policy(tmp_path, [team.a, team.b], 2, revoked=revoked)
+    )
+    assert (code, result["error"]["id"]) == (1, "signature.threshold")
+    assert (
+        "1 of 2" in result["error"]["message"]
+        and "revoked (laptop stolen)" in result["error"]["message"]
+    )
+    assert verify_json(team.bundle, policy(tmp_path, [team.a, team.b], 2))[0] == 0
+
+
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_key_counts_only_inside_its_window(team: Maintainers, tmp_path: Path) -> None:
+    cosign_bundle(team.bundle, team.b.private_pem)
+    start = int(time.time()) + 100
+    end = start + 1000
+    window = {team.b.keyid: {"not_before": _iso(start), "not_after": _iso(end)}}
+    trusted = policy(tmp_path, [team.a, team.b], 2, **window)
+    for at, expected in ((start - 1, "from epoch"), (end, "until epoch")):
+        code, result, _ = verify_json(team.bundle, trusted, "--at-epoch", str(at))
+        assert (code, result["error"]["id"]) == (1, "signature.threshold"), at
+        assert "1 of 2" in result["error"]["message"] and expected in result["error"]["message"]
+    for at in (start, end - 1):  # [not_before, not_after): both boundary seconds inside
+        code, result, err = verify_json(team.bundle, trusted, "--at-epoch", str(at))
+        assert code == 0, (at, err)
+
+
+def test_a_key_not_allowed_for_the_document(team: Maintainers, tmp_path: Path) -> None:
+    cosign_bundle(team.bundle, team.b.private_pem)
+    path = policy(tmp_path, [team.a, team.b, team.c], 2)
+    doc = json.loads(path.read_text())
+    doc["policy"]["provenance"] = {"keyids": [team.a.keyid], "threshold": 1}
+    path.write_text(json.dumps(doc))
+    assert verify_json(team.bundle, path)[0] == 0  # bob's provenance signature is ignored
+    doc["policy"]["provenance"] = {"keyids": [team.a.keyid, team.c.keyid], "threshold": 2}
+    path.write_text(json.dumps(doc))
+    code, result, _ = verify_json(team.bundle, path)
+    assert (code, result["error"]["id"]) == (1, "signature.threshold")
+    assert "does not let it sign the provenance" in result["error"]["message"]
+
+
+def test_cosigning_changes_only_signatures_and_what_derives_from_them(
+    team: Maintainers, tmp_path: Path
+) -> None:
+    before = files_of(team.bundle)
+    done = cosign_bundle(team.bundle, team.b.private_pem)
+    after = files_of(team.bundle)
+    tarball = next(n for n in before if n.endswith(".tar.gz"))
+    changed = {n for n in before.keys() | after.keys() if before.get(n) != after.get(n)}
+    assert changed == {*SIGNATURE_FILES, "SHA256SUMS", tarball} == set(done.rewritten)
+    for name in SIGNATURE_FILES:
+        old, new = (json.loads(d[name])["dsseEnvelope"] for d in (before, after))
+        assert new["payload"] == old["payload"] and new["payloadType"] == old["payloadType"]
+        assert old["signatures"][0] in new["signatures"] and len(new["signatures"]) == 2
+    # order of signing does not matter: bob then carol == carol then bob, byte for byte
+    cosign_bundle(team.bundle, team.c.private_pem)
+    first = files_of(team.bundle)
+    fresh = tmp_path / "fresh" / team.bundle.name
+    for name, data in before.items():
+        (fresh / name).parent.mkdir(parents=True, exist_ok=True)
+        (fresh / name).write_bytes(data)
+    cosign_bundle(fresh, team.c.private_pem)
+    cosign_bundle(fresh, team.b.private_pem)
+    assert files_of(fresh) == first
+
+
+def test_a_cosignature_over_other_bytes_is_refused(team: Maintainers, tmp_path: Path) -> None:
+    """A co-signer who changes one byte of the signed manifest and signs that: the release
+    key's signature no longer verifies, so the bundle is refused, whoever else signed."""
+    name = SIGNATURE_FILES[0]
+    doc = json.loads((team.bundle / name).read_text())
+    envelope = doc["dsseEnvelope"]
+    payload = bytearray(base64.b64decode(envelope["payload"]))
+    payload[payload.index(b'"version":"') + 11] ^= 0x01
+    envelope["payload"] = base64.b64encode(bytes(payload)).decode()
+    tampered = json.dumps(doc).encode()
+    (team.bundle / name).write_bytes(
+        add_signature(load_private_key(team.b.private_pem), tampered, name)
+    )
+    code, result, _ = verify_json(team.bundle, policy(tmp_path, [team.a, team.b], 2))
+    assert (code, result["error"]["id"]) == (1, "signature.invalid")
+    assert team.a.keyid[:16] in result["error"]["message"]
+
+
+def test_sign_refuses_a_bundle_whose_checksums_do_not_match(team: Maintainers) -> None:
+    sums = team.bundle / "SHA256SUMS"
+    sums.write_bytes(sums.read_bytes().replace(b"  ", b"  ./", 1))
+    before = hashlib.sha256(sums.read_bytes()).hexdigest()
+    with pytest.raises(CoSignRefused, match="SHA256SUMS"):
+        cosign_bundle(team.bundle, team.b.private_pem)
+    assert hashlib.sha256(sums.read_bytes()).hexdigest() == before  # nothing rewritten
+
+
+def test_sign_cli_output_and_refusal(team: Maintainers, capsys: pytest.CaptureFixture[str]) -> None:
+    assert release_main(["sign", str(team.bundle), "--key", str(team.b.private_pem)]) == 0
+    out = capsys.readouterr().out
+    assert "manifest.sigstore.json: 2 signature(s)" in out
+    assert release_main(["sign", str(team.bundle), "--key", str(team.b.private_pem)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: key ") and "already signed" in err and "Traceback" not in err
+
+
+def test_a_policy_that_can_never_be_met_is_refused(team: Maintainers) -> None:
+    data = trust_policy([team.a.trusted_keys], 1, [RevokedKey(keyid=team.b.keyid, reason="x")])
+    trust_root_of(data, "ok")
+    doc = json.loads(data)
+    doc["policy"]["manifest"]["threshold"] = 2
+    with pytest.raises(TrustedKeysInvalid, match="threshold 2 of 1 key"):
+        trust_root_of(json.dumps(doc).encode(), "t")
+    doc["policy"]["manifest"] = {"keyids": [team.b.keyid], "threshold": 1}
+    with pytest.raises(TrustedKeysInvalid, match="not one of the file's keys"):
+        trust_root_of(json.dumps(doc).encode(), "t")
+    del doc["policy"]["manifest"]
+    with pytest.raises(TrustedKeysInvalid, match="no signing rule for the manifest"):
+        trust_root_of(json.dumps(doc).encode(), "t")
+
+
+def test_trust_policy_cli(
+    team: Maintainers, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "p.json"
+    keys = ["--keys", str(team.a.trusted_keys), str(team.b.trusted_keys)]
+    assert release_main(["trust-policy", *keys, "--threshold", "2", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["policy"]["manifest"]["threshold"] == 2
+    assert release_main(["trust-policy", *keys, "--threshold", "3", "--out", str(out)]) == 3
+    assert "threshold 3 of 2 key(s) can never be met" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse: exit 2, one line
+        release_main(["trust-policy", *keys, "--threshold", "0", "--out", str(out)])
+    assert "at least one key must sign" in capsys.readouterr().err
+
+
+def test_the_conformance_matrix_refuses_a_v2_file_its_loader_cannot_read(
+    team: Maintainers, tmp_path: Path
+) -> None:
+    from pipeline.conformance.trust import TrustRefused, load_trust
+
+    with pytest.raises(TrustRefused, match="does not read trusted-keys v2") as info:
+        load_trust(policy(tmp_path, [team.a, team.b], 2), allow_dev_key=False)
+    assert info.value.error_id == "trusted-keys.invalid"
+    load_trust(team.a.trusted_keys, allow_dev_key=False)  # v1: as before
