@@ -2,6 +2,7 @@
 // `tinyrustlm-release serve` provides /config.json (trusted keys, model URL and SHA-256).
 import { load } from './bundle/js/loader.js';
 
+/** @type {(id: string) => any} */
 const $ = (id) => document.getElementById(id);
 
 async function main() {
