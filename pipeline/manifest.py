@@ -89,12 +89,14 @@ def artifact_files(index: BuildIndex, sources: Mapping[str, Path]) -> list[Bundl
 
 
 def js_host_files(repo_root: Path) -> list[BundleFile]:
-    """crates/wasm/js/*.js, sorted; an absent folder means none yet."""
+    """crates/wasm/js/*.js with the npm package's package.json and *.d.ts types, sorted; an
+    absent folder means none yet."""
     folder = repo_root / JS_SOURCE_DIR
     if not folder.is_dir():
         return []
     files: list[BundleFile] = []
-    for path in sorted(folder.glob("*.js")):
+    shipped = [*folder.glob("*.js"), *folder.glob("*.d.ts"), *folder.glob("package.json")]
+    for path in sorted(shipped, key=lambda p: p.name):
         data = path.read_bytes()
         files.append(
             BundleFile(f"{JS_DIR}/{path.name}", data, hashlib.sha256(data).hexdigest(), len(data))
