@@ -37,11 +37,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff check, ruff format --check and mypy --strict over every tracked Python file."""
+    """ruff, ruff format --check and mypy --strict over the Python; tsc --checkJs over the JS."""
     install(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    session.run("python", "-m", "tests.jstools", "check")
 
 
 @nox.session(python=PYTHON)

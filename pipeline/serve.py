@@ -49,8 +49,13 @@ ISOLATION_HEADERS = (
 # A stalled response is held this long at most (a test of a worker that never starts).
 STALL_SECONDS = 120.0
 
-# An override: bytes to serve instead of the file, or STALL to never answer in time.
+# An override: bytes to serve instead of the file, or STALL to never answer in time, or ENDLESS
+# for a body that never ends (no Content-Length; zeros until the client hangs up): a bounded
+# download must stop at its bound.
 STALL = b"\0stall\0"
+ENDLESS = b"\0endless\0"
+ENDLESS_CHUNK = 1 << 16
+ENDLESS_LIMIT = 16 << 30
 Route = tuple[str, Path]
 
 
@@ -63,6 +68,7 @@ class Site:
     overrides: dict[str, bytes] = field(default_factory=dict)
     posted: list[dict[str, Any]] = field(default_factory=list)
     got_post: threading.Event = field(default_factory=threading.Event)
+    endless_sent: list[int] = field(default_factory=list)  # bytes each ENDLESS body got out
 
     def resolve(self, path: str) -> Path | None:
         """The file a URL path names, never outside its route's folder."""
@@ -103,6 +109,9 @@ class _Handler(BaseHTTPRequestHandler):
         if body == STALL:
             time.sleep(STALL_SECONDS)
             return
+        if body == ENDLESS:
+            self._endless()
+            return
         ctype = MIME_TYPES.get(posixpath.splitext(path)[1], "application/octet-stream")
         if body is None:
             target = site.resolve(path)
@@ -116,6 +125,25 @@ class _Handler(BaseHTTPRequestHandler):
         self._headers(200, ctype, len(body))
         if send_body:
             self.wfile.write(body)
+
+    def _endless(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Cache-Control", "no-store")
+        if self.server.site.isolated:
+            for name, value in ISOLATION_HEADERS:
+                self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+        chunk = bytes(ENDLESS_CHUNK)
+        sent = 0
+        try:
+            while sent < ENDLESS_LIMIT:
+                self.wfile.write(chunk)
+                sent += len(chunk)
+            self.server.site.endless_sent.append(sent)
+        except OSError:  # the client stopped reading: what a bounded download does
+            self.server.site.endless_sent.append(sent)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
@@ -148,13 +176,17 @@ def start(site: Site, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
-def page_config(trusted_keys: bytes, allow_dev_key: bool, model_sha256: str) -> bytes:
+def page_config(trusted_keys: bytes, allow_dev_key: bool, model: bytes) -> bytes:
     """/config.json: what the example page passes to the loader."""
     doc = {
         "trustedKeys": json.loads(trusted_keys),
         "allowDevKey": allow_dev_key,
         "bundle": "bundle/",
-        "model": {"url": "model.trlm", "sha256": model_sha256},
+        "model": {
+            "url": "model.trlm",
+            "size": len(model),
+            "sha256": hashlib.sha256(model).hexdigest(),
+        },
     }
     return json.dumps(doc, indent=2).encode() + b"\n"
 
@@ -205,13 +237,14 @@ def site_for(args: argparse.Namespace) -> Site:
         if args.model is not None
         else pack(PRESETS[DEFAULT_PRESET], DEFAULT_SEED)
     )
-    sha = hashlib.sha256(model).hexdigest()
     # without --trusted-keys the page trusts this checkout's development key, so allows it
-    config = page_config(trusted, args.trusted_keys is None, sha)
+    config = page_config(trusted, args.trusted_keys is None, model)
+    # the isolation service worker must sit beside the page (its scope is its folder)
+    coi = (bundle / "js/coi-serviceworker.js").read_bytes()
     return Site(
         routes=[("/bundle/", bundle), ("/", REPO_ROOT / PAGE_DIR)],
         isolated=args.isolated,
-        overrides={"/config.json": config, "/model.trlm": model},
+        overrides={"/config.json": config, "/model.trlm": model, "/coi-serviceworker.js": coi},
     )
 
 

@@ -35,7 +35,7 @@ def shown(bundle: Path, keys: Path, isolated: bool, prompt: str, profile: Path) 
     site = serve.site_for(args)
     # the bundle's own development key, which the page then allows (serve's default role)
     site.overrides["/config.json"] = serve.page_config(
-        keys.read_bytes(), True, json.loads(site.overrides["/config.json"])["model"]["sha256"]
+        keys.read_bytes(), True, site.overrides["/model.trlm"]
     )
     server, url = serve.start(site)
     page = Page(str(CHROMIUM), FLAGS, profile, f"{url}?prompt={prompt}")

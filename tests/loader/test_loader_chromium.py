@@ -44,6 +44,7 @@ def run_page(
         url=url,
         loader_root=url,
         model_sha256=model_sha256,
+        model_size=(site / "model.trlm").stat().st_size,
         stalled_worker=f"{url}{STALLED_WORKER.lstrip('/')}",
     )
     served.overrides["/cases.json"] = json.dumps([c.spec(env) for c in cases]).encode()
