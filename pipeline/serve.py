@@ -69,6 +69,7 @@ class Site:
     posted: list[dict[str, Any]] = field(default_factory=list)
     got_post: threading.Event = field(default_factory=threading.Event)
     endless_sent: list[int] = field(default_factory=list)  # bytes each ENDLESS body got out
+    requests: list[str] = field(default_factory=list)  # every GET/HEAD path, in order
 
     def resolve(self, path: str) -> Path | None:
         """The file a URL path names, never outside its route's folder."""
@@ -105,6 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, send_body: bool) -> None:
         path = urlsplit(self.path).path
         site = self.server.site
+        site.requests.append(path)
         body = site.overrides.get(path)
         if body == STALL:
             time.sleep(STALL_SECONDS)

@@ -90,16 +90,17 @@ function tooLarge(what, url, limit, seen) {
 /**
  * Reads `source` to its end, at most `limit` bytes in all; `sink(chunk, at)` gets every chunk
  * (by default they are gathered and returned). `start` bytes (hashed into `hash`) were consumed
- * before: they count toward the bound and the progress. Progress goes to `o.onProgress` as
+ * from the same source before: they count toward the bound and the progress. Progress goes to `o.onProgress` as
  * `phase`, from `start` to the end. Resolves to { bytes (null with a sink), length (with
  * start), sha256 }.
  */
 export async function drain(o, source, { what, url, limit, phase, total = null, sink = null, start = 0, hash = new Sha256() }) {
-  if (source.length !== null && start + source.length > limit) {
+  // source.length (Content-Length) counts the whole body, the `start` bytes read before included
+  if (source.length !== null && source.length > limit) {
     source.cancel();
-    throw tooLarge(what, url, limit, start + source.length);
+    throw tooLarge(what, url, limit, source.length);
   }
-  const expected = total ?? (source.length === null ? null : start + source.length);
+  const expected = total ?? source.length;
   const parts = [];
   let loaded = start;
   const progress = (n) => o.onProgress && o.onProgress({ phase, loaded: n, total: expected ?? n, url: String(url) });
