@@ -50,8 +50,8 @@ ISOLATION_HEADERS = (
 STALL_SECONDS = 120.0
 
 # An override: bytes to serve instead of the file, or STALL to never answer in time, or ENDLESS
-# for a body that never ends (no Content-Length; zeros until the client hangs up): a bounded
-# download must stop at its bound.
+# (+ optional leading bytes) for a body that never ends (no Content-Length; those bytes, then
+# zeros until the client hangs up): a bounded download must stop at its bound.
 STALL = b"\0stall\0"
 ENDLESS = b"\0endless\0"
 ENDLESS_CHUNK = 1 << 16
@@ -111,8 +111,8 @@ class _Handler(BaseHTTPRequestHandler):
         if body == STALL:
             time.sleep(STALL_SECONDS)
             return
-        if body == ENDLESS:
-            self._endless()
+        if body is not None and body.startswith(ENDLESS):
+            self._endless(body[len(ENDLESS) :])
             return
         ctype = MIME_TYPES.get(posixpath.splitext(path)[1], "application/octet-stream")
         if body is None:
@@ -128,7 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
         if send_body:
             self.wfile.write(body)
 
-    def _endless(self) -> None:
+    def _endless(self, head: bytes) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Cache-Control", "no-store")
@@ -140,6 +140,8 @@ class _Handler(BaseHTTPRequestHandler):
         chunk = bytes(ENDLESS_CHUNK)
         sent = 0
         try:
+            self.wfile.write(head)
+            sent += len(head)
             while sent < ENDLESS_LIMIT:
                 self.wfile.write(chunk)
                 sent += len(chunk)

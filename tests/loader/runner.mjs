@@ -13,15 +13,22 @@ async function json(url) {
 
 async function runOnce(c, loader) {
   const out = { name: c.name };
+  if (c.poisonFile) {
+    // node only: overwrite a cached file (a poisoned cache entry) before this load
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(c.poisonFile, new TextEncoder().encode('poisoned'.repeat(1024)));
+  }
   const before = loader.loaderStats();
   const t0 = performance.now();
   let lm = null;
+  const progress = [];
   try {
     lm = await loader.load({
       ...c.options,
       baseUrl: c.base,
       trustedKeys: await json(c.keys),
       model: c.model,
+      ...(c.progress ? { onProgress: (p) => progress.push(p) } : {}),
     });
     out.loadMs = performance.now() - t0;
     out.lane = lm.receipt.module.artifact_id;
@@ -55,10 +62,13 @@ async function runOnce(c, loader) {
       out.memoryUnchanged = lm.rt.memory.buffer.byteLength === lm.memoryBytes;
     }
   } catch (e) {
-    out.error = { code: e.code || null, message: String(e.message || e), attempts: (e.detail && e.detail.attempts) || null };
+    const { attempts = null, ...detail } = e.detail || {};
+    out.error = { code: e.code || null, message: String(e.message || e), attempts, detail };
   } finally {
     if (lm) await lm.close();
   }
+  if (c.progress) out.progress = progress;
+  if (globalThis.process) out.maxRssBytes = globalThis.process.resourceUsage().maxRSS * 1024;
   out.elapsedMs = performance.now() - t0;
   const after = loader.loaderStats();
   out.stats = { instantiations: after.instantiations - before.instantiations, modelLoads: after.modelLoads - before.modelLoads, live: after.live };

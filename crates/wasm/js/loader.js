@@ -23,7 +23,7 @@
 //   receipt.js  9  buildReceipt          tinyrustlm.capability-receipt.v1 from observations only
 //   session.js 10  Loaded                prefill, streaming decode, cancel, close
 //   abi.js         the one place that knows the ABI's records
-import { HostError } from './host.js';
+import { HostError, isNode } from './host.js';
 import { LoaderError, LaneFailure, loaderStats } from './errors.js';
 import { verifySignedManifest, checkVersionFloor, compareVersions, trustRootId, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE } from './trust.js';
 import { runProbes, chooseLanes } from './choice.js';
@@ -36,6 +36,13 @@ import { buildReceipt, RECEIPT_SCHEMA } from './receipt.js';
  * read from disk). In a browser the same default is the URL the loader was served from.
  */
 const DEFAULT_BASE = new URL('../', import.meta.url);
+
+/** node:url's pathToFileURL without importing it in browsers (percent-encodes what it must). */
+function pathToFileURL(path) {
+  const url = new URL('file://');
+  url.pathname = path.replace(/\\/g, '/');
+  return url;
+}
 
 /** @param {import('./loader.js').LoadOptions} opts */
 function normalise(opts) {
@@ -64,11 +71,10 @@ function normalise(opts) {
     now: Date.now() / 1000,
     ...opts,
   };
-  o.pageUrl = opts.pageUrl || (globalThis.location ? globalThis.location.href : DEFAULT_BASE.href);
-  // node: a bundle path (absolute or relative to the working directory) is a file: URL
-  if (typeof o.baseUrl === 'string' && !globalThis.location && !/^[a-z][a-z0-9+.-]*:/i.test(o.baseUrl)) {
-    o.baseUrl = new URL(o.baseUrl.replace(/\\/g, '/'), `file://${globalThis.process.cwd().replace(/\\/g, '/')}/`);
-  }
+  // relative URLs resolve against the page; in node against the working directory, so a bundle
+  // or model path (relative or absolute) is a file: URL that node reads from disk
+  const here = globalThis.location ? globalThis.location.href : isNode ? pathToFileURL(`${globalThis.process.cwd()}/`).href : DEFAULT_BASE.href;
+  o.pageUrl = opts.pageUrl || here;
   o.baseUrl = new URL(o.baseUrl, o.pageUrl);
   if (!o.baseUrl.href.endsWith('/')) o.baseUrl = new URL(`${o.baseUrl.href}/`);
   if (typeof o.workerUrl === 'string') o.workerUrl = new URL(o.workerUrl, o.pageUrl);

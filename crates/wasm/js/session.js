@@ -254,6 +254,11 @@ async function readHead(source, n, head) {
  */
 export async function admitAndLoad(o, rt, store, model, budgetFor) {
   let source = model.bytes ? null : await modelSource(o, store, model);
+  if (source && source.length !== null && source.length > model.size) {
+    source.cancel(); // a Content-Length over the declared size: nothing is downloaded
+    throw new LoaderError('BoundExceeded', `model ${model.url} is ${source.length} bytes, over its declared size of ${model.size}`, { url: String(model.url), limit: model.size });
+  }
+  if (source && o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
   let head = model.bytes ? model.bytes : await readHead(source, MODEL_HEADER_BYTES, new Uint8Array(0));
   try {
     if (head.length > model.size) throw new LoaderError('BoundExceeded', `model ${model.url} is larger than its declared size of ${model.size} bytes; the download was stopped there`, { url: String(model.url), limit: model.size });

@@ -1,5 +1,5 @@
 // TinyRustLM loader, the trust room: the signed manifest (step 1) and the version floor.
-import { sha256Hex } from './host.js';
+import { isNode, sha256Hex } from './host.js';
 import { LoaderError } from './errors.js';
 import { fetchCapped, MANIFEST_CAP, SIGNATURE_CAP } from './fetch.js';
 
@@ -195,7 +195,8 @@ function versionMemory(o) {
       },
     };
   }
-  const storage = o.rememberVersion === false ? null : globalThis.localStorage;
+  // node keeps it only in a versionFile (its webstorage is experimental and per process)
+  const storage = o.rememberVersion === false || isNode ? null : globalThis.localStorage;
   if (!storage) return null;
   const KEY = 'tinyrustlm.newest-accepted-version';
   return {
