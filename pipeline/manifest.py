@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from pipeline import jspackage
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.lockfile import load_lock
@@ -32,6 +33,7 @@ from verify.formats.manifest import (
 
 ARTIFACTS_DIR = "artifacts"
 JS_DIR = "js"
+NPM_DIR = "npm"
 JS_SOURCE_DIR = Path("crates/wasm/js")
 # The JS module every .wasm is instantiated by: the manifest pairs each module with it.
 JS_GLUE_NAME = "host.js"
@@ -89,8 +91,8 @@ def artifact_files(index: BuildIndex, sources: Mapping[str, Path]) -> list[Bundl
 
 
 def js_host_files(repo_root: Path) -> list[BundleFile]:
-    """crates/wasm/js/*.js with the npm package's package.json and *.d.ts types, sorted; an
-    absent folder means none yet."""
+    """crates/wasm/js/*.js with the npm package's package.json and *.d.ts types, sorted, then
+    `npm/tinyrustlm-loader-<version>.tgz` (`npm pack` of them); an absent folder means none."""
     folder = repo_root / JS_SOURCE_DIR
     if not folder.is_dir():
         return []
@@ -101,6 +103,11 @@ def js_host_files(repo_root: Path) -> list[BundleFile]:
         files.append(
             BundleFile(f"{JS_DIR}/{path.name}", data, hashlib.sha256(data).hexdigest(), len(data))
         )
+    if (repo_root / jspackage.PACKAGE_JSON).is_file():
+        # the same files as the npm package integrators install (a signed subject like the rest)
+        name, data = jspackage.pack(repo_root)
+        npm = BundleFile(f"{NPM_DIR}/{name}", data, hashlib.sha256(data).hexdigest(), len(data))
+        files.append(npm)
     return files
 
 

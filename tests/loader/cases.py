@@ -16,8 +16,8 @@ class Env:
     url: str  # http://127.0.0.1:PORT/
     loader_root: str  # node: file:///.../site/ ; browser: the server URL
     model_sha256: str
-    stalled_worker: str
-    model_size: int = 0  # the model's declared size (the bound of its download)  # a worker URL that never starts in this environment
+    stalled_worker: str  # a worker URL that never starts in this environment
+    model_size: int = 0  # the model's declared size (the bound of its download)
 
 
 @dataclass(frozen=True)

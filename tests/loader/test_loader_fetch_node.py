@@ -210,7 +210,7 @@ def test_progress_is_monotonic_and_complete(results: dict[str, dict[str, Any]]) 
 
 
 def cache_of(result: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(f["what"], f["cache"]) for f in check_receipt(result["receipt"]).model_dump()["fetched"]]
+    return [(f.what, f.cache) for f in check_receipt(result["receipt"]).fetched]
 
 
 def test_the_cache_serves_a_second_load_without_a_request(
@@ -255,22 +255,27 @@ def test_min_version_is_a_floor(results: dict[str, dict[str, Any]]) -> None:
     assert "error" not in results["minVersion below"]
 
 
-def test_node_loads_a_bundle_path(
-    site: Path, golden: dict[str, Any], tmp_path: Path
-) -> None:
+BUNDLE_PATH_SCRIPT = """\
+import { readFileSync } from 'node:fs';
+import { load } from LOADER;
+const trustedKeys = JSON.parse(readFileSync('keys.json', 'utf-8'));
+const model = { url: 'model.trlm', size: SIZE, sha256: SHA256 };
+const lm = await load({ baseUrl: 'bundle', allowDevKey: true, denyLanes: [DENY], trustedKeys, model });
+console.log(lm.receipt.module.artifact_id, lm.receipt.fetched.map((f) => f.url).join(' '));
+await lm.close();
+"""
+
+
+def test_node_loads_a_bundle_path(site: Path, golden: dict[str, Any], tmp_path: Path) -> None:
     """A bundle folder given as a path (relative to the working directory), the model as a
     path: node reads both from disk (its fetch cannot)."""
     (tmp_path / "keys.json").write_bytes((site / "keys/dev.json").read_bytes())
     script = tmp_path / "run.mjs"
     script.write_text(
-        f"import {{ readFileSync }} from 'node:fs';\n"
-        f"import {{ load }} from {json.dumps((site / 'b/js/loader.js').as_uri())};\n"
-        "const lm = await load({ baseUrl: 'bundle', allowDevKey: true, denyLanes: "
-        f"[{json.dumps(THREADS_LANE)}], trustedKeys: JSON.parse(readFileSync('keys.json', "
-        "'utf-8')), model: { url: 'model.trlm', size: "
-        f"{(site / 'model.trlm').stat().st_size}, sha256: {json.dumps(golden['model_sha256'])} }} }});\n"
-        "console.log(lm.receipt.module.artifact_id, lm.receipt.fetched.map((f) => f.url).join(' '));\n"
-        "await lm.close();\n"
+        BUNDLE_PATH_SCRIPT.replace("LOADER", json.dumps((site / "b/js/loader.js").as_uri()))
+        .replace("DENY", json.dumps(THREADS_LANE))
+        .replace("SIZE", str((site / "model.trlm").stat().st_size))
+        .replace("SHA256", json.dumps(golden["model_sha256"]))
     )
     (tmp_path / "bundle").symlink_to(site / "b")
     (tmp_path / "model.trlm").symlink_to(site / "model.trlm")
