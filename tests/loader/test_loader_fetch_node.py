@@ -260,7 +260,8 @@ import { readFileSync } from 'node:fs';
 import { load } from LOADER;
 const trustedKeys = JSON.parse(readFileSync('keys.json', 'utf-8'));
 const model = { url: 'model.trlm', size: SIZE, sha256: SHA256 };
-const lm = await load({ baseUrl: 'bundle', allowDevKey: true, denyLanes: [DENY], trustedKeys, model });
+const options = { baseUrl: 'bundle', allowDevKey: true, denyLanes: [DENY] };
+const lm = await load({ ...options, trustedKeys, model });
 console.log(lm.receipt.module.artifact_id, lm.receipt.fetched.map((f) => f.url).join(' '));
 await lm.close();
 """
