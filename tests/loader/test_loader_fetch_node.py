@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
+from pipeline.jspackage import release_version
 from pipeline.serve import ENDLESS, Site
 from pipeline.toolchain import nodejs
 from tests.loader.cases import Case, Env
 from tests.loader.checks import by_name, check_ran, check_receipt
 from tests.loader.conftest import serve
 from tests.loader.site import NEWER_VERSION, SIMD_LANE, THREADS_LANE
+from verify.bundle.layout import bundle_name
 
 pytestmark = pytest.mark.integration
 MANIFEST_CAP = 4 << 20
@@ -292,3 +294,51 @@ def test_node_loads_a_bundle_path(site: Path, golden: dict[str, Any], tmp_path: 
     lane, *urls = done.stdout.split()
     assert lane == SIMD_LANE
     assert all(u.startswith(f"file://{tmp_path}/") for u in urls), urls
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+SNIPPET_MARK = "<!-- node-snippet -->\n```js\n"
+
+
+def readme_node_snippet() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(SNIPPET_MARK) + len(SNIPPET_MARK)
+    return text[start : text.index("```\n", start)]
+
+
+def test_the_readme_node_snippet_runs_as_written(
+    site: Path, golden: dict[str, Any], tmp_path: Path
+) -> None:
+    """The snippet, unedited, in a folder holding what it names: the bundle (as released, under
+    its release name), trusted-keys.json, model.trlm and model.json. Run twice: the second run
+    is served by its cache, and the remembered version is the bundle's."""
+    snippet = readme_node_snippet()
+    name = bundle_name(release_version())
+    assert f"./{name}/js/loader.js" in snippet, "the snippet names another release"
+    (tmp_path / name).symlink_to(site / "b")
+    (tmp_path / "trusted-keys.json").write_bytes((site / "keys/dev.json").read_bytes())
+    (tmp_path / "model.trlm").symlink_to(site / "model.trlm")
+    model = {
+        "url": "model.trlm",
+        "size": (site / "model.trlm").stat().st_size,
+        "sha256": golden["model_sha256"],
+    }
+    (tmp_path / "model.json").write_text(json.dumps(model))
+    (tmp_path / "run.mjs").write_text(snippet)
+    outputs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [str(nodejs.executable()), "run.mjs"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs.append(done.stdout)
+    # greedy decoding of the README's prompt: the same text both times, cached or not
+    assert outputs[0] == outputs[1] != "", outputs
+    assert len(list((tmp_path / ".tinyrustlm-cache").iterdir())) == 2  # the module, the model
+    remembered = json.loads((tmp_path / ".tinyrustlm-version.json").read_text())
+    assert list(remembered.values()) == [release_version()]
