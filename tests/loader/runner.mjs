@@ -13,6 +13,24 @@ async function json(url) {
 
 async function runOnce(c, loader) {
   const out = { name: c.name };
+  if (c.poisonCache) {
+    // browser: overwrite a Cache API entry of the loader's store (fetch.js CACHE_NAME, keyOf)
+    const cache = await caches.open('tinyrustlm-cas-v1');
+    const key = new URL(`/.tinyrustlm-cas/sha256/${c.poisonCache}`, location.href).href;
+    out.poisoned = (await cache.match(key)) !== undefined;
+    await cache.put(key, new Response('poisoned'.repeat(1024)));
+  }
+  let heap = null;
+  if (c.measureHeap && globalThis.performance && performance.memory) {
+    // Chromium (--enable-precise-memory-info): JS heap sampled while load() runs
+    heap = { before: performance.memory.usedJSHeapSize, peak: 0, samples: 0 };
+    const sample = () => {
+      heap.peak = Math.max(heap.peak, performance.memory.usedJSHeapSize);
+      heap.samples++;
+    };
+    heap.timer = setInterval(sample, 1);
+    heap.sample = sample;
+  }
   if (c.poisonFile) {
     // node only: overwrite a cached file (a poisoned cache entry) before this load
     const { writeFileSync } = await import('node:fs');
@@ -31,6 +49,11 @@ async function runOnce(c, loader) {
       ...(c.progress ? { onProgress: (p) => progress.push(p) } : {}),
     });
     out.loadMs = performance.now() - t0;
+    if (heap) {
+      heap.sample();
+      clearInterval(heap.timer);
+      out.heap = { before: heap.before, peak: heap.peak, samples: heap.samples };
+    }
     out.lane = lm.receipt.module.artifact_id;
     out.receipt = lm.receipt;
     if (c.prompt !== undefined) {

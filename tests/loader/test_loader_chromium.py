@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from tests.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
 pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium")
 # the harness's one list: no sandbox as root, no background traffic off this host
-FLAGS = list(CHROMIUM_FLAGS)
+FLAGS = [*CHROMIUM_FLAGS, "--enable-precise-memory-info"]  # exact performance.memory
 PAGE_TIMEOUT_SECONDS = 300
 WORKER_START_BOUND_MS = 3000
 needs_chromium = pytest.mark.skipif(
@@ -36,7 +37,13 @@ needs_chromium = pytest.mark.skipif(
 
 
 def run_page(
-    server: tuple[Site, str], site: Path, cases: list[Case], model_sha256: str, profile: Path
+    server: tuple[Site, str],
+    site: Path,
+    cases: list[Case] | list[dict[str, Any]],
+    model_sha256: str,
+    profile: Path,
+    page: str = "index.html",
+    linger: float = 0.0,
 ) -> dict[str, Any]:
     """Load the test page once in a fresh profile; returns what it posted."""
     served, url = server
@@ -47,16 +54,18 @@ def run_page(
         model_size=(site / "model.trlm").stat().st_size,
         stalled_worker=f"{url}{STALLED_WORKER.lstrip('/')}",
     )
-    served.overrides["/cases.json"] = json.dumps([c.spec(env) for c in cases]).encode()
+    specs = [c if isinstance(c, dict) else c.spec(env) for c in cases]
+    served.overrides["/cases.json"] = json.dumps(specs).encode()
     served.posted.clear()
     served.got_post.clear()
     browser = subprocess.Popen(
-        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", f"{url}index.html"],
+        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", f"{url}{page}"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         assert served.got_post.wait(PAGE_TIMEOUT_SECONDS), "the page reported nothing in time"
+        time.sleep(linger)  # e.g. let the profile commit localStorage before the kill
         return served.posted[0]
     finally:
         browser.kill()
