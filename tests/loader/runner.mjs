@@ -20,12 +20,14 @@ async function runOnce(c, loader) {
     out.poisoned = (await cache.match(key)) !== undefined;
     await cache.put(key, new Response('poisoned'.repeat(1024)));
   }
+  /** @type {any} */
   let heap = null;
-  if (c.measureHeap && globalThis.performance && performance.memory) {
+  const memory = /** @type {any} */ (globalThis.performance).memory;
+  if (c.measureHeap && memory) {
     // Chromium (--enable-precise-memory-info): JS heap sampled while load() runs
-    heap = { before: performance.memory.usedJSHeapSize, peak: 0, samples: 0 };
+    heap = { before: memory.usedJSHeapSize, peak: 0, samples: 0 };
     const sample = () => {
-      heap.peak = Math.max(heap.peak, performance.memory.usedJSHeapSize);
+      heap.peak = Math.max(heap.peak, memory.usedJSHeapSize);
       heap.samples++;
     };
     heap.timer = setInterval(sample, 1);

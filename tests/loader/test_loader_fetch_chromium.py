@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pipeline.modelpack import PRESETS, pack
-from pipeline.serve import ENDLESS, Site
+from pipeline.serve import Site
 from tests.loader.cases import Case, Env
 from tests.loader.checks import by_name, check_ran, check_receipt
 from tests.loader.conftest import serve
