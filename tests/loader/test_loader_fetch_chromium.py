@@ -112,12 +112,12 @@ def results(
     # Chromium commits localStorage to the profile a few seconds after a write
     first = run_page(server, site, specs(cases, env), sha, profile, linger=LOCAL_STORAGE_COMMIT)
     assert "error" not in first, first
-    out = by_name(first["results"])
+    out: dict[str, Any] = by_name(first["results"])
     out["_requests"] = list(served.requests)
     out["_endless_sent"] = list(served.endless_sent)
     out["_big_model_bytes"] = len(big)
     # a second page load in the same profile: the newest accepted version is remembered
-    later = [
+    later: list[tuple[Case, dict[str, Any]]] = [
         (Case("older after newer"), {}),
         (Case("older allowed", options={"allowDowngrade": True}), {}),
     ]
@@ -125,7 +125,7 @@ def results(
     assert "error" not in second, second
     out.update(by_name(second["results"]))
     # every lane under a strict Content-Security-Policy (no blob:, no eval)
-    strict = [
+    strict: list[tuple[Case, dict[str, Any]]] = [
         (Case(f"csp {lane}", prompt=prompt, options={"denyLanes": deny, "cache": "none"}), {})
         for lane, deny in (
             (THREADS_LANE, []),
