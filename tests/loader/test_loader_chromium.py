@@ -10,7 +10,9 @@ as skipped. Every receipt validates against the JSON Schema.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.conformance import browsers
 from pipeline.conformance.browsers import CHROMIUM_FLAGS
 from pipeline.serve import Site
 from tests.loader.cases import AFTER_INSTANTIATION, REFUSALS, Case, Env
@@ -44,8 +47,10 @@ def run_page(
     profile: Path,
     page: str = "index.html",
     linger: float = 0.0,
+    engine: str = "chromium",
 ) -> dict[str, Any]:
-    """Load the test page once in a fresh profile; returns what it posted."""
+    """Load the test page once in `profile` (Chromium, or another engine of the conformance
+    harness: firefox, webkit); returns what it posted."""
     served, url = server
     env = Env(
         url=url,
@@ -58,17 +63,27 @@ def run_page(
     served.overrides["/cases.json"] = json.dumps(specs).encode()
     served.posted.clear()
     served.got_post.clear()
+    argv: list[str] = [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", f"{url}{page}"]
+    launch_env: dict[str, str] | None = None
+    if engine != "chromium":
+        chosen = browsers.browser(engine)
+        exe = chosen.executable()
+        assert exe is not None, f"{engine} is not installed"
+        launch = chosen.launch(exe, f"{url}{page}", profile)
+        argv, launch_env = launch.argv, launch.env
     browser = subprocess.Popen(
-        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", f"{url}{page}"],
+        argv,
+        env=launch_env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own group: xvfb-run and the browser's children die with it
     )
     try:
         assert served.got_post.wait(PAGE_TIMEOUT_SECONDS), "the page reported nothing in time"
         time.sleep(linger)  # e.g. let the profile commit localStorage before the kill
         return served.posted[0]
     finally:
-        browser.kill()
+        os.killpg(browser.pid, signal.SIGKILL)
         browser.wait()
 
 

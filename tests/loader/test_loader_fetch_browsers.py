@@ -1,4 +1,5 @@
-"""The loader's downloads in headless Chromium against a real release: endless manifest,
+"""The loader's downloads in Chromium, Firefox and WebKit (those installed; the conformance
+harness's launchers) against a real release: endless manifest,
 signature, module and model bodies refused at their bounds (the server stops sending); progress
 monotonic and complete; the Cache API store (a hit re-hashed, a poisoned entry dropped and
 fetched again); a release older than one accepted on an earlier page load refused (Rollback,
@@ -14,13 +15,14 @@ from typing import Any
 
 import pytest
 
+from pipeline.conformance import browsers
 from pipeline.modelpack import PRESETS, pack
 from pipeline.serve import Site
 from tests.loader.cases import Case, Env
 from tests.loader.checks import by_name, check_ran, check_receipt
 from tests.loader.conftest import serve
 from tests.loader.site import NEWER_VERSION, SCALAR_LANE, SIMD_LANE, THREADS_LANE
-from tests.loader.test_loader_chromium import CHROMIUM, needs_chromium, run_page
+from tests.loader.test_loader_chromium import run_page
 from tests.loader.test_loader_fetch_node import (
     MANIFEST_CAP,
     SIGNATURE_CAP,
@@ -32,6 +34,7 @@ pytestmark = pytest.mark.integration
 DENY_THREADS = {"denyLanes": [THREADS_LANE]}
 BIG_MODEL = "/big-model.trlm"
 LOCAL_STORAGE_COMMIT = 8.0
+WEBKIT_SLACK = 1 << 30
 
 
 @pytest.fixture(scope="module")
@@ -58,15 +61,22 @@ def specs(cases: list[tuple[Case, dict[str, Any]]], env: Env) -> list[dict[str, 
     return out
 
 
+@pytest.fixture(scope="module", params=["chromium", "firefox", "webkit"])
+def engine(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    if browsers.browser(name).executable() is None:
+        pytest.skip(f"{name} is not installed")
+    return name
+
+
 @pytest.fixture(scope="module")
 def results(
     site: Path,
     server: tuple[Site, str],
     golden: dict[str, Any],
+    engine: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Any]:
-    if CHROMIUM is None:
-        pytest.skip("Debian's chromium is not installed")
     served, url = server
     endless_overrides(site, served)
     big = pack(PRESETS["bench"], 7)
@@ -110,7 +120,9 @@ def results(
     profile = tmp_path_factory.mktemp("profile")
     served.requests.clear()
     # Chromium commits localStorage to the profile a few seconds after a write
-    first = run_page(server, site, specs(cases, env), sha, profile, linger=LOCAL_STORAGE_COMMIT)
+    first = run_page(
+        server, site, specs(cases, env), sha, profile, linger=LOCAL_STORAGE_COMMIT, engine=engine
+    )
     assert "error" not in first, first
     out: dict[str, Any] = by_name(first["results"])
     out["_requests"] = list(served.requests)
@@ -121,7 +133,7 @@ def results(
         (Case("older after newer"), {}),
         (Case("older allowed", options={"allowDowngrade": True}), {}),
     ]
-    second = run_page(server, site, specs(later, env), sha, profile)
+    second = run_page(server, site, specs(later, env), sha, profile, engine=engine)
     assert "error" not in second, second
     out.update(by_name(second["results"]))
     # every lane under a strict Content-Security-Policy (no blob:, no eval)
@@ -134,14 +146,20 @@ def results(
         )
     ]
     csp = run_page(
-        server, site, specs(strict, env), sha, tmp_path_factory.mktemp("csp"), page="csp.html"
+        server,
+        site,
+        specs(strict, env),
+        sha,
+        tmp_path_factory.mktemp("csp"),
+        page="csp.html",
+        engine=engine,
     )
     assert "error" not in csp, csp
     out["_csp"] = csp
+    out["_engine"] = engine
     return out
 
 
-@needs_chromium
 @pytest.mark.parametrize(
     ("name", "limit"),
     [("endless manifest", MANIFEST_CAP), ("endless signature", SIGNATURE_CAP)],
@@ -153,7 +171,6 @@ def test_an_endless_manifest_or_signature_stops_at_its_cap(
     assert (error["code"], error["detail"]["limit"]) == ("BoundExceeded", limit), error
 
 
-@needs_chromium
 def test_an_endless_module_stops_at_its_signed_size(results: dict[str, Any], site: Path) -> None:
     error = results["endless module"]["error"]
     manifest = json.loads((site / "b/manifest.json").read_bytes())
@@ -162,7 +179,6 @@ def test_an_endless_module_stops_at_its_signed_size(results: dict[str, Any], sit
     assert results["endless module"]["stats"]["instantiations"] == 0
 
 
-@needs_chromium
 def test_an_endless_model_stops_at_its_declared_size(results: dict[str, Any], site: Path) -> None:
     result = results["endless model"]
     limit = (site / "model.trlm").stat().st_size
@@ -173,13 +189,15 @@ def test_an_endless_model_stops_at_its_declared_size(results: dict[str, Any], si
     assert result["stats"]["modelLoads"] == 0 and result["stats"]["live"] == 0
 
 
-@needs_chromium
 def test_the_server_stopped_sending_endless_bodies(results: dict[str, Any]) -> None:
+    """The loader cancels each endless body at its bound. Chromium and Firefox then close the
+    connection within SLACK; WebKit's network process goes on reading for a while (100-300 MB
+    seen) before it closes it, outside the page's memory: there only that it stops is checked."""
     sent = results["_endless_sent"]
-    assert len(sent) >= 4 and max(sent) < MANIFEST_CAP + SLACK, sent
+    slack = WEBKIT_SLACK if results["_engine"] == "webkit" else SLACK
+    assert len(sent) >= 4 and max(sent) < MANIFEST_CAP + slack, sent
 
 
-@needs_chromium
 def test_progress_is_monotonic_and_complete(results: dict[str, Any]) -> None:
     check_ran(results["progress"], SIMD_LANE)
     events = results["progress"]["progress"]
@@ -196,7 +214,6 @@ def cache_of(result: dict[str, Any]) -> list[tuple[str, str]]:
     return [(f.what, f.cache) for f in check_receipt(result["receipt"]).fetched]
 
 
-@needs_chromium
 def test_the_cache_api_serves_a_second_load_without_a_request(
     results: dict[str, Any], golden: dict[str, Any]
 ) -> None:
@@ -207,7 +224,6 @@ def test_the_cache_api_serves_a_second_load_without_a_request(
     assert cached and all(p.endswith(".json") for p in cached), cached
 
 
-@needs_chromium
 def test_a_poisoned_cache_entry_is_dropped_and_fetched_again(
     results: dict[str, Any], golden: dict[str, Any]
 ) -> None:
@@ -217,15 +233,15 @@ def test_a_poisoned_cache_entry_is_dropped_and_fetched_again(
     assert cache_of(result) == [(f"module {SIMD_LANE}", "hit"), ("model", "poisoned")]
 
 
-@needs_chromium
 def test_an_older_release_is_refused_on_a_later_page_load(results: dict[str, Any]) -> None:
+    if results["_engine"] == "webkit":
+        pytest.skip("the harness runs MiniBrowser --private: nothing persists across launches")
     assert "error" not in results["accept newer"], results["accept newer"]["error"]
     error = results["older after newer"]["error"]
     assert (error["code"], error["detail"]["floor"]) == ("Rollback", NEWER_VERSION), error
     assert "error" not in results["older allowed"], results["older allowed"]["error"]
 
 
-@needs_chromium
 @pytest.mark.parametrize("lane", [THREADS_LANE, SIMD_LANE, SCALAR_LANE])
 def test_every_lane_loads_under_a_strict_csp(
     results: dict[str, Any], golden: dict[str, Any], lane: str
@@ -235,12 +251,13 @@ def test_every_lane_loads_under_a_strict_csp(
     check_ran(by_name(page["results"])[f"csp {lane}"], lane, golden["tokens"])
 
 
-@needs_chromium
 def test_the_big_model_streams_into_wasm_memory(results: dict[str, Any]) -> None:
     """Measured (reported by the measure script), not bounded here: the load succeeds and the
     sampler saw it."""
     result = results["big model heap"]
     assert "error" not in result, result["error"]
+    if results["_engine"] != "chromium":
+        pytest.skip("performance.memory is Chromium's")
     heap = result["heap"]
     assert heap["samples"] > 0 and heap["peak"] >= heap["before"] > 0
     print(
