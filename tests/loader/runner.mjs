@@ -32,6 +32,7 @@ async function runOnce(c, loader) {
     };
     heap.timer = setInterval(sample, 1);
     heap.sample = sample;
+    heap.modelEvents = 0;
   }
   if (c.poisonFile) {
     // node only: overwrite a cached file (a poisoned cache entry) before this load
@@ -48,7 +49,14 @@ async function runOnce(c, loader) {
       baseUrl: c.base,
       trustedKeys: await json(c.keys),
       model: c.model,
-      ...(c.progress ? { onProgress: (p) => progress.push(p) } : {}),
+      ...(c.progress || heap
+        ? {
+            onProgress: (p) => {
+              if (c.progress) progress.push(p);
+              if (heap) heap.sample(); // per downloaded chunk: while the model streams in
+            },
+          }
+        : {}),
     });
     out.loadMs = performance.now() - t0;
     if (heap) {

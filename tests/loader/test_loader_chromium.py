@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ def run_page(
     page: str = "index.html",
     linger: float = 0.0,
     engine: str = "chromium",
+    on_start: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Load the test page once in `profile` (Chromium, or another engine of the conformance
     harness: firefox, webkit); returns what it posted."""
@@ -78,6 +80,8 @@ def run_page(
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its own group: xvfb-run and the browser's children die with it
     )
+    if on_start is not None:
+        on_start(browser.pid)  # e.g. a memory sampler of the process group
     try:
         assert served.got_post.wait(PAGE_TIMEOUT_SECONDS), "the page reported nothing in time"
         time.sleep(linger)  # e.g. let the profile commit localStorage before the kill
