@@ -7,11 +7,11 @@ release version (pyproject `[project].version`) so the two never differ.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.errors import PipelineError
@@ -52,20 +52,32 @@ def tarball_name(version: str) -> str:
 
 
 def pack(repo_root: Path) -> tuple[str, bytes]:
-    """(file name, bytes) of `npm pack` of crates/wasm/js (see `pack_folder`)."""
-    return pack_folder(repo_root / PACKAGE_JSON.parent, release_version(repo_root))
+    """(file name, bytes) of `npm pack` of crates/wasm/js (see `pack_sources`)."""
+    folder = repo_root / PACKAGE_JSON.parent
+    return pack_sources([(p.name, p.read_bytes()) for p in sorted(folder.iterdir()) if p.is_file()])
 
 
-def pack_folder(folder: Path, version: str) -> tuple[str, bytes]:
-    """`npm pack` of `folder` with the pinned node's npm. npm writes every entry with mtime
-    1985-10-26 and owner 0 but keeps the file's mode, which a umask changes: the copy packed
-    here is 0644 throughout, so the tarball is a function of the files' bytes alone
-    (tests/loader/test_package.py packs twice, other mtimes and modes, and compares)."""
+def pack_sources(files: Sequence[tuple[str, bytes]]) -> tuple[str, bytes]:
+    """`npm pack` (the pinned node's npm) of a package made of exactly `files` (name, bytes;
+    its package.json's "files" selects what ships). npm writes every entry with mtime
+    1985-10-26 and owner 0 but keeps each file's mode, which a umask changes: here every file
+    is 0644, so the tarball is a function of the bytes alone (tests/js/loader/test_package.py
+    packs twice, other mtimes and modes, and compares)."""
+    by_name = dict(files)
+    try:
+        version = str(json.loads(by_name["package.json"])["version"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise PipelineError(
+            f"the loader package has no readable package.json version ({exc})",
+            where=str(PACKAGE_JSON),
+            hint="python -m pipeline.jspackage",
+        ) from exc
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-npm-") as tmp:
         package = Path(tmp) / "package"
-        shutil.copytree(folder, package)
-        for path in package.rglob("*"):
-            path.chmod(0o755 if path.is_dir() else 0o644)
+        package.mkdir(mode=0o755)
+        for name, data in files:
+            (package / name).write_bytes(data)
+            (package / name).chmod(0o644)
         npm_cli = nodejs.executable().parent.parent / "lib/node_modules/npm/bin/npm-cli.js"
         done = subprocess.run(
             [str(nodejs.executable()), str(npm_cli), "pack", "--ignore-scripts", str(package)],

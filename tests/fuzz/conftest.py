@@ -1,4 +1,4 @@
-"""The scalar lane for the model campaign's sample, built as tests/runtime builds it."""
+"""The scalar lane for the model campaign's sample, built as tests/crates/runtime builds it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runtime.conftest import TARGET, cargo_build
+from tests.crates.runtime.conftest import TARGET, cargo_build
 
 
 @pytest.fixture(scope="session")
