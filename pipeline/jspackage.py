@@ -1,7 +1,7 @@
 """The bundle's `js/` as an npm package: `crates/wasm/js/package.json`, generated from the
 release version (pyproject `[project].version`) so the two never differ.
 
-`python -m pipeline.jspackage` rewrites it; tests/loader/test_package.py fails when it is stale.
+`python -m pipeline.jspackage` rewrites it; tests/js/loader/test_package.py fails when it is stale.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Loader measurements in headless Chromium (never a test):
-`python -m tests.loader.measure BUNDLE DEV_KEY_PEM [--runs N] [--engines chromium,firefox]`.
+`python -m tests.js.loader.measure BUNDLE DEV_KEY_PEM [--runs N] [--engines chromium,firefox]`.
 
 1. Time from page load to first token per lane and engine, cold (a fresh profile) and warm (the
    same profile's second page load: modules and model from the content-addressed cache), the
@@ -25,10 +25,10 @@ from typing import Any
 
 from pipeline.modelpack import PRESETS, pack
 from pipeline.serve import STALL, Site, start
-from tests.loader.cases import Case, Env
-from tests.loader.conftest import GOLDEN, STALLED_WORKER
-from tests.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE, make_site
-from tests.loader.test_loader_chromium import run_page
+from tests.js.loader.cases import Case, Env
+from tests.js.loader.conftest import GOLDEN, STALLED_WORKER
+from tests.js.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE, make_site
+from tests.js.loader.test_loader_chromium import run_page
 
 DENY = {THREADS_LANE: [], SIMD_LANE: [THREADS_LANE], SCALAR_LANE: [THREADS_LANE, SIMD_LANE]}
 PAGE = 4096

@@ -18,12 +18,12 @@ import pytest
 from pipeline.conformance import browsers
 from pipeline.modelpack import PRESETS, pack
 from pipeline.serve import Site
-from tests.loader.cases import Case, Env
-from tests.loader.checks import by_name, check_ran, check_receipt
-from tests.loader.conftest import serve
-from tests.loader.site import NEWER_VERSION, SCALAR_LANE, SIMD_LANE, THREADS_LANE
-from tests.loader.test_loader_chromium import run_page
-from tests.loader.test_loader_fetch_node import (
+from tests.js.loader.cases import Case, Env
+from tests.js.loader.checks import by_name, check_ran, check_receipt
+from tests.js.loader.conftest import serve
+from tests.js.loader.site import NEWER_VERSION, SCALAR_LANE, SIMD_LANE, THREADS_LANE
+from tests.js.loader.test_loader_chromium import run_page
+from tests.js.loader.test_loader_fetch_node import (
     MANIFEST_CAP,
     SIGNATURE_CAP,
     SLACK,

@@ -17,10 +17,10 @@ import pytest
 from pipeline.jspackage import release_version
 from pipeline.serve import ENDLESS, Site
 from pipeline.toolchain import nodejs
-from tests.loader.cases import Case, Env
-from tests.loader.checks import by_name, check_ran, check_receipt
-from tests.loader.conftest import serve
-from tests.loader.site import NEWER_VERSION, SIMD_LANE, THREADS_LANE
+from tests.js.loader.cases import Case, Env
+from tests.js.loader.checks import by_name, check_ran, check_receipt
+from tests.js.loader.conftest import serve
+from tests.js.loader.site import NEWER_VERSION, SIMD_LANE, THREADS_LANE
 from verify.bundle.layout import bundle_name
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-// Chromium side of tests/loader: run /cases.json with the shared runner, POST the results.
+// Chromium side of tests/js/loader: run /cases.json with the shared runner, POST the results.
 import { runCases } from './runner.mjs';
 
 async function main() {
