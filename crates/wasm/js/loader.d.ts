@@ -1,7 +1,7 @@
 // Types of the TinyRustLM loader's public API (the npm package's `types`; loader.js is the code).
 // Checked two ways: every .js of the package is type-checked (`tsc --checkJs`) against these
 // declarations where it names them, and a strict TypeScript consumer compiles against the packed
-// tarball (tests/loader/test_package.py).
+// tarball (tests/js/loader/test_package.py).
 
 /** Every `LoaderError.code` (README, "The loader"). */
 export type LoaderErrorCode =

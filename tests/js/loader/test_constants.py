@@ -11,7 +11,7 @@ import pytest
 from pipeline import jsconstants
 from pipeline.errors import PipelineError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SOURCES = (
     jsconstants.LANES_RS,
     jsconstants.KERNELS_RS,

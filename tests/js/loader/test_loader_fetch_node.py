@@ -296,7 +296,7 @@ def test_node_loads_a_bundle_path(site: Path, golden: dict[str, Any], tmp_path: 
     assert all(u.startswith(f"file://{tmp_path}/") for u in urls), urls
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 SNIPPET_MARK = "<!-- node-snippet -->\n```js\n"
 
 

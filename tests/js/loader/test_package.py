@@ -17,7 +17,7 @@ import pytest
 from pipeline import jspackage
 from tests import jstools
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 JS = REPO_ROOT / "crates/wasm/js"
 
 CONSUMER = """\
