@@ -243,12 +243,16 @@ def site_for(args: argparse.Namespace) -> Site:
     )
     # without --trusted-keys the page trusts this checkout's development key, so allows it
     config = page_config(trusted, args.trusted_keys is None, model)
-    # the isolation service worker must sit beside the page (its scope is its folder)
-    coi = (bundle / "js/coi-serviceworker.js").read_bytes()
+    overrides = {"/config.json": config, "/model.trlm": model}
+    # the isolation service worker must sit beside the page (its scope is its folder); a
+    # bundle older than it has none, and the page then stays as its headers make it
+    coi = bundle / "js/coi-serviceworker.js"
+    if coi.is_file():
+        overrides["/coi-serviceworker.js"] = coi.read_bytes()
     return Site(
         routes=[("/bundle/", bundle), ("/", REPO_ROOT / PAGE_DIR)],
         isolated=args.isolated,
-        overrides={"/config.json": config, "/model.trlm": model, "/coi-serviceworker.js": coi},
+        overrides=overrides,
     )
 
 
