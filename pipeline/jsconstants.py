@@ -19,10 +19,11 @@ import re
 import sys
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.errors import CheckFailed, PipelineError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-OUTPUT = Path("crates/wasm/js/constants.js")
+OUTPUT = Path(paths.JS_SOURCE_DIR / "constants.js")
 LANES_RS = Path("crates/wasm/src/lib.rs")
 KERNELS_RS = Path("crates/core/src/kernels/mod.rs")
 CATEGORIES_RS = Path("crates/core/src/selftest/categories.rs")

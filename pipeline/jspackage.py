@@ -14,11 +14,12 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.errors import PipelineError
 from pipeline.toolchain import nodejs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PACKAGE_JSON = Path("crates/wasm/js/package.json")
+PACKAGE_JSON = Path(paths.JS_SOURCE_DIR / "package.json")
 PACKAGE_NAME = "tinyrustlm-loader"
 # The package's files: every shipped module, its types and this manifest (npm adds README).
 MODULES = (

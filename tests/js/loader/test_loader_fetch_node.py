@@ -257,6 +257,20 @@ def test_min_version_is_a_floor(results: dict[str, dict[str, Any]]) -> None:
     assert "error" not in results["minVersion below"]
 
 
+def run_script(folder: Path, name: str) -> str:
+    """`node NAME` in `folder` (the pinned node); its stdout, after asserting it succeeded."""
+    done = subprocess.run(
+        [str(nodejs.executable()), name],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 BUNDLE_PATH_SCRIPT = """\
 import { readFileSync } from 'node:fs';
 import { load } from LOADER;
@@ -282,16 +296,7 @@ def test_node_loads_a_bundle_path(site: Path, golden: dict[str, Any], tmp_path: 
     )
     (tmp_path / "bundle").symlink_to(site / "b")
     (tmp_path / "model.trlm").symlink_to(site / "model.trlm")
-    done = subprocess.run(
-        [str(nodejs.executable()), str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lane, *urls = done.stdout.split()
+    lane, *urls = run_script(tmp_path, "run.mjs").split()
     assert lane == SIMD_LANE
     assert all(u.startswith(f"file://{tmp_path}/") for u in urls), urls
 
@@ -327,16 +332,7 @@ def test_the_readme_node_snippet_runs_as_written(
     (tmp_path / "run.mjs").write_text(snippet)
     outputs = []
     for _ in range(2):
-        done = subprocess.run(
-            [str(nodejs.executable()), "run.mjs"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        outputs.append(done.stdout)
+        outputs.append(run_script(tmp_path, "run.mjs"))
     # greedy decoding of the README's prompt: the same text both times, cached or not
     assert outputs[0] == outputs[1] != "", outputs
     assert len(list((tmp_path / ".tinyrustlm-cache").iterdir())) == 2  # the module, the model
