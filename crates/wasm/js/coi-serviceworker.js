@@ -9,7 +9,8 @@
 //
 // In the page it registers itself as the service worker and reloads once when the page is not
 // yet controlled; as the service worker it adds COOP `same-origin`, COEP `require-corp` and
-// CORP `same-origin` to every same-origin response (cross-origin ones pass through unchanged).
+// CORP `same-origin` to every same-origin response (cross-origin ones pass through unchanged),
+// and keeps small same-origin files so the page loads offline (network first, then the copy).
 // No blob:, no eval: it works under `script-src 'self'; worker-src 'self'`.
 
 const HEADERS = Object.freeze({
@@ -18,12 +19,38 @@ const HEADERS = Object.freeze({
   'Cross-Origin-Resource-Policy': 'same-origin',
 });
 
+const OFFLINE_CACHE = 'tinyrustlm-offline-v1';
+const OFFLINE_MAX_BYTES = 4 << 20;
+
 /** The same response with the isolation headers (a same-origin, non-opaque one only). */
 function isolatedResponse(response) {
   if (response.status === 0 || response.type === 'opaque' || response.type === 'opaqueredirect') return response;
   const headers = new Headers(response.headers);
   for (const [name, value] of Object.entries(HEADERS)) headers.set(name, value);
   return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/**
+ * Offline use: a same-origin GET goes to the network, and a small successful answer (the page,
+ * its scripts, the signed manifest; not the model, which the loader's own content-addressed
+ * store keeps) is kept; when the network fails, the kept copy answers. The loader verifies
+ * whatever it gets, so a kept copy is never trusted more than a fetched one.
+ */
+async function networkFirst(request) {
+  if (request.method !== 'GET') return fetch(request);
+  const cache = await caches.open(OFFLINE_CACHE);
+  try {
+    const response = await fetch(request);
+    const length = Number(response.headers.get('content-length'));
+    if (response.ok && response.type === 'basic' && length > 0 && length <= OFFLINE_MAX_BYTES) {
+      await cache.put(request, response.clone()).catch(() => {}); // full storage: no copy
+    }
+    return response;
+  } catch (error) {
+    const kept = await cache.match(request, { ignoreSearch: request.mode === 'navigate' });
+    if (kept) return kept;
+    throw error;
+  }
 }
 
 if (typeof window === 'undefined') {
@@ -35,7 +62,7 @@ if (typeof window === 'undefined') {
     const request = event.request;
     if (new URL(request.url).origin !== sw.location.origin) return; // the browser handles it
     if (request.cache === 'only-if-cached' && request.mode !== 'same-origin') return;
-    event.respondWith(fetch(request).then(isolatedResponse));
+    event.respondWith(networkFirst(request).then(isolatedResponse));
   });
 } else {
   // ---- the page: register, then reload once so the worker serves the page itself ----

@@ -56,6 +56,7 @@ def shown(
     profile: Path,
     service_worker: bool = True,
     visits: int = 1,
+    offline_from: int | None = None,
 ) -> list[tuple[dict[str, Any], list[str]]]:
     """Each visit's final page state and the paths it requested (one browser profile)."""
     args = Namespace(bundle=bundle, isolated=isolated, port=0, trusted_keys=keys, model=None)
@@ -72,6 +73,9 @@ def shown(
     try:
         page.attach()
         for visit in range(visits):
+            if visit == offline_from:  # the server stops: what follows is served offline
+                server.shutdown()
+                server.server_close()
             if visit > 0:
                 site.requests.clear()
                 page.call("Page.navigate", url=f"{url}?prompt={prompt}&visit={visit}")
@@ -142,3 +146,27 @@ def test_a_second_visit_fetches_no_module_and_no_model(
         second_requests
     )
     assert second["status"].endswith("done") and second["tokens"] == first["tokens"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_with_the_server_stopped_the_page_still_loads(
+    loader_bundle: tuple[Path, Path], golden: dict[str, Any], tmp_path: Path
+) -> None:
+    """Offline: the service worker keeps the page, its scripts and the signed manifest, the
+    loader's store the module and the model; the third visit, with the server stopped, runs."""
+    bundle, key = loader_bundle
+    visits = shown(
+        bundle,
+        key.parent / "development.trusted-keys.json",
+        False,
+        golden["prompt"],
+        tmp_path / "profile",
+        visits=3,
+        offline_from=2,
+    )
+    (first, _), _, (offline, requests) = visits
+    assert requests == []  # nothing reached a server
+    assert offline["status"].endswith("done"), offline["status"]
+    assert offline["lane"] == THREADS_LANE  # still isolated by the worker
+    assert [f["cache"] for f in json.loads(offline["receipt"])["fetched"]] == ["hit", "hit"]
+    assert offline["tokens"] == first["tokens"]
