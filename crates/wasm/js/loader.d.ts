@@ -110,7 +110,7 @@ export interface LoadOptions {
   allowDowngrade?: boolean;
   /** Node: the JSON file remembering the newest accepted version per trust root. */
   versionFile?: string | null;
-  /** Browser: remember the newest accepted version in localStorage (default true). */
+  /** Browser: remember the newest accepted version in IndexedDB (else localStorage; default true). */
   rememberVersion?: boolean;
   /** The content-addressed cache (Cache API; node: `cacheDir`). Default 'auto'. */
   cache?: 'auto' | 'none';

@@ -173,7 +173,8 @@ export async function trustRootId(trustedKeys) {
 
 /**
  * Where the newest accepted version is remembered: `o.versionFile` (node: a JSON file the caller
- * names, { trustRootId: version }), else the page's localStorage (per origin), else nowhere.
+ * names, { trustRootId: version }), else the page's IndexedDB (localStorage where there is
+ * none; both per origin), else nowhere.
  */
 function versionMemory(o) {
   if (o.versionFile) {
@@ -195,8 +196,58 @@ function versionMemory(o) {
       },
     };
   }
-  // node keeps it only in a versionFile (its webstorage is experimental and per process)
-  const storage = o.rememberVersion === false || isNode ? null : globalThis.localStorage;
+  if (o.rememberVersion === false || isNode) return null; // node: only a versionFile
+  if (globalThis.indexedDB) return indexedDbMemory(globalThis.indexedDB);
+  return localStorageMemory(globalThis.localStorage);
+}
+
+/**
+ * The page's memory in IndexedDB (per origin): written with strict durability, so it is on disk
+ * when the load goes on, whatever happens to the browser after.
+ */
+function indexedDbMemory(idb) {
+  const STORE = 'versions';
+  const KEY = 'newest-accepted';
+  const opened = () =>
+    new Promise((resolve, reject) => {
+      const request = idb.open('tinyrustlm', 1);
+      request.onupgradeneeded = () => request.result.createObjectStore(STORE);
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+  return {
+    async read() {
+      try {
+        const db = await opened();
+        const doc = await new Promise((resolve) => {
+          const get = db.transaction(STORE, 'readonly').objectStore(STORE).get(KEY);
+          get.onsuccess = () => resolve(get.result || {});
+          get.onerror = () => resolve({});
+        });
+        db.close();
+        return doc;
+      } catch {
+        return {}; // storage blocked: the floor stays minVersion
+      }
+    },
+    async write(doc) {
+      try {
+        const db = await opened();
+        await new Promise((resolve) => {
+          const tx = db.transaction(STORE, 'readwrite', { durability: 'strict' });
+          tx.objectStore(STORE).put(doc, KEY);
+          tx.oncomplete = tx.onerror = tx.onabort = () => resolve(undefined);
+        });
+        db.close();
+      } catch {
+        // storage blocked or full: the floor stays minVersion
+      }
+    },
+  };
+}
+
+/** The page's memory in localStorage (per origin), where there is no IndexedDB. */
+function localStorageMemory(storage) {
   if (!storage) return null;
   const KEY = 'tinyrustlm.newest-accepted-version';
   return {

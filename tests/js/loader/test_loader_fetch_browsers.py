@@ -3,7 +3,7 @@ harness's launchers) against a real release: endless manifest,
 signature, module and model bodies refused at their bounds (the server stops sending); progress
 monotonic and complete; the Cache API store (a hit re-hashed, a poisoned entry dropped and
 fetched again); a release older than one accepted on an earlier page load refused (Rollback,
-localStorage); every lane under a strict CSP page; the JS heap while a 64 MiB model loads."""
+IndexedDB); every lane under a strict CSP page; the JS heap while a 64 MiB model loads."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from tests.js.loader.test_loader_fetch_node import (
 pytestmark = pytest.mark.integration
 DENY_THREADS = {"denyLanes": [THREADS_LANE]}
 BIG_MODEL = "/big-model.trlm"
-LOCAL_STORAGE_COMMIT = 8.0
+STORAGE_SETTLE = 1.0
 WEBKIT_SLACK = 1 << 30
 
 
@@ -119,9 +119,9 @@ def results(
     ]
     profile = tmp_path_factory.mktemp("profile")
     served.requests.clear()
-    # Chromium commits localStorage to the profile a few seconds after a write
+    # the loader writes the newest version to IndexedDB with strict durability: no wait needed
     first = run_page(
-        server, site, specs(cases, env), sha, profile, linger=LOCAL_STORAGE_COMMIT, engine=engine
+        server, site, specs(cases, env), sha, profile, linger=STORAGE_SETTLE, engine=engine
     )
     assert "error" not in first, first
     out: dict[str, Any] = by_name(first["results"])
