@@ -38,12 +38,14 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff, ruff format --check, mypy --strict over every tracked Python file; the import
-    contracts of pyproject.toml (import-linter: layers, no cycles, verify stands alone)."""
+    contracts of pyproject.toml (import-linter: layers, no cycles, verify stands alone);
+    tsc --checkJs --noEmit over every shipped and test .js/.mjs (tests/jstools)."""
     install(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
     session.run("lint-imports")
+    session.run("python", "-m", "tests.jstools", "check")
 
 
 @nox.session(python=PYTHON)

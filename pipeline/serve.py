@@ -86,8 +86,13 @@ class ServeError(TabledError):
     table = SERVE_ERRORS
 
 
-# An override: bytes to serve instead of the file, or STALL to never answer in time.
+# An override: bytes to serve instead of the file, or STALL to never answer in time, or ENDLESS
+# (+ optional leading bytes) for a body that never ends (no Content-Length; those bytes, then
+# zeros until the client hangs up): a bounded download must stop at its bound.
 STALL = b"\0stall\0"
+ENDLESS = b"\0endless\0"
+ENDLESS_CHUNK = 1 << 16
+ENDLESS_LIMIT = 16 << 30
 Route = tuple[str, Path]
 
 
@@ -101,6 +106,8 @@ class Site:
     # the page's last reports (bounded: a client posting forever cannot grow it)
     posted: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_POSTS))
     got_post: threading.Event = field(default_factory=threading.Event)
+    endless_sent: list[int] = field(default_factory=list)  # bytes each ENDLESS body got out
+    requests: list[str] = field(default_factory=list)  # every GET/HEAD path, in order
 
     def resolve(self, path: str) -> Path | None:
         """The file a URL path names, never outside its route's folder."""
@@ -148,9 +155,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, send_body: bool) -> None:
         path = urlsplit(self.path).path
         site = self.server.site
+        site.requests.append(path)
         body = site.overrides.get(path)
         if body == STALL:
             time.sleep(STALL_SECONDS)
+            return
+        if body is not None and body.startswith(ENDLESS):
+            self._endless(body[len(ENDLESS) :])
             return
         ctype = MIME_TYPES.get(posixpath.splitext(path)[1], "application/octet-stream")
         if body is None:
@@ -169,6 +180,27 @@ class _Handler(BaseHTTPRequestHandler):
         self._headers(200, ctype, len(body))
         if send_body:
             self.wfile.write(body)
+
+    def _endless(self, head: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Cache-Control", "no-store")
+        if self.server.site.isolated:
+            for name, value in ISOLATION_HEADERS:
+                self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+        chunk = bytes(ENDLESS_CHUNK)
+        sent = 0
+        try:
+            self.wfile.write(head)
+            sent += len(head)
+            while sent < ENDLESS_LIMIT:
+                self.wfile.write(chunk)
+                sent += len(chunk)
+            self.server.site.endless_sent.append(sent)
+        except OSError:  # the client stopped reading: what a bounded download does
+            self.server.site.endless_sent.append(sent)
 
     def do_POST(self) -> None:
         text = self.headers.get("Content-Length", "0").strip()
@@ -221,13 +253,17 @@ def start(site: Site, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
-def page_config(trusted_keys: bytes, allow_dev_key: bool, model_sha256: str) -> bytes:
+def page_config(trusted_keys: bytes, allow_dev_key: bool, model: bytes) -> bytes:
     """/config.json: what the example page passes to the loader."""
     doc = {
         "trustedKeys": json.loads(trusted_keys),
         "allowDevKey": allow_dev_key,
         "bundle": "bundle/",
-        "model": {"url": "model.trlm", "sha256": model_sha256},
+        "model": {
+            "url": "model.trlm",
+            "size": len(model),
+            "sha256": hashlib.sha256(model).hexdigest(),
+        },
     }
     return json.dumps(doc, indent=2).encode() + b"\n"
 
@@ -313,13 +349,18 @@ def site_for(args: argparse.Namespace) -> Site:
         if args.model is not None
         else pack(PRESETS[DEFAULT_PRESET], DEFAULT_SEED)
     )
-    sha = hashlib.sha256(model).hexdigest()
     # without --trusted-keys the page trusts this checkout's development key, so allows it
-    config = page_config(trusted, args.trusted_keys is None, sha)
+    config = page_config(trusted, args.trusted_keys is None, model)
+    overrides = {"/config.json": config, "/model.trlm": model}
+    # the isolation service worker must sit beside the page (its scope is its folder); a
+    # bundle older than it has none, and the page then stays as its headers make it
+    coi = bundle / "js/coi-serviceworker.js"
+    if coi.is_file():
+        overrides["/coi-serviceworker.js"] = coi.read_bytes()
     return Site(
         routes=[("/bundle/", bundle), ("/", REPO_ROOT / PAGE_DIR)],
         isolated=args.isolated,
-        overrides={"/config.json": config, "/model.trlm": model},
+        overrides=overrides,
     )
 
 

@@ -2,6 +2,7 @@
 // `tinyrustlm-release serve` provides /config.json (trusted keys, model URL and SHA-256).
 import { load } from './bundle/js/loader.js';
 
+/** @type {(id: string) => any} */
 const $ = (id) => document.getElementById(id);
 
 async function main() {
@@ -12,6 +13,11 @@ async function main() {
     trustedKeys: config.trustedKeys,
     allowDevKey: config.allowDevKey,
     model: config.model,
+    onProgress: ({ phase, loaded, total }) => {
+      $('progress').max = total || 1;
+      $('progress').value = loaded;
+      $('phase').textContent = `${phase} ${loaded} / ${total} bytes`;
+    },
   });
   $('lane').textContent = lm.receipt.module.artifact_id;
   $('receipt').textContent = JSON.stringify(lm.receipt, null, 2);

@@ -19,7 +19,7 @@ const median = (xs) => {
 };
 
 async function loadHarness(path) {
-  const { instance } = await WebAssembly.instantiate(readFileSync(path), {});
+  const { instance } = /** @type {any} */ (await WebAssembly.instantiate(readFileSync(path), {}));
   return instance.exports;
 }
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from pipeline import jspackage
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.lockfile import ToolchainLock
@@ -33,6 +34,7 @@ from verify.formats.manifest import (
 
 ARTIFACTS_DIR = "artifacts"
 JS_DIR = "js"
+NPM_DIR = "npm"
 # The JS module every .wasm is instantiated by: the manifest pairs each module with it.
 JS_GLUE_NAME = "host.js"
 
@@ -89,11 +91,19 @@ def artifact_files(index: BuildIndex, sources: Mapping[str, Path]) -> list[Bundl
 
 
 def js_host_files(sources: Sequence[SourceFile]) -> list[BundleFile]:
-    """The tree's JS host files as the bundle's js/ files (same order)."""
-    return [
+    """The tree's JS host files as the bundle's js/ files (same order), then, when they are an
+    npm package (a package.json among them), `npm/tinyrustlm-loader-<version>.tgz`: `npm pack`
+    of exactly these bytes, reproducible, a signed subject like every other file."""
+    files = [
         BundleFile(f"{JS_DIR}/{f.name}", f.data, hashlib.sha256(f.data).hexdigest(), len(f.data))
         for f in sources
     ]
+    if any(f.name == "package.json" for f in sources):
+        name, data = jspackage.pack_sources([(f.name, f.data) for f in sources])
+        files.append(
+            BundleFile(f"{NPM_DIR}/{name}", data, hashlib.sha256(data).hexdigest(), len(data))
+        )
+    return files
 
 
 def compiler_versions(lock: ToolchainLock) -> CompilerVersions:

@@ -44,7 +44,7 @@ class Tree:
     lanes: LanesFile
     lock: ToolchainLock
     lock_sha256: str  # of the exact bytes `lock` was parsed from
-    js_files: tuple[SourceFile, ...]  # crates/wasm/js/*.js, sorted
+    js_files: tuple[SourceFile, ...]  # crates/wasm/js/*.js, *.d.ts, package.json, by name
     crates: tuple[CrateSource, ...]
     python: tuple[PythonRequirement, ...]
 
@@ -69,13 +69,15 @@ class Tree:
 
 
 def js_source_files(root: Path) -> tuple[SourceFile, ...]:
-    """crates/wasm/js/*.js, sorted; an absent folder means none yet."""
+    """crates/wasm/js/*.js with the npm package's package.json and *.d.ts types, sorted by
+    name; an absent folder means none yet."""
     folder = root / paths.JS_SOURCE_DIR
     if not folder.is_dir():
         return ()
+    shipped = [*folder.glob("*.js"), *folder.glob("*.d.ts"), *folder.glob("package.json")]
     return tuple(
         SourceFile(p.relative_to(root).as_posix(), p.read_bytes())
-        for p in sorted(folder.glob("*.js"))
+        for p in sorted(shipped, key=lambda p: p.name)
     )
 
 

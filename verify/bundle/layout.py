@@ -3,7 +3,9 @@
 dist/tinyrustlm-<version>/
   artifacts/runtime.<lane>.<sha256[:16]>.wasm   content-addressed wasm modules
   artifacts/<native binaries>                   content-addressed native binaries
-  js/*.js                                       JS host files (paired with the .wasm)
+  js/*.js                                       JS host files (paired with the .wasm), with
+                                                package.json and loader.d.ts: an npm package
+  npm/tinyrustlm-loader-<version>.tgz           `npm pack` of js/ (what integrators install)
   manifest.json                                 the signed manifest payload, byte for byte
   manifest.sigstore.json                        DSSE over manifest.json (sigstore bundle v0.3)
   provenance.sigstore.json                      DSSE over the in-toto/SLSA statement

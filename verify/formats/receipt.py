@@ -80,6 +80,23 @@ class ExecutedPathEvidence(Frozen):
     worker_ids_participating: list[int] = Field(default_factory=list)
 
 
+CacheOutcome = Literal["off", "miss", "stored", "hit", "poisoned", "quota-exceeded", "write-failed"]
+
+
+class FetchRecord(Frozen):
+    """One file the loader read, and what its content-addressed cache did for it."""
+
+    what: str = Field(description="'model' or 'module <lane id>'")
+    url: str
+    sha256: Sha256Hex
+    size: int = Field(ge=0)
+    cache: CacheOutcome = Field(
+        description="off: no cache; miss: fetched, not stored; stored: fetched and stored; "
+        "hit: served from the cache (re-hashed); poisoned: a cached copy failed its hash, was "
+        "dropped and fetched again; quota-exceeded / write-failed: fetched, storing failed"
+    )
+
+
 class CapabilityReceipt(Frozen):
     schema_: Literal["tinyrustlm.capability-receipt.v1"] = Field(
         "tinyrustlm.capability-receipt.v1", alias="schema"
@@ -95,4 +112,7 @@ class CapabilityReceipt(Frozen):
     executed_path_evidence: ExecutedPathEvidence
     attempts: list[LaneAttempt] = Field(
         [], description="every lane considered, best first, ending with the selected one"
+    )
+    fetched: list[FetchRecord] = Field(
+        [], description="the selected module and the model: where they came from (cache or network)"
     )

@@ -151,3 +151,91 @@ export async function generate(rt, model, cfg, promptTokens, maxTokens) {
   await rt.call('tr_session_free', session);
   return { code, tokens, rngState, decodeMs, prefillMs };
 }
+
+// ---- the records the loader reads (every offset of the ABI lives in this file) ----
+
+export { withWindow };
+
+/** The 40-byte session config record's size, and the session handle after it. */
+export const SESSION_CONFIG_BYTES = 40;
+
+/** Bytes of a model file's fixed header (what tr_model_prefix_bytes needs to see). */
+export const MODEL_HEADER_BYTES = 64;
+
+/** { maxContext, vocab, layouts (non-f32 layout names, sorted) } from a model's header + directory. */
+export function modelFacts(prefix, layoutNames) {
+  const v = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
+  const count = v.getUint32(52, true);
+  const layouts = new Set();
+  for (let i = 0; i < count; i++) layouts.add(layoutNames[v.getUint32(64 + 32 * i + 4, true)] || 'unknown');
+  return { maxContext: v.getUint32(44, true), vocab: v.getUint32(28, true), layouts: [...layouts].filter((l) => l !== 'f32').sort() };
+}
+
+/** tr_model_prefix_bytes over the first bytes of a model: the length of header + directory (0 = bad). */
+export async function modelPrefixBytes(rt, header) {
+  return withWindow(rt, Math.max(header.length, 1), async (ptr) => {
+    rt.bytes(ptr, header.length).set(header);
+    return rt.call('tr_model_prefix_bytes', ptr, header.length);
+  });
+}
+
+/** tr_preflight_header: { code, peakPrefill, steadyDecode } for a model of `size` bytes. */
+export async function preflightHeader(rt, prefix, size, context, budget) {
+  return withWindow(rt, prefix.length + 16, async (ptr) => {
+    rt.bytes(ptr, prefix.length).set(prefix);
+    const code = await rt.call('tr_preflight_header', ptr, prefix.length, BigInt(size), context, BigInt(budget), ptr + prefix.length);
+    const v = view(rt, ptr + prefix.length, 16);
+    return { code, peakPrefill: Number(v.getBigUint64(0, true)), steadyDecode: Number(v.getBigUint64(8, true)) };
+  });
+}
+
+/** tr_model_load of `len` bytes at `ptr` (a window of len + 8): { code, handle }. */
+export async function modelLoadAt(rt, ptr, len) {
+  const code = await rt.call('tr_model_load', ptr, len, ptr + len);
+  return { code, handle: code === 0 ? view(rt, ptr + len, 8).getBigUint64(0, true) : 0n };
+}
+
+/** tr_session_new with the config record of `cfg`: { code, session }. */
+export async function sessionNew(rt, model, cfg) {
+  return withWindow(rt, SESSION_CONFIG_BYTES + 8, async (ptr) => {
+    const v = view(rt, ptr, SESSION_CONFIG_BYTES + 8);
+    writeSessionConfig(v, cfg);
+    const code = await rt.call('tr_session_new', model, ptr, SESSION_CONFIG_BYTES, ptr + SESSION_CONFIG_BYTES);
+    return { code, session: code === 0 ? v.getBigUint64(SESSION_CONFIG_BYTES, true) : 0n };
+  });
+}
+
+/** Writes prompt tokens into a token window. */
+export function writeTokens(rt, ptr, tokens) {
+  const v = view(rt, ptr, 4 * tokens.length);
+  tokens.forEach((t, i) => v.setUint32(4 * i, t, true));
+}
+
+/** Size of the decode output record, and its { token, done }. */
+export const DECODE_RECORD_BYTES = 24;
+export function readDecodeRecord(rt, ptr) {
+  const v = view(rt, ptr, DECODE_RECORD_BYTES);
+  return { token: v.getUint32(0, true), done: v.getUint32(4, true) !== 0 };
+}
+
+/**
+ * tr_self_test_detail: { code, overall, rows: [{ category (id), result, name }] } (each row 32
+ * bytes: category u32, result i32, a 24-byte NUL-padded name).
+ */
+export async function selfTestDetail(rt) {
+  const len = await rt.call('tr_self_test_detail_bytes');
+  return withWindow(rt, len, async (ptr) => {
+    const code = await rt.call('tr_self_test_detail', ptr, len);
+    if (code !== 0) return { code, overall: code, rows: [] };
+    const v = view(rt, ptr, len);
+    const n = v.getUint32(4, true);
+    const rows = [];
+    for (let i = 0; i < n; i++) {
+      const at = 8 + 32 * i;
+      const raw = new Uint8Array(rt.memory.buffer, ptr + at + 8, 24).slice();
+      const end = raw.indexOf(0);
+      rows.push({ category: v.getUint32(at, true), result: v.getInt32(at + 4, true), name: new TextDecoder().decode(raw.subarray(0, end < 0 ? 24 : end)) });
+    }
+    return { code, overall: v.getUint32(0, true), rows };
+  });
+}

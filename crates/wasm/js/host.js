@@ -262,7 +262,7 @@ export async function instantiate({ bytes, sha256: expected = null, workers = 1,
   }
   const mem = memoryImport(u8);
   if (mem === null) {
-    const { instance } = await WebAssembly.instantiate(u8, {});
+    const { instance } = /** @type {any} */ (await WebAssembly.instantiate(u8, {}));
     return new LocalRuntime(instance, sha256);
   }
   if (!mem.shared || mem.maximum !== mem.initial) {

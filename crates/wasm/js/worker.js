@@ -4,10 +4,12 @@
 // tr_worker_main(id) until the pool shuts down or fails.
 import { isNode, sha256Hex } from './host.js';
 
+/** @type {any} */
 const port = isNode ? (await import('node:worker_threads')).parentPort : self;
 const post = (m) => port.postMessage(m);
 const onMessage = (fn) => (isNode ? port.on('message', fn) : port.addEventListener('message', (e) => fn(e.data)));
 
+/** @type {any} */
 let exportsOf = null;
 
 async function start(init) {
@@ -17,7 +19,8 @@ async function start(init) {
     return;
   }
   const imports = { [init.memoryModule]: { [init.memoryName]: init.memory } };
-  const { instance } = await WebAssembly.instantiate(init.bytes, imports);
+  const { instance } = /** @type {any} */ (await WebAssembly.instantiate(init.bytes, imports));
+  /** @type {any} */
   const ex = instance.exports;
   if (ex.__tls_size && ex.__tls_size.value !== 0) {
     post({ type: 'refused', error: 'module uses thread-local storage, which this host does not set up' });

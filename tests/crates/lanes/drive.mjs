@@ -159,7 +159,7 @@ function* sweepCases() {
 const GOLDEN_OPERATORS = ['q8_matvec', 'q4_matvec', 'f32_matvec', 'rmsnorm', 'attention', 'rope', 'silu_mul', 'softmax'];
 
 async function kernels(harnessPath, goldenDir) {
-  const { instance } = await WebAssembly.instantiate(readFileSync(harnessPath), {});
+  const { instance } = /** @type {any} */ (await WebAssembly.instantiate(readFileSync(harnessPath), {}));
   const h = new Harness(instance.exports);
   const cases = [];
   for (const op of GOLDEN_OPERATORS) {
@@ -181,7 +181,7 @@ async function kernels(harnessPath, goldenDir) {
 // ---- cases: the lane's kernel set on inputs written by Python (tests/crates/lanes/simd_cases.py) --
 
 async function cases(harnessPath, casesPath) {
-  const { instance } = await WebAssembly.instantiate(readFileSync(harnessPath), {});
+  const { instance } = /** @type {any} */ (await WebAssembly.instantiate(readFileSync(harnessPath), {}));
   const h = new Harness(instance.exports);
   const out = [];
   for (const c of JSON.parse(readFileSync(casesPath, 'utf8'))) {
@@ -279,7 +279,7 @@ async function cancel(lanePath, workers, modelPath) {
 /** Deterministic matrices per layout, cols (every q8/q4 tail: 1..64, and longer rows) and
  * tile size (1..13: groups of 8 and 4 and remainders); the harness counts differing bits. */
 async function tiles(harnessPath) {
-  const { instance } = await WebAssembly.instantiate(readFileSync(harnessPath), {});
+  const { instance } = /** @type {any} */ (await WebAssembly.instantiate(readFileSync(harnessPath), {}));
   const h = new Harness(instance.exports);
   const ex = instance.exports;
   let s = 0x1234567;
@@ -408,7 +408,7 @@ async function prefillCancel(lanePath, workers, modelPath, tile) {
 
 async function kill(lanePath, workers, modelPath, fallbackPath, livenessMs, victim) {
   const modelBytes = readFileSync(modelPath);
-  const rt = await instantiate({ bytes: readFileSync(lanePath), workers, livenessMs });
+  const rt = /** @type {any} */ (await instantiate({ bytes: readFileSync(lanePath), workers, livenessMs }));
   const report = { steps: [] };
   try {
     const model = await abi.loadModel(rt, modelBytes);

@@ -17,6 +17,7 @@ class Env:
     loader_root: str  # node: file:///.../site/ ; browser: the server URL
     model_sha256: str
     stalled_worker: str  # a worker URL that never starts in this environment
+    model_size: int = 0  # the model's declared size (the bound of its download)
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Case:
         options = {"allowDevKey": True, **self.options}
         if options.get("workerUrl") == "STALLED":
             options["workerUrl"] = env.stalled_worker
-        model = {"url": f"{env.url}model.trlm", "sha256": env.model_sha256}
+        model = {"url": f"{env.url}model.trlm", "size": env.model_size, "sha256": env.model_sha256}
         model.update(options.pop("model", {}))
         spec: dict[str, Any] = {
             "name": self.name,
@@ -95,6 +96,8 @@ REFUSALS: list[tuple[Case, str]] = [
 # refusals that happen after a lane was instantiated: no runtime is left, no model entered it
 AFTER_INSTANTIATION = {
     "model too large for the preflight budget",
+    # the model streams into the runtime after preflight: tr_model_load never sees it
+    "model hash mismatch",
     "the only lane left fails its self-test",
 }
 

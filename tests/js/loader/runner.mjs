@@ -13,17 +13,57 @@ async function json(url) {
 
 async function runOnce(c, loader) {
   const out = { name: c.name };
+  if (c.poisonCache) {
+    // browser: overwrite a Cache API entry of the loader's store (fetch.js CACHE_NAME, keyOf)
+    const cache = await caches.open('tinyrustlm-cas-v1');
+    const key = new URL(`/.tinyrustlm-cas/sha256/${c.poisonCache}`, location.href).href;
+    out.poisoned = (await cache.match(key)) !== undefined;
+    await cache.put(key, new Response('poisoned'.repeat(1024)));
+  }
+  /** @type {any} */
+  let heap = null;
+  const memory = /** @type {any} */ (globalThis.performance).memory;
+  if (c.measureHeap && memory) {
+    // Chromium (--enable-precise-memory-info): JS heap sampled while load() runs
+    heap = { before: memory.usedJSHeapSize, peak: 0, samples: 0 };
+    const sample = () => {
+      heap.peak = Math.max(heap.peak, memory.usedJSHeapSize);
+      heap.samples++;
+    };
+    heap.timer = setInterval(sample, 1);
+    heap.sample = sample;
+    heap.modelEvents = 0;
+  }
+  if (c.poisonFile) {
+    // node only: overwrite a cached file (a poisoned cache entry) before this load
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(c.poisonFile, new TextEncoder().encode('poisoned'.repeat(1024)));
+  }
   const before = loader.loaderStats();
   const t0 = performance.now();
   let lm = null;
+  const progress = [];
   try {
     lm = await loader.load({
       ...c.options,
       baseUrl: c.base,
       trustedKeys: await json(c.keys),
       model: c.model,
+      ...(c.progress || heap
+        ? {
+            onProgress: (p) => {
+              if (c.progress) progress.push(p);
+              if (heap) heap.sample(); // per downloaded chunk: while the model streams in
+            },
+          }
+        : {}),
     });
     out.loadMs = performance.now() - t0;
+    if (heap) {
+      heap.sample();
+      clearInterval(heap.timer);
+      out.heap = { before: heap.before, peak: heap.peak, samples: heap.samples };
+    }
     out.lane = lm.receipt.module.artifact_id;
     out.receipt = lm.receipt;
     if (c.prompt !== undefined) {
@@ -55,10 +95,13 @@ async function runOnce(c, loader) {
       out.memoryUnchanged = lm.rt.memory.buffer.byteLength === lm.memoryBytes;
     }
   } catch (e) {
-    out.error = { code: e.code || null, message: String(e.message || e), attempts: (e.detail && e.detail.attempts) || null };
+    const { attempts = null, ...detail } = e.detail || {};
+    out.error = { code: e.code || null, message: String(e.message || e), attempts, detail };
   } finally {
     if (lm) await lm.close();
   }
+  if (c.progress) out.progress = progress;
+  if (globalThis.process) out.maxRssBytes = globalThis.process.resourceUsage().maxRSS * 1024;
   out.elapsedMs = performance.now() - t0;
   const after = loader.loaderStats();
   out.stats = { instantiations: after.instantiations - before.instantiations, modelLoads: after.modelLoads - before.modelLoads, live: after.live };

@@ -154,7 +154,18 @@ def probe_tampered(root: Path, dev: Signer, other: Signer) -> None:
     replace(root, "js/probes.js", (text[:at] + "2" + text[at + 1 :]).encode())
 
 
+NEWER_VERSION = "9.0.0"
+
+
+def newer_version(root: Path, dev: Signer, other: Signer) -> None:
+    """The same release, signed as a newer version (a page that accepted it refuses b/ after)."""
+    manifest = manifest_of(root)
+    manifest["version"] = NEWER_VERSION
+    resign(root, dev, manifest)
+
+
 VARIANTS: dict[str, Callable[[Path, Signer, Signer], None]] = {
+    "newer-version": newer_version,
     "tampered-manifest": tampered_manifest,
     "tampered-signed-payload": tampered_signed_payload,
     "untrusted-key": untrusted_key,

@@ -10,13 +10,18 @@ as skipped. Every receipt validates against the JSON Schema.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pipeline.conformance import browsers
 from pipeline.conformance.browsers import CHROMIUM_FLAGS
 from pipeline.serve import Site
 from tests.js.loader.cases import AFTER_INSTANTIATION, REFUSALS, Case, Env
@@ -27,7 +32,7 @@ from tests.js.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
 pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium")
 # the harness's one list: no sandbox as root, no background traffic off this host
-FLAGS = list(CHROMIUM_FLAGS)
+FLAGS = [*CHROMIUM_FLAGS, "--enable-precise-memory-info"]  # exact performance.memory
 PAGE_TIMEOUT_SECONDS = 300
 WORKER_START_BOUND_MS = 3000
 needs_chromium = pytest.mark.skipif(
@@ -36,29 +41,53 @@ needs_chromium = pytest.mark.skipif(
 
 
 def run_page(
-    server: tuple[Site, str], site: Path, cases: list[Case], model_sha256: str, profile: Path
+    server: tuple[Site, str],
+    site: Path,
+    cases: list[Case] | list[dict[str, Any]],
+    model_sha256: str,
+    profile: Path,
+    page: str = "index.html",
+    linger: float = 0.0,
+    engine: str = "chromium",
+    on_start: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """Load the test page once in a fresh profile; returns what it posted."""
+    """Load the test page once in `profile` (Chromium, or another engine of the conformance
+    harness: firefox, webkit); returns what it posted."""
     served, url = server
     env = Env(
         url=url,
         loader_root=url,
         model_sha256=model_sha256,
+        model_size=(site / "model.trlm").stat().st_size,
         stalled_worker=f"{url}{STALLED_WORKER.lstrip('/')}",
     )
-    served.overrides["/cases.json"] = json.dumps([c.spec(env) for c in cases]).encode()
+    specs = [c if isinstance(c, dict) else c.spec(env) for c in cases]
+    served.overrides["/cases.json"] = json.dumps(specs).encode()
     served.posted.clear()
     served.got_post.clear()
+    argv: list[str] = [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", f"{url}{page}"]
+    launch_env: dict[str, str] | None = None
+    if engine != "chromium":
+        chosen = browsers.browser(engine)
+        exe = chosen.executable()
+        assert exe is not None, f"{engine} is not installed"
+        launch = chosen.launch(exe, f"{url}{page}", profile)
+        argv, launch_env = launch.argv, launch.env
     browser = subprocess.Popen(
-        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", f"{url}index.html"],
+        argv,
+        env=launch_env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own group: xvfb-run and the browser's children die with it
     )
+    if on_start is not None:
+        on_start(browser.pid)  # e.g. a memory sampler of the process group
     try:
         assert served.got_post.wait(PAGE_TIMEOUT_SECONDS), "the page reported nothing in time"
+        time.sleep(linger)  # e.g. let the profile commit localStorage before the kill
         return served.posted[0]
     finally:
-        browser.kill()
+        os.killpg(browser.pid, signal.SIGKILL)
         browser.wait()
 
 

@@ -69,6 +69,7 @@ def results(
         url=url,
         loader_root=site.as_uri() + "/",
         model_sha256=golden["model_sha256"],
+        model_size=(site / "model.trlm").stat().st_size,
         stalled_worker=(site / "silent-worker.mjs").as_uri(),
     )
     spec = tmp_path_factory.mktemp("node") / "cases.json"

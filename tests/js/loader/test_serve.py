@@ -110,6 +110,7 @@ def test_config_names_the_model_hash_and_keys(bundle: Path, tmp_path: Path) -> N
     config = json.loads(body)
     assert config["model"] == {
         "url": "model.trlm",
+        "size": len(b"model bytes"),  # the loader's bound of the model's download
         "sha256": hashlib.sha256(b"model bytes").hexdigest(),
     }
     assert config["allowDevKey"] is False  # an explicit trusted-keys file: no dev key

@@ -3,7 +3,13 @@ import { runCases } from './runner.mjs';
 
 async function main() {
   const cases = await (await fetch('./cases.json')).json();
-  return { cross_origin_isolated: globalThis.crossOriginIsolated === true, results: await runCases(cases) };
+  let evalBlocked = false;
+  try {
+    new Function('return 1')(); // a control: under the strict CSP page this must throw
+  } catch {
+    evalBlocked = true;
+  }
+  return { cross_origin_isolated: globalThis.crossOriginIsolated === true, eval_blocked: evalBlocked, results: await runCases(cases) };
 }
 
 main().then(

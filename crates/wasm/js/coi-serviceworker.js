@@ -1,0 +1,91 @@
+// TinyRustLM cross-origin isolation for static hosts (the coi-serviceworker pattern).
+//
+// A host that cannot send Cross-Origin-Opener-Policy / Cross-Origin-Embedder-Policy (GitHub
+// Pages and the like) never gets a cross-origin isolated page, so never the threads lane. Copy
+// this file next to the page (a service worker controls only its own folder and below) and
+// load it first, as a classic script from the same origin:
+//
+//   <script src="coi-serviceworker.js"></script>
+//
+// In the page it registers itself as the service worker and reloads once when the page is not
+// yet controlled; as the service worker it adds COOP `same-origin`, COEP `require-corp` and
+// CORP `same-origin` to every same-origin response (cross-origin ones pass through unchanged),
+// and keeps small same-origin files so the page loads offline (network first, then the copy).
+// No blob:, no eval: it works under `script-src 'self'; worker-src 'self'`.
+
+const HEADERS = Object.freeze({
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+});
+
+const OFFLINE_CACHE = 'tinyrustlm-offline-v1';
+const OFFLINE_MAX_BYTES = 4 << 20;
+
+/** The same response with the isolation headers (a same-origin, non-opaque one only). */
+function isolatedResponse(response) {
+  if (response.status === 0 || response.type === 'opaque' || response.type === 'opaqueredirect') return response;
+  const headers = new Headers(response.headers);
+  for (const [name, value] of Object.entries(HEADERS)) headers.set(name, value);
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/**
+ * Offline use: a same-origin GET goes to the network, and a small successful answer (the page,
+ * its scripts, the signed manifest; not the model, which the loader's own content-addressed
+ * store keeps) is kept; when the network fails, the kept copy answers. The loader verifies
+ * whatever it gets, so a kept copy is never trusted more than a fetched one.
+ */
+async function networkFirst(request) {
+  if (request.method !== 'GET') return fetch(request);
+  const cache = await caches.open(OFFLINE_CACHE);
+  try {
+    const response = await fetch(request);
+    const length = Number(response.headers.get('content-length'));
+    if (response.ok && response.type === 'basic' && length > 0 && length <= OFFLINE_MAX_BYTES) {
+      await cache.put(request, response.clone()).catch(() => {}); // full storage: no copy
+    }
+    return response;
+  } catch (error) {
+    const kept = await cache.match(request, { ignoreSearch: request.mode === 'navigate' });
+    if (kept) return kept;
+    throw error;
+  }
+}
+
+if (typeof window === 'undefined') {
+  // ---- the service worker ----
+  const sw = /** @type {any} */ (globalThis);
+  sw.addEventListener('install', () => sw.skipWaiting());
+  sw.addEventListener('activate', (/** @type {any} */ event) => event.waitUntil(sw.clients.claim()));
+  sw.addEventListener('fetch', (/** @type {any} */ event) => {
+    const request = event.request;
+    if (new URL(request.url).origin !== sw.location.origin) return; // the browser handles it
+    if (request.cache === 'only-if-cached' && request.mode !== 'same-origin') return;
+    event.respondWith(networkFirst(request).then(isolatedResponse));
+  });
+} else {
+  // ---- the page: register, then reload once so the worker serves the page itself ----
+  (() => {
+    const KEY = 'tinyrustlm.coi-reloaded';
+    if (window.crossOriginIsolated) {
+      window.sessionStorage.removeItem(KEY);
+      return;
+    }
+    if (!window.isSecureContext || !navigator.serviceWorker) return; // nothing can isolate it
+    const script = /** @type {HTMLScriptElement | null} */ (document.currentScript);
+    if (!script) return;
+    navigator.serviceWorker.register(script.src).then(
+      (registration) => {
+        const reloadOnce = () => {
+          if (window.sessionStorage.getItem(KEY)) return; // never a reload loop
+          window.sessionStorage.setItem(KEY, '1');
+          window.location.reload();
+        };
+        if (registration.active && !navigator.serviceWorker.controller) reloadOnce();
+        navigator.serviceWorker.addEventListener('controllerchange', reloadOnce);
+      },
+      (error) => console.warn(`coi-serviceworker: registration failed (${error})`),
+    );
+  })();
+}

@@ -1,0 +1,41 @@
+// TinyRustLM loader: its typed errors and its counters (shared by every room of the loader).
+
+/**
+ * A refusal or failure; `code` is stable (README, "The loader"; types: loader.d.ts
+ * `LoaderErrorCode`), `detail` names the evidence.
+ */
+export class LoaderError extends Error {
+  /**
+   * @param {import('./loader.js').LoaderErrorCode} code
+   * @param {string} message
+   * @param {Record<string, any>} [detail]
+   */
+  constructor(code, message, detail = {}) {
+    super(`${code}: ${message}`);
+    this.name = 'LoaderError';
+    this.code = code;
+    this.detail = detail;
+  }
+}
+
+/** A failure that makes the loader try the next lane (steps 4-6 after the integrity checks). */
+export class LaneFailure extends Error {
+  /**
+   * @param {string} step
+   * @param {import('./loader.js').LoaderErrorCode} code
+   * @param {string} message
+   */
+  constructor(step, code, message) {
+    super(message);
+    this.step = step;
+    this.code = code;
+  }
+}
+
+// What this module has done so far (tests assert that a refusal instantiated nothing).
+export const stats = { instantiations: 0, live: 0, modelLoads: 0 };
+
+/** A copy of the loader's counters: module instantiations started, runtimes alive, models loaded. */
+export function loaderStats() {
+  return { ...stats };
+}

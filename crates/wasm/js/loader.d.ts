@@ -1,0 +1,268 @@
+// Types of the TinyRustLM loader's public API (the npm package's `types`; loader.js is the code).
+// Checked two ways: every .js of the package is type-checked (`tsc --checkJs`) against these
+// declarations where it names them, and a strict TypeScript consumer compiles against the packed
+// tarball (tests/js/loader/test_package.py).
+
+/** Every `LoaderError.code` (README, "The loader"). */
+export type LoaderErrorCode =
+  | 'BadOptions'
+  | 'FetchFailed'
+  | 'BoundExceeded'
+  | 'TrustedKeysInvalid'
+  | 'CryptoUnsupported'
+  | 'MalformedSignature'
+  | 'WrongPayloadType'
+  | 'UntrustedKey'
+  | 'KeyHintMismatch'
+  | 'KeyExpired'
+  | 'DevelopmentKey'
+  | 'SignatureInvalid'
+  | 'PayloadMismatch'
+  | 'BadManifest'
+  | 'UnsupportedAbi'
+  | 'KeyClassMismatch'
+  | 'ManifestExpired'
+  | 'Rollback'
+  | 'ProbeTampered'
+  | 'HashMismatch'
+  | 'ModuleHashMismatch'
+  | 'ModuleContract'
+  | 'NoLaneLeft'
+  | 'ModelTooLarge'
+  | 'ModelInvalid'
+  | 'MemoryBudget'
+  | 'MemoryGrew'
+  | 'RuntimeError'
+  | 'Closed'
+  | 'CacheQuota'
+  | 'CacheFailed'
+  // recorded in a receipt's attempts (a lane skipped or failed, the next one tried)
+  | 'LaneDisabled'
+  | 'LaneDenied'
+  | 'FeatureMissing'
+  | 'NotIsolated'
+  | 'CompileFailed'
+  | 'InstantiateFailed'
+  | 'ThreadsPrecondition'
+  | 'SelfTestFailed'
+  | 'SelfTestTimeout'
+  | 'PathNotExecuted';
+
+export class LoaderError extends Error {
+  constructor(code: LoaderErrorCode, message: string, detail?: Record<string, any>);
+  readonly name: 'LoaderError';
+  readonly code: LoaderErrorCode;
+  /** The evidence: url, limit, sha256, attempts, ... by code. */
+  readonly detail: Record<string, any>;
+}
+
+/** A host-side failure (host.js); `code` is the runtime's TrResult when it gave one. */
+export class HostError extends Error {
+  constructor(message: string, code?: number);
+  readonly code: number;
+}
+
+/** A `tinyrustlm.trusted-keys.v1` document (as written by `tinyrustlm-release keygen`). */
+export interface TrustedKeys {
+  schema: 'tinyrustlm.trusted-keys.v1';
+  keys: Array<{ keyid: string; role: 'release' | 'development'; not_after: string; public_key_pem: string; [k: string]: unknown }>;
+}
+
+/** Which download a progress event is about. */
+export type ProgressPhase = 'manifest' | 'signature' | 'probes' | 'module' | 'model';
+
+/** One progress event: per (phase, url), `loaded` never decreases and the last one equals `total`. */
+export interface Progress {
+  phase: ProgressPhase;
+  loaded: number;
+  total: number;
+  url?: string;
+}
+
+/** The model: a URL with its declared size (the download's bound), or its bytes. */
+export type ModelSource =
+  | { url: string | URL; size: number; sha256: string; bytes?: undefined }
+  | { bytes: Uint8Array | ArrayBuffer; sha256: string; url?: undefined; size?: number };
+
+/** Sampler configuration of the session (abi.js `writeSessionConfig`). */
+export interface SessionConfig {
+  seed?: bigint | number;
+  stream?: bigint | number;
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  repetitionPenalty?: number;
+}
+
+export interface LoadOptions {
+  /** The trusted keys (a `tinyrustlm.trusted-keys.v1` object). */
+  trustedKeys: TrustedKeys;
+  model: ModelSource;
+  /** The bundle root (URL; in node also a path or file: URL, read from disk). Default: the folder above js/. */
+  baseUrl?: string | URL;
+  /** Resolves relative URLs (default: the page's location). */
+  pageUrl?: string | URL;
+  /** Accept a manifest signed by a development key. */
+  allowDevKey?: boolean;
+  /** Refuse (`Rollback`) a release older than this major.minor.patch. */
+  minVersion?: string | null;
+  /** Accept a release older than minVersion or the newest accepted before. */
+  allowDowngrade?: boolean;
+  /** Node: the JSON file remembering the newest accepted version per trust root. */
+  versionFile?: string | null;
+  /** Browser: remember the newest accepted version in IndexedDB (else localStorage; default true). */
+  rememberVersion?: boolean;
+  /** The content-addressed cache (Cache API; node: `cacheDir`). Default 'auto'. */
+  cache?: 'auto' | 'none';
+  /** Node: the folder of the content-addressed cache (no cache without it). */
+  cacheDir?: string | null;
+  onProgress?: ((progress: Progress) => void) | null;
+  /** A cache write that failed (`CacheQuota`, `CacheFailed`); the load goes on from the network. */
+  onCacheError?: ((error: LoaderError) => void) | null;
+  /** Wasm lane ids never to select. */
+  denyLanes?: string[];
+  /** Threads lane: worker count, 1..8 (default 2). */
+  workers?: number;
+  /** Bytes the runtime may use (default: 1 GiB, threads lane: its fixed memory). */
+  memoryBudget?: number | null;
+  /** Context length in tokens (0 = the model's maximum). */
+  context?: number;
+  session?: SessionConfig;
+  /** Tokens per prefill call (default 16; threads lane 1). */
+  prefillChunk?: number;
+  startupMs?: number;
+  livenessMs?: number;
+  selfTestMs?: number;
+  /** Threads lane: the worker entry (default: js/worker.js). */
+  workerUrl?: string | URL;
+  fetch?: (url: URL) => Promise<Response>;
+  /** The clock (epoch seconds) for expiry checks. */
+  now?: number;
+}
+
+export type TestOutcome = 'pass' | 'fail' | 'not-run';
+
+export interface LaneAttempt {
+  artifact_id: string;
+  outcome: 'selected' | 'failed' | 'skipped';
+  step: string;
+  error_code?: LoaderErrorCode | null;
+  detail: string;
+}
+
+/** Where a file came from (receipt `fetched`). */
+export interface FetchRecord {
+  what: string;
+  url: string;
+  sha256: string;
+  size: number;
+  cache: 'off' | 'miss' | 'stored' | 'hit' | 'poisoned' | 'quota-exceeded' | 'write-failed';
+}
+
+/** `tinyrustlm.capability-receipt.v1` (manifests/schemas/tinyrustlm.capability-receipt.v1.json). */
+export interface Receipt {
+  schema: 'tinyrustlm.capability-receipt.v1';
+  created_utc: string;
+  runtime_semantics: number;
+  abi_version: number;
+  host_reported: { browser_brand: string; browser_version: string; os_family: string; architecture: string };
+  module: { artifact_id: string; sha256: string; build_manifest_sha256: string; rustc: string; llvm: string; compile_features: string[] };
+  observed: {
+    cross_origin_isolated: boolean;
+    feature_probes: Record<string, { validates: boolean; probe_sha256: string }>;
+    workers_requested: number;
+    workers_started: number;
+    memory_mode: string;
+    memory_bytes: number;
+  };
+  selection: { numerical_mode: string; kernel_set: string; quant_layouts: string[]; kv_format: string };
+  self_test: {
+    vector_set_sha256: string;
+    scalar: TestOutcome;
+    simd128: TestOutcome;
+    atomics: TestOutcome;
+    thread_participation: TestOutcome;
+    tokenizer: TestOutcome;
+    prng: TestOutcome;
+    failed_test?: string;
+  };
+  executed_path_evidence: { scalar_kernel_calls: number; simd_kernel_calls: number; worker_ids_participating: number[] };
+  attempts: LaneAttempt[];
+  fetched: FetchRecord[];
+}
+
+/** The preflight's memory plan (bytes). */
+export interface Plan {
+  peakPrefill: number;
+  steadyDecode: number;
+  budget: number;
+}
+
+export interface Token {
+  token: number;
+  text: string;
+  done: boolean;
+}
+
+export interface PathCounters {
+  scalar: number;
+  simd: number;
+  workers: number;
+  participating: number[];
+}
+
+/** A runtime with one model and one session; linear memory fixed since activation. */
+export class Loaded {
+  private constructor();
+  readonly receipt: Receipt;
+  readonly plan: Plan;
+  /** The kernel set that runs ('scalar-v1', 'simd128-v1', 'simd128-threads-v1'). */
+  readonly lane: string;
+  readonly threads: boolean;
+  readonly context: number;
+  readonly memoryBytes: number;
+  /** Internals for harnesses (the conformance page): the host.js runtime and the ABI handles. */
+  readonly rt: any;
+  readonly model: bigint;
+  readonly session: bigint;
+  /** Throws `MemoryGrew` when linear memory changed since activation. */
+  checkMemory(): void;
+  prefill(prompt: string | number[], options?: { onProgress?: ((committed: number, total: number) => void) | null }): Promise<{ committed: number; cancelled: boolean }>;
+  decode(options?: { maxTokens?: number }): AsyncGenerator<Token, void, void>;
+  cancel(): void;
+  pathCounters(): Promise<PathCounters>;
+  close(): Promise<void>;
+}
+
+/** Verify, probe, choose, start (with fallback), admit the model and activate a session. */
+export function load(options: LoadOptions): Promise<Loaded>;
+
+/** The loader's counters: module instantiations started, runtimes alive, models loaded. */
+export function loaderStats(): { instantiations: number; live: number; modelLoads: number };
+
+/** -1, 0 or 1: the order of two major.minor.patch versions. */
+export function compareVersions(a: string, b: string): -1 | 0 | 1;
+
+/** DSSE v1 pre-authentication encoding. */
+export function pae(payloadType: string, payload: Uint8Array): Uint8Array;
+
+export const SUPPORTED: { readonly schema: string; readonly runtimeSemantics: readonly number[]; readonly abiVersions: readonly number[] };
+export const MANIFEST_PAYLOAD_TYPE: string;
+export const RECEIPT_SCHEMA: 'tinyrustlm.capability-receipt.v1';
+export const DEFAULT_MEMORY_BUDGET: number;
+/** Bounds (bytes) of manifest.json and manifest.sigstore.json. */
+export const MANIFEST_CAP: number;
+export const SIGNATURE_CAP: number;
+/** The Cache API cache the loader stores fetched files in (keyed by SHA-256). */
+export const CACHE_NAME: string;
+
+// The steps, for harnesses that run them one by one (the conformance page).
+export function verifySignedManifest(options: { baseUrl: URL; trustedKeys: TrustedKeys; allowDevKey?: boolean; now: number; fetch: (url: URL) => Promise<Response>; onProgress?: ((p: Progress) => void) | null }): Promise<{ manifest: any; bytes: Uint8Array; sha256: string; keyid: string; keyClass: 'release' | 'development' }>;
+export function checkVersionFloor(options: { trustedKeys: TrustedKeys; minVersion?: string | null; allowDowngrade?: boolean; versionFile?: string | null; rememberVersion?: boolean }, manifest: { version: string }): Promise<{ floor: string | null; remembered: string | null }>;
+export function trustRootId(trustedKeys: TrustedKeys): Promise<string>;
+export function runProbes(probes?: readonly any[], onProgress?: ((p: Progress) => void) | null): Promise<Record<string, { version: number; sha256: string; validates: boolean }>>;
+export function chooseLanes(manifest: any, probes: Record<string, { validates: boolean }>, options?: { denyLanes?: string[]; isolation?: boolean }): { candidates: any[]; attempts: LaneAttempt[] };
+export function startLane(options: any, artifact: any, signed: any, store?: any): Promise<any>;
+export function selfTest(rt: any, timeoutMs: number): Promise<{ overall: number; categories: Record<string, TestOutcome>; failedTest: string | null; testIds: string[] }>;
+export function threadsPreconditions(options: any, artifact: any, bytes: Uint8Array, sha256: string): Promise<any>;
+export function buildReceipt(parts: any): Promise<Receipt>;

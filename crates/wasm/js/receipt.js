@@ -1,0 +1,56 @@
+// TinyRustLM loader, the receipt room: tinyrustlm.capability-receipt.v1 from observations only.
+import { isNode, sha256Hex } from './host.js';
+import { KERNEL_SETS, CATEGORIES } from './constants.js';
+
+export const RECEIPT_SCHEMA = 'tinyrustlm.capability-receipt.v1';
+const utf8 = new TextEncoder();
+
+/** Coarse, already-exposed values only (no high-entropy hints, no core counts). */
+function hostReported() {
+  if (isNode) return { browser_brand: 'node', browser_version: process.versions.node.split('.')[0], os_family: process.platform, architecture: 'unknown' };
+  const ua = globalThis.navigator && /** @type {any} */ (globalThis.navigator).userAgentData;
+  const brand = ua && ua.brands ? ua.brands.find((b) => !/not.?a.?brand/i.test(b.brand)) : null;
+  // Engines without userAgentData (Firefox, Safari/WebKit): brand and major version from the
+  // user-agent string they already send (conformance rows are checked against the brand).
+  const text = (globalThis.navigator && globalThis.navigator.userAgent) || '';
+  const fallback = /Firefox\/(\d+)/.exec(text) ? ['Firefox', /Firefox\/(\d+)/.exec(text)[1]]
+    : /Version\/(\d+)[^ ]* .*Safari\//.exec(text) ? ['Safari', /Version\/(\d+)/.exec(text)[1]]
+      : null;
+  return {
+    browser_brand: brand ? brand.brand : fallback ? fallback[0] : 'unknown',
+    browser_version: brand ? brand.version : fallback ? fallback[1] : 'unknown',
+    os_family: ua && ua.platform ? ua.platform : 'unknown',
+    architecture: 'unknown',
+  };
+}
+
+/** The receipt of a load: observations only (README, "The loader"; types: loader.d.ts `Receipt`). */
+export async function buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model, fetched = [] }) {
+  const probesOut = {};
+  for (const [id, p] of Object.entries(probes)) probesOut[id] = { validates: p.validates, probe_sha256: p.sha256 };
+  const selfTestOut = { vector_set_sha256: await sha256Hex(utf8.encode(test.testIds.join('\n'))) };
+  for (const c of CATEGORIES) selfTestOut[c] = test.categories[c] || 'not-run';
+  if (test.failedTest) selfTestOut.failed_test = test.failedTest;
+  const compiler = signed.manifest.compiler || {};
+  return {
+    schema: RECEIPT_SCHEMA,
+    created_utc: new Date().toISOString(),
+    runtime_semantics: signed.manifest.runtime_semantics,
+    abi_version: signed.manifest.abi_version,
+    host_reported: hostReported(),
+    module: {
+      artifact_id: artifact.id,
+      sha256: artifact.sha256,
+      build_manifest_sha256: signed.sha256,
+      rustc: compiler.rustc || 'unknown',
+      llvm: compiler.llvm || 'unknown',
+      compile_features: [...artifact.required_features],
+    },
+    observed: { cross_origin_isolated: globalThis.crossOriginIsolated === true || isNode, feature_probes: probesOut, ...observed },
+    selection: { numerical_mode: 'strict-f32-v1', kernel_set: KERNEL_SETS[lane], quant_layouts: model.layouts, kv_format: 'f32' },
+    self_test: selfTestOut,
+    executed_path_evidence: { scalar_kernel_calls: counters.scalar, simd_kernel_calls: counters.simd, worker_ids_participating: counters.participating },
+    attempts,
+    fetched,
+  };
+}
