@@ -52,6 +52,10 @@ MAX_DEPTH = 4  # path components below <prefix>/<version>/
 
 class DelegationError(PublishError):
     error_id = "publish.delegation"
+    default_hint = (
+        "set up the releases role with `repo delegate --maintainer PUB.pem ... --threshold K`, "
+        "then co-sign pending releases with `repo sign-pending`"
+    )
 
 
 @dataclass(frozen=True)

@@ -73,28 +73,45 @@ class DevKeyRefused(BundleRejected):
 
 class KeyNotYetValid(BundleRejected):
     error_id = "signature.key-not-yet-valid"
+    default_hint = (
+        "the key's not_before is later than the verification time: check the trust policy's "
+        "window, or the clock (--at-epoch)"
+    )
 
 
 class KeyRevoked(BundleRejected):
     error_id = "signature.key-revoked"
+    default_hint = (
+        "the trust policy revokes this key: re-sign the release with a key that is not "
+        "revoked (tinyrustlm-release sign)"
+    )
 
 
 class KeyNotAllowed(BundleRejected):
     """A trusted key the signing policy does not let sign this document."""
 
     error_id = "signature.key-not-allowed"
+    default_hint = (
+        "the trust policy's rule for this document does not list the key: sign with a listed "
+        "key, or update the policy"
+    )
 
 
 class SignatureDuplicated(BundleRejected):
     """One key signed an envelope twice: never two votes towards a threshold."""
 
     error_id = "signature.duplicate-key"
+    default_hint = "one key counts once: a co-signature must come from another maintainer's key"
 
 
 class ThresholdNotMet(BundleRejected):
     """Fewer distinct trusted, valid, unrevoked keys signed than the policy's threshold."""
 
     error_id = "signature.threshold"
+    default_hint = (
+        "collect more maintainers' signatures (tinyrustlm-release sign BUNDLE --key PEM) "
+        "until the policy's threshold is met"
+    )
 
 
 class KeylessRefused(BundleRejected):
@@ -102,6 +119,10 @@ class KeylessRefused(BundleRejected):
     does not verify (certificate chain, transparency log, signature)."""
 
     error_id = "signature.keyless"
+    default_hint = (
+        "the Sigstore bundle must be signed by the expected identity and issuer: check "
+        "--certificate-identity and --certificate-oidc-issuer"
+    )
 
 
 class HintMismatch(BundleRejected):
@@ -241,6 +262,10 @@ class ReportInvalid(BundleRejected):
     """verification-report.json is not a `tinyrustlm.verification-report.v1` document."""
 
     error_id = "report.invalid"
+    default_hint = (
+        "the shipped report is damaged or not the release's own: fetch the bundle again, or "
+        "re-release it (the report is re-derived and compared in step 12)"
+    )
 
 
 # -- reading the bundle -------------------------------------------------------------------
