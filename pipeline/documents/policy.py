@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pipeline.args import at_least_one
 from pipeline.errors import EXIT_OK, PipelineError
 from pipeline.io.atomic import write_atomic
 from verify.bundle.trusted_keys import (
@@ -58,16 +59,6 @@ def _revoked(text: str) -> RevokedKey:
         raise argparse.ArgumentTypeError(f"{keyid!r} is not a 64-hex-digit keyid") from None
 
 
-def _threshold(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: at least one key must sign")
-    return value
-
-
 def trust_policy(key_files: list[Path], threshold: int, revoked: list[RevokedKey]) -> bytes:
     keys: dict[str, TrustedKeyEntryV2] = {}
     for path in key_files:
@@ -105,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threshold",
-        type=_threshold,
+        type=at_least_one("at least one key must sign"),
         required=True,
         metavar="K",
         help="how many distinct keys must sign the manifest and the provenance",

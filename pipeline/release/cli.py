@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipeline.args import at_least_one
 from pipeline.conformance.cli import engine_names
 from pipeline.conformance.matrix import ALL_ENGINES, Options
 from pipeline.documents.keyless import ambient_token
@@ -72,16 +73,6 @@ def summary(done: Bundled) -> str:
     return "\n".join(lines)
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: a conformance run needs at least 1 case")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--key",
@@ -121,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--conformance-cases",
-        type=_at_least_one,
+        type=at_least_one("a conformance run needs at least 1 case"),
         default=100,
         metavar="N",
         help="cases (default 100, at least 1)",
