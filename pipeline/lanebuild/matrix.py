@@ -3,7 +3,7 @@
 The workflow never lists a lane: its plan job runs `lanes --github-output` and every build and
 smoke job is a matrix entry of what this prints.
 
-    build: {"lane": [every lane id, lanes.toml order]}
+    build: {"include": [{"lane": id, "native_runner": label or ""}, ...]}  every lane, in order
     smoke: {"include": [{"lane": id, "runner": native_runner}, ...]}  lanes with a native_runner
 """
 
@@ -21,7 +21,11 @@ from pipeline.lanebuild.lanes import LanesFile, load_lanes
 def matrices(lanes: LanesFile) -> dict[str, dict[str, Any]]:
     """The build matrix (every lane) and the native-hardware smoke matrix."""
     return {
-        "build": {"lane": [lane.id for lane in lanes.lane]},
+        "build": {
+            "include": [
+                {"lane": lane.id, "native_runner": lane.native_runner or ""} for lane in lanes.lane
+            ]
+        },
         "smoke": {
             "include": [
                 {"lane": lane.id, "runner": lane.native_runner}

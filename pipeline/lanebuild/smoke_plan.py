@@ -26,6 +26,7 @@ from pipeline.atomicio import write_atomic
 from pipeline.errors import EXIT_OK, PipelineError
 from pipeline.inputs import load_json, load_model
 from pipeline.lanebuild.handoff import INDEX
+from pipeline.lanebuild.lanes import load_lanes
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.modelpack import PRESETS, pack
 from verify.formats.golden import FixtureInput, GoldenVector, U32Expected, U32Input
@@ -103,6 +104,12 @@ def golden_checks(golden_file: Path) -> list[dict[str, Any]]:
 
 def make_plan(repo_root: Path, lane: str, records: Path, out: Path) -> Path:
     """Write `out/plan.json` and `out/small.trlm` for `lane`'s artifact in `records`."""
+    (spec,) = load_lanes(repo_root / "manifests" / "lanes.toml").select([lane])
+    if spec.kind != "native":
+        raise PipelineError(
+            f"lane {lane} is a {spec.kind} lane: only native binaries run the native smoke plan",
+            where="manifests/lanes.toml",
+        )
     index = load_model(BuildIndex, records / INDEX, "build-index")
     entry = next((e for e in index.lanes if e.lane == lane), None)
     if entry is None:
