@@ -37,11 +37,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff check, ruff format --check and mypy --strict over every tracked Python file."""
+    """ruff check, ruff format --check, mypy --strict, and actionlint over .github/workflows/."""
     install(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    session.run("actionlint", "-color=false")
 
 
 @nox.session(python=PYTHON)

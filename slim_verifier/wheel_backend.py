@@ -83,9 +83,7 @@ def package_files() -> list[str]:
     data: dict[str, list[str]] = project["tool"]["setuptools"]["package-data"]
     root = REPO / PACKAGE
     found = {
-        p.relative_to(REPO).as_posix()
-        for p in root.rglob("*.py")
-        if "__pycache__" not in p.parts
+        p.relative_to(REPO).as_posix() for p in root.rglob("*.py") if "__pycache__" not in p.parts
     }
     for package, globs in data.items():
         if package == PACKAGE or package.startswith(PACKAGE + "."):

@@ -77,7 +77,7 @@ class VersionAction(argparse.Action):
         *,
         package_dir: Path,
         distributions: Sequence[str],
-        help: str = "print the version and source revision, then exit",  # noqa: A002
+        help: str = "print the version and source revision, then exit",
     ) -> None:
         super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, help=help)
         self.package_dir = package_dir
