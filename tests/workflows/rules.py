@@ -84,7 +84,7 @@ def violations(text: str, name: str) -> list[str]:
     for where, step in _steps(doc):
         if EXPRESSION.search(str(step.get("run", ""))):
             found.append(f"run.expression: {where}")
-        if str(step.get("uses", "")).startswith("actions/checkout@"):
-            if (step.get("with") or {}).get("persist-credentials") is not False:
-                found.append(f"checkout.credentials: {where}")
+        checkout = str(step.get("uses", "")).startswith("actions/checkout@")
+        if checkout and (step.get("with") or {}).get("persist-credentials") is not False:
+            found.append(f"checkout.credentials: {where}")
     return found

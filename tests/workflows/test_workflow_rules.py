@@ -84,7 +84,7 @@ PLANTED = [
     (
         "secret-in-build-job",
         "    env:\n      LANE: ${{ matrix.lane }}\n",
-        "    env:\n      LANE: ${{ matrix.lane }}\n      KEY: ${{ secrets.TINYRUSTLM_RELEASE_KEY_PEM }}\n",
+        "    env:\n      LANE: ${{ matrix.lane }}\n      KEY: ${{ secrets.RELEASE_KEY }}\n",
         "secrets.in-build-job",
     ),
 ]
