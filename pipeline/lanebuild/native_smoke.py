@@ -10,6 +10,10 @@ every end-to-end golden vector with the oracle's tokens. The artifact is hashed,
 scratch folder with the executable bit (artifact uploads drop file modes) and run directly.
 One `pass`/`FAIL` line per check; exit 0 if all pass, 1 if one failed, 3 on bad input.
 
+$TINYRUSTLM_SMOKE_EMULATOR (a command prefix, e.g. `qemu-aarch64-static -L /usr/aarch64-linux-gnu`)
+runs the artifact under an emulator instead: only the local replay of release.yml sets it
+(tests/workflows/replay.py), and every line it prints then says so. release.yml never sets it.
+
 Only the standard library and `pipeline.errors` (itself dependency-free) may be imported here.
 """
 
@@ -18,6 +22,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -31,6 +37,7 @@ SCHEMA = "tinyrustlm.native-smoke-plan.v1"
 PLAN = "plan.json"
 TIMEOUT_SECONDS = 300
 MAX_PLAN_BYTES = 1 << 20
+EMULATOR_ENV = "TINYRUSTLM_SMOKE_EMULATOR"
 
 
 def _sha256(path: Path) -> str:
@@ -65,9 +72,10 @@ def _checked_copy(source: Path, sha256: str, scratch: Path, what: str) -> Path:
     return copy
 
 
-def _check(artifact: Path, model: Path, check: dict[str, Any]) -> str:
+def _check(artifact: Path, model: Path, check: dict[str, Any], prefix: list[str]) -> str:
     """'' if the check passed, else why not."""
-    argv = [str(artifact), *(str(a).replace("{model}", str(model)) for a in check["args"])]
+    args = (str(a).replace("{model}", str(model)) for a in check["args"])
+    argv = [*prefix, str(artifact), *args]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -98,13 +106,15 @@ def execute(plan_dir: Path, records: Path) -> int:
             records / plan["artifact"], plan["artifact_sha256"], scratch, "the artifact"
         )
         model = _checked_copy(plan_dir / plan["model"], plan["model_sha256"], scratch, "the model")
+        prefix = shlex.split(os.environ.get(EMULATOR_ENV, ""))
+        how = f" (EMULATED by {shlex.join(prefix)}, not native)" if prefix else " (native)"
         failed = 0
         for check in plan["checks"]:
-            why = _check(artifact, model, check)
+            why = _check(artifact, model, check, prefix)
             failed += bool(why)
             print(f"{'FAIL' if why else 'pass'} {check['id']}{': ' + why if why else ''}")
     total = len(plan["checks"])
-    print(f"native smoke of {plan['lane']}: {total - failed}/{total} passed", flush=True)
+    print(f"smoke of {plan['lane']}{how}: {total - failed}/{total} passed", flush=True)
     return EXIT_CHECK_FAILED if failed else EXIT_OK
 
 
