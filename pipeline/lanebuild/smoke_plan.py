@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from pipeline.atomicio import write_atomic
 from pipeline.errors import EXIT_OK, PipelineError
@@ -29,6 +30,7 @@ from pipeline.lanebuild.handoff import INDEX
 from pipeline.lanebuild.lanes import load_lanes
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.modelpack import PRESETS, pack
+from verify.formats.base import Frozen
 from verify.formats.golden import FixtureInput, GoldenVector, U32Expected, U32Input
 
 SCHEMA = "tinyrustlm.native-smoke-plan.v1"
@@ -37,6 +39,33 @@ MODEL = "small.trlm"
 MODEL_PLACEHOLDER = "{model}"
 GOLDEN_E2E = Path("tests/golden/e2e_decode.json")
 SMALL_SEED = 7  # crates/core/CONTRACT.md section 7: the golden vectors' model
+
+
+class SmokeExpect(Frozen):
+    tokens: list[int] = Field(description="the oracle's decoded token ids")
+    prompt_tokens: list[int]
+    model_sha256: str
+
+
+class SmokeCheck(Frozen):
+    id: str
+    args: list[str] = Field(description="the artifact's arguments; {model} is the plan's model")
+    expect: SmokeExpect | None = Field(description="fields of `--json` output; null: exit 0")
+
+
+class NativeSmokePlan(Frozen):
+    """`plan.json`: what `python -m pipeline.lanebuild.native_smoke` runs on a native runner."""
+
+    schema_: Literal["tinyrustlm.native-smoke-plan.v1"] = Field(
+        "tinyrustlm.native-smoke-plan.v1", alias="schema"
+    )
+    lane: str
+    source_revision: str
+    artifact: str = Field(description="path of the artifact in the records folder")
+    artifact_sha256: str
+    model: str = Field(description="model file beside the plan")
+    model_sha256: str
+    checks: list[SmokeCheck] = Field(min_length=1)
 
 
 def _f32(bits: str | int) -> str:
@@ -128,18 +157,20 @@ def make_plan(repo_root: Path, lane: str, records: Path, out: Path) -> Path:
             where=str(GOLDEN_E2E),
             hint="the packer changed: regenerate tests/golden/ (nox -s golden)",
         )
-    plan = {
-        "schema": SCHEMA,
-        "lane": lane,
-        "source_revision": index.source_revision,
-        "artifact": entry.artifact,
-        "artifact_sha256": entry.sha256,
-        "model": MODEL,
-        "model_sha256": got,
-        "checks": [{"id": "self-test", "args": ["self-test"], "expect": None}, *checks],
-    }
+    plan = NativeSmokePlan.model_validate(
+        {
+            "schema": SCHEMA,
+            "lane": lane,
+            "source_revision": index.source_revision,
+            "artifact": entry.artifact,
+            "artifact_sha256": entry.sha256,
+            "model": MODEL,
+            "model_sha256": got,
+            "checks": [{"id": "self-test", "args": ["self-test"], "expect": None}, *checks],
+        }
+    )
     write_atomic(out / MODEL, model)
-    write_atomic(out / PLAN, json.dumps(plan, indent=2).encode() + b"\n")
+    write_atomic(out / PLAN, plan.model_dump_json(by_alias=True, indent=2).encode() + b"\n")
     return out / PLAN
 
 

@@ -116,3 +116,11 @@ def test_not_a_plan_is_a_typed_error(tmp_path: Path) -> None:
 def test_a_wasm_lane_gets_no_native_plan(tmp_path: Path) -> None:
     with pytest.raises(PipelineError, match="only native binaries"):
         smoke_plan.make_plan(REPO, "scalar-wasm32", tmp_path, tmp_path / "out")
+
+
+def test_the_executors_plan_is_the_plan_format(tmp_path: Path) -> None:
+    plan_dir, _ = _plan(tmp_path, [5, 6])
+    raw = json.loads((plan_dir / "plan.json").read_text(encoding="utf-8"))
+    raw["source_revision"] = "0" * 40
+    plan = smoke_plan.NativeSmokePlan.model_validate(raw)
+    assert plan.schema_ == native_smoke.SCHEMA == smoke_plan.SCHEMA
