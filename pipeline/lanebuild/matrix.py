@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import EXIT_OK
-from pipeline.lanebuild.lanes import LanesFile, load_lanes
+from pipeline.tree.lanes import LanesFile, load_lanes
+from pipeline.tree.paths import LANES_FILE
 
 
 def matrices(lanes: LanesFile) -> dict[str, dict[str, Any]]:
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    found = matrices(load_lanes(args.repo / "manifests" / "lanes.toml"))
+    found = matrices(load_lanes(args.repo / LANES_FILE))
     if args.github_output:
         for name, value in found.items():
             print(f"{name}={json.dumps(value, separators=(',', ':'))}")

@@ -23,13 +23,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pipeline.atomicio import write_atomic
 from pipeline.errors import EXIT_OK, PipelineError
-from pipeline.inputs import load_json, load_model
+from pipeline.io.atomic import write_atomic
+from pipeline.io.inputs import load_json, load_model
 from pipeline.lanebuild.handoff import INDEX
-from pipeline.lanebuild.lanes import load_lanes
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.modelpack import PRESETS, pack
+from pipeline.tree.lanes import load_lanes
+from pipeline.tree.paths import LANES_FILE
 from verify.formats.base import Frozen
 from verify.formats.golden import FixtureInput, GoldenVector, U32Expected, U32Input
 
@@ -133,11 +134,11 @@ def golden_checks(golden_file: Path) -> list[dict[str, Any]]:
 
 def make_plan(repo_root: Path, lane: str, records: Path, out: Path) -> Path:
     """Write `out/plan.json` and `out/small.trlm` for `lane`'s artifact in `records`."""
-    (spec,) = load_lanes(repo_root / "manifests" / "lanes.toml").select([lane])
+    (spec,) = load_lanes(repo_root / LANES_FILE).select([lane])
     if spec.kind != "native":
         raise PipelineError(
             f"lane {lane} is a {spec.kind} lane: only native binaries run the native smoke plan",
-            where="manifests/lanes.toml",
+            where=str(LANES_FILE),
         )
     index = load_model(BuildIndex, records / INDEX, "build-index")
     entry = next((e for e in index.lanes if e.lane == lane), None)

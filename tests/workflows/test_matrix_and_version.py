@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.lanebuild.lanes import load_lanes
 from pipeline.lanebuild.matrix import matrices
+from pipeline.tree.lanes import load_lanes
 
 REPO = Path(__file__).resolve().parents[2]
 LANES = load_lanes(REPO / "manifests" / "lanes.toml")

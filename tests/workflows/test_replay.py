@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.keys import generate_key_files
+from pipeline.documents.keys import generate_key_files
 from tests.clones import clone_head
 
 from .replay import Replay
