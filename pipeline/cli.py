@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from pipeline import bench, formats, golden, modelpack, reproduce, serve
+from pipeline import bench, formats, golden, modelpack, reproduce, serve, smoke_plan
 from pipeline.conformance import cli as conformance_cli
 from pipeline.documents import keys
 from pipeline.errors import EXIT_ERROR, PipelineError
 from pipeline.fetch import cli as fetch_cli
 from pipeline.lanebuild import cli as build_cli
-from pipeline.lanebuild import matrix, smoke_plan
+from pipeline.lanebuild import matrix
 from pipeline.publish import cli_publish, cli_repo
 from pipeline.release import cli as release_cli
 from pipeline.toolchain import cli as toolchain_cli
