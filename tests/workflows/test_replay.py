@@ -49,7 +49,10 @@ def test_the_replayed_release_is_the_nox_release(tmp_path: Path) -> None:
     assert len(built) == 6
     (replayed,) = (tmp_path / "replay" / "artifacts" / "bundle").glob("tinyrustlm-*")
 
-    clone = clone_head(tmp_path / "reference")
+    clone = clone_head(tmp_path / "reference")  # the very commit the replay ran
+    subprocess.run(
+        ["git", "-C", str(clone), "checkout", "-q", "--detach", replay.commit], check=True
+    )
     home = tmp_path / "reference-home"
     home.mkdir()
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
