@@ -178,6 +178,7 @@ class Replay:
         self.artifacts = self.work / "artifacts"
         self.outputs: dict[str, dict[str, str]] = {}
         self.failed: set[str] = set()
+        self.skipped: set[str] = set()
 
     def github(self) -> dict[str, str]:
         return {
@@ -220,8 +221,10 @@ class Replay:
             "vars": self.variables,
             "inputs": {},
         }
-        if any(n in self.failed for n in _needs(spec)) or not condition(spec, ctx):
-            self.results.append(JobResult(job_id, "skipped", 0.0, "if: false or a need failed"))
+        # As on GitHub: a job whose need failed or was skipped is skipped (no `always()` here).
+        if any(n in self.failed | self.skipped for n in _needs(spec)) or not condition(spec, ctx):
+            self.skipped.add(job_id)
+            self.results.append(JobResult(job_id, "skipped", 0.0, "if: false or a need not run"))
             return
         matrix = substitute((spec.get("strategy") or {}).get("matrix"), ctx)
         entries = _expand(matrix) if matrix else [{}]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from .replay import (
+    Replay,
     ReplayError,
     _copy_like_artifact,
     _expand,
@@ -77,3 +78,17 @@ def test_an_artifact_round_trip_drops_modes_and_hidden_files(tmp_path: Path) -> 
     _copy_like_artifact(source, tmp_path / "out")
     assert (tmp_path / "out" / "lane" / "tool").stat().st_mode & 0o777 == 0o644
     assert not (tmp_path / "out" / ".hidden").exists()
+
+
+def test_a_job_after_a_skipped_job_is_skipped(tmp_path: Path) -> None:
+    workflow = tmp_path / "w.yml"
+    workflow.write_text(
+        "on: workflow_dispatch\npermissions: {}\njobs:\n"
+        "  first:\n    if: startsWith(github.ref, 'refs/tags/v')\n    runs-on: ubuntu-24.04\n"
+        "    permissions: {}\n    steps:\n      - run: exit 1\n"
+        "  second:\n    needs: first\n    runs-on: ubuntu-24.04\n    permissions: {}\n"
+        "    steps:\n      - run: exit 1\n",
+        encoding="utf-8",
+    )
+    results = Replay(workflow, tmp_path / "work").run()
+    assert [(r.name, r.status) for r in results] == [("first", "skipped"), ("second", "skipped")]
