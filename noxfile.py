@@ -29,23 +29,35 @@ def toolchain(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The test suite (unit, integration with real builds, fuzz); args go to pytest."""
+    """The test suite (unit, integration with real builds, fuzz); args go to pytest.
+
+    The whole-workflow replay (marker `replay`, about 50 minutes) is `nox -s replay`."""
     install(session)
     session.run("tinyrustlm-release", "toolchain", "install")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-m", "not replay", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def replay(session: nox.Session) -> None:
+    """release.yml replayed job by job in clean clones; its bundle must equal `release`'s."""
+    install(session)
+    session.run("tinyrustlm-release", "toolchain", "install")
+    session.run("pytest", "-m", "replay", "tests/workflows/test_replay.py", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff, ruff format --check, mypy --strict over every tracked Python file; the import
     contracts of pyproject.toml (import-linter: layers, no cycles, verify stands alone);
-    tsc --checkJs --noEmit over every shipped and test .js/.mjs (tests/jstools)."""
+    tsc --checkJs --noEmit over every shipped and test .js/.mjs (tests/jstools); and
+    actionlint over .github/workflows/."""
     install(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
     session.run("lint-imports")
     session.run("python", "-m", "tests.jstools", "check")
+    session.run("actionlint", "-color=false")
 
 
 @nox.session(python=PYTHON)

@@ -9,26 +9,31 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
-from pipeline import formats, golden, modelpack, reproduce, serve
+from pipeline import formats, golden, modelpack, reproduce, serve, smoke_plan
 from pipeline.bench import cli as bench_cli
 from pipeline.conformance import cli as conformance_cli
 from pipeline.documents import keys, policy
 from pipeline.errors import EXIT_ERROR, PipelineError
 from pipeline.fetch import cli as fetch_cli
 from pipeline.lanebuild import cli as build_cli
+from pipeline.lanebuild import matrix
 from pipeline.publish import cli_publish, cli_repo
 from pipeline.release import cli as release_cli
 from pipeline.release import cosign
 from pipeline.toolchain import cli as toolchain_cli
 from verify.errors import IoFailed
+from verify.version import add_version_argument
 
 # name -> (module with add_arguments/run, one-line help)
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "toolchain": (toolchain_cli, "install, check or re-lock the pinned Rust toolchain"),
     "pack-model": (modelpack, "write a deterministic v1 model (tiny, small, bench)"),
     "build": (build_cli, "build lanes with the pinned toolchain into build/"),
+    "lanes": (matrix, "print release.yml's lane matrices (JSON) from manifests/lanes.toml"),
+    "smoke-plan": (smoke_plan, "plan a lane's smoke run on its native hardware (CI)"),
     "golden": (golden, "regenerate tests/golden/ from the native scalar oracle"),
     "keygen": (keys, "create an Ed25519 release key pair"),
     "trust-policy": (policy, "a trusted-keys v2 file: maintainers' keys and a threshold"),
@@ -49,6 +54,7 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="tinyrustlm-release", description="Build, verify, sign and release tinyrustlm."
     )
+    add_version_argument(top, Path(__file__).parent, ("tinyrustlm-release",))
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
 from verify import artifact_cli
 from verify.bundle import cli as bundle_cli
 from verify.errors import EXIT_ERROR, IoFailed, VerifyError
+from verify.version import DISTRIBUTIONS, add_version_argument
 
 # name -> (module with add_arguments/run, one-line help)
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
@@ -27,6 +29,7 @@ def parser() -> argparse.ArgumentParser:
         prog="tinyrustlm-verify",
         description="Independent verification of tinyrustlm release bytes.",
     )
+    add_version_argument(top, Path(__file__).parent, DISTRIBUTIONS)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)

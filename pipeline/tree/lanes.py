@@ -40,7 +40,7 @@ class BenchRole(StrictFrozen):
 
 
 # Fields that say how a lane is used after its build: not part of the build's cache key.
-_NOT_BUILD_INPUTS = frozenset({"bench", "golden_oracle"})
+_NOT_BUILD_INPUTS = frozenset({"bench", "golden_oracle", "native_runner"})
 
 
 class Lane(StrictFrozen):
@@ -65,6 +65,12 @@ class Lane(StrictFrozen):
     )
     golden_oracle: bool = Field(False, description="the native scalar oracle of tests/golden/")
     bench: BenchRole | None = None
+    native_runner: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9][a-z0-9.-]*$",
+        description="GitHub Actions runner label whose hardware runs the artifact natively "
+        "(release.yml's smoke job); for lanes whose `smoke` engine emulates it",
+    )
 
     @model_validator(mode="after")
     def _no_native_cpu(self) -> Lane:

@@ -1,0 +1,140 @@
+"""Execute a native smoke plan on the hardware the artifact is for (standard library only).
+
+    python -m pipeline.lanebuild.native_smoke PLAN_DIR --records DIR
+
+release.yml runs this on `ubuntu-24.04-arm` and `windows-2025` (no qemu, no wine), from a
+checkout of the release commit with nothing installed but Python. The plan
+(`tinyrustlm-release smoke-plan`, pipeline.smoke_plan.py) names the artifact in the
+records folder and its SHA-256, the model beside the plan, and the checks: `self-test`, then
+every end-to-end golden vector with the oracle's tokens. The artifact is hashed, copied into a
+scratch folder with the executable bit (artifact uploads drop file modes) and run directly.
+One `pass`/`FAIL` line per check; exit 0 if all pass, 1 if one failed, 3 on bad input.
+
+$TINYRUSTLM_SMOKE_EMULATOR (a command prefix, e.g. `qemu-aarch64-static -L /usr/aarch64-linux-gnu`)
+runs the artifact under an emulator instead: only the local replay of release.yml sets it
+(tests/workflows/replay.py), and every line it prints then says so. release.yml never sets it.
+
+Only the standard library and `pipeline.errors` (itself dependency-free) may be imported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import EXIT_CHECK_FAILED, EXIT_ERROR, EXIT_OK, PipelineError
+
+SCHEMA = "tinyrustlm.native-smoke-plan.v1"
+PLAN = "plan.json"
+TIMEOUT_SECONDS = 300
+MAX_PLAN_BYTES = 1 << 20
+EMULATOR_ENV = "TINYRUSTLM_SMOKE_EMULATOR"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_plan(plan_dir: Path) -> dict[str, Any]:
+    path = plan_dir / PLAN
+    if not path.is_file() or path.stat().st_size > MAX_PLAN_BYTES:
+        raise PipelineError("no readable smoke plan", where=str(path))
+    plan = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(plan, dict) or plan.get("schema") != SCHEMA:
+        raise PipelineError(f"not a {SCHEMA} document", where=f"{path}: schema")
+    return plan
+
+
+def _checked_copy(source: Path, sha256: str, scratch: Path, what: str) -> Path:
+    if not source.is_file():
+        raise PipelineError(f"{what} is missing", where=str(source))
+    actual = _sha256(source)
+    if actual != sha256:
+        raise PipelineError(
+            f"{what} hashes to {actual[:16]}…, the plan says {sha256[:16]}…", where=str(source)
+        )
+    copy = scratch / source.name
+    shutil.copyfile(source, copy)
+    copy.chmod(0o755)
+    return copy
+
+
+def _check(artifact: Path, model: Path, check: dict[str, Any], prefix: list[str]) -> str:
+    """'' if the check passed, else why not."""
+    args = (str(a).replace("{model}", str(model)) for a in check["args"])
+    argv = [*prefix, str(artifact), *args]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {TIMEOUT_SECONDS}s"
+    except OSError as exc:
+        return f"cannot run: {exc}"
+    if done.returncode != 0:
+        tail = (done.stderr.strip() or done.stdout.strip())[-300:]
+        return f"exit {done.returncode}: {tail}"
+    expect = check.get("expect")
+    if not expect:
+        return ""
+    try:
+        out = json.loads(done.stdout)
+    except ValueError:
+        return f"output is not JSON: {done.stdout[:200]!r}"
+    for key, want in expect.items():
+        if out.get(key) != want:
+            return f"{key}: got {out.get(key)!r}, the oracle's is {want!r}"
+    return ""
+
+
+def execute(plan_dir: Path, records: Path) -> int:
+    plan = _read_plan(plan_dir)
+    with tempfile.TemporaryDirectory(prefix="tinyrustlm-smoke-") as tmp:
+        scratch = Path(tmp)
+        artifact = _checked_copy(
+            records / plan["artifact"], plan["artifact_sha256"], scratch, "the artifact"
+        )
+        model = _checked_copy(plan_dir / plan["model"], plan["model_sha256"], scratch, "the model")
+        prefix = shlex.split(os.environ.get(EMULATOR_ENV, ""))
+        how = f" (EMULATED by {shlex.join(prefix)}, not native)" if prefix else " (native)"
+        failed = 0
+        for check in plan["checks"]:
+            why = _check(artifact, model, check, prefix)
+            failed += bool(why)
+            print(f"{'FAIL' if why else 'pass'} {check['id']}{': ' + why if why else ''}")
+    total = len(plan["checks"])
+    print(f"smoke of {plan['lane']}{how}: {total - failed}/{total} passed", flush=True)
+    return EXIT_CHECK_FAILED if failed else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.lanebuild.native_smoke",
+        description="run a native smoke plan (smoke-plan) against the artifact in --records",
+    )
+    parser.add_argument("plan", type=Path, metavar="PLAN_DIR")
+    parser.add_argument("--records", required=True, type=Path, metavar="DIR")
+    args = parser.parse_args(argv)
+    try:
+        return execute(args.plan, args.records)
+    except PipelineError as exc:
+        print(exc.diagnostics(), file=sys.stderr)
+        return EXIT_ERROR
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"error: malformed smoke plan or records: {exc!r}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""The replay's own parts: expressions, matrices, step outputs, the artifact round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .replay import (
+    Replay,
+    ReplayError,
+    _copy_like_artifact,
+    _expand,
+    _read_outputs,
+    condition,
+    evaluate,
+    substitute,
+)
+
+CTX = {
+    "matrix": {"lane": "a", "native_runner": ""},
+    "needs": {"plan": {"outputs": {"smoke": '{"include": [{"lane": "b"}]}'}}},
+    "github": {"ref": "refs/tags/v1.0.0"},
+    "secrets": {"KEY": "pem"},
+}
+
+
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("matrix.lane", "a"),
+        ("matrix.native_runner != ''", False),
+        ("matrix.lane == 'a'", True),
+        ("startsWith(github.ref, 'refs/tags/v')", True),
+        ("fromJSON(needs.plan.outputs.smoke)", {"include": [{"lane": "b"}]}),
+        ("secrets.KEY", "pem"),
+        ("failure()", False),
+    ],
+    ids=["path", "ne", "eq", "startsWith", "fromJSON", "secret", "failure"],
+)
+def test_expressions(expr: str, value: object) -> None:
+    assert evaluate(expr, CTX) == value
+
+
+def test_an_unknown_context_is_an_error_not_a_guess() -> None:
+    with pytest.raises(ReplayError, match="unknown expression context"):
+        evaluate("github.event.inputs.lane", CTX)
+    with pytest.raises(ReplayError, match="hashFiles"):
+        evaluate("hashFiles('x')", CTX)
+
+
+def test_substitution_keeps_a_lone_expressions_type() -> None:
+    assert substitute("${{ fromJSON(needs.plan.outputs.smoke) }}", CTX) == {
+        "include": [{"lane": "b"}]
+    }
+    assert substitute("records-${{ matrix.lane }}", CTX) == "records-a"
+    assert condition({"if": "${{ matrix.native_runner != '' }}"}, CTX) is False
+    assert condition({}, CTX) is True
+
+
+def test_matrix_expansion() -> None:
+    assert _expand({"include": [{"lane": "x"}, {"lane": "y"}]}) == [{"lane": "x"}, {"lane": "y"}]
+    assert _expand({"lane": ["x", "y"]}) == [{"lane": "x"}, {"lane": "y"}]
+
+
+def test_step_outputs_plain_and_heredoc(tmp_path: Path) -> None:
+    path = tmp_path / "out"
+    path.write_text('build={"a":1}\nnotes<<EOF\nline 1\nline 2\nEOF\n', encoding="utf-8")
+    assert _read_outputs(path) == {"build": '{"a":1}', "notes": "line 1\nline 2"}
+
+
+def test_an_artifact_round_trip_drops_modes_and_hidden_files(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    (source / "lane").mkdir(parents=True)
+    (source / "lane" / "tool").write_bytes(b"x")
+    (source / "lane" / "tool").chmod(0o755)
+    (source / ".hidden").write_bytes(b"h")
+    _copy_like_artifact(source, tmp_path / "out")
+    assert (tmp_path / "out" / "lane" / "tool").stat().st_mode & 0o777 == 0o644
+    assert not (tmp_path / "out" / ".hidden").exists()
+
+
+def test_a_job_after_a_skipped_job_is_skipped(tmp_path: Path) -> None:
+    workflow = tmp_path / "w.yml"
+    workflow.write_text(
+        "on: workflow_dispatch\npermissions: {}\njobs:\n"
+        "  first:\n    if: startsWith(github.ref, 'refs/tags/v')\n    runs-on: ubuntu-24.04\n"
+        "    permissions: {}\n    steps:\n      - run: exit 1\n"
+        "  second:\n    needs: first\n    runs-on: ubuntu-24.04\n    permissions: {}\n"
+        "    steps:\n      - run: exit 1\n",
+        encoding="utf-8",
+    )
+    results = Replay(workflow, tmp_path / "work").run()
+    assert [(r.name, r.status) for r in results] == [("first", "skipped"), ("second", "skipped")]
