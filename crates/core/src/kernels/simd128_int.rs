@@ -1,0 +1,193 @@
+//! The integer tier's SIMD128 kernels (CONTRACT.md §10), bit-identical to `int8.rs` by
+//! construction: a block's integer sum is exact whatever the order of its products, and the
+//! per-row f32 work `acc = acc + (wscale_b * ascale_b) * (isum_b as f32)` runs per lane with
+//! the oracle's operations, four rows in the four lanes.
+//!
+//! Per block: weight and activation codes are widened i8 -> i16 (`i16x8_extend_*_i8x16`), then
+//! four `i32x4_dot_i16x8` give a row's eight partial sums, added in i32; the partials of four
+//! rows are transposed and added to one i32x4 (row r in lane r), converted exactly to f32
+//! (|isum| < 2^24). Whole blocks only: the tail block's padded weight codes are stored bytes of
+//! the block (so the loads stay inside the row) and meet activation codes that are zero.
+
+use core::arch::wasm32::*;
+
+use super::{count_simd, int8};
+use crate::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
+
+// The tier's f32 reductions are the SIMD128 set's own lane-order kernels.
+pub use super::simd128::{attention_head, rmsnorm};
+
+#[inline(always)]
+fn load16(b: &[u8], at: usize) -> v128 {
+    let sixteen = &b[at..at + 16];
+    // SAFETY: `sixteen` is 16 readable bytes; v128_load has no alignment requirement.
+    unsafe { v128_load(sixteen.as_ptr() as *const v128) }
+}
+
+#[inline(always)]
+fn load16_i8(b: &[i8], at: usize) -> v128 {
+    let sixteen = &b[at..at + 16];
+    // SAFETY: as `load16`.
+    unsafe { v128_load(sixteen.as_ptr() as *const v128) }
+}
+
+fn scale_of(block: &[u8]) -> f32 {
+    f32::from_le_bytes([block[0], block[1], block[2], block[3]])
+}
+
+/// The 32 codes of one block as two i8x16 (elements 0..16, 16..32).
+type Codes = fn(&[u8]) -> (v128, v128);
+
+#[inline(always)]
+fn q8_codes(block: &[u8]) -> (v128, v128) {
+    (load16(block, 4), load16(block, 20))
+}
+
+/// q4 codes (nibble - 8) in element order: element 2i is the low nibble of byte i.
+#[inline(always)]
+fn q4_codes(block: &[u8]) -> (v128, v128) {
+    let packed = load16(block, 4);
+    let low = v128_and(packed, u8x16_splat(0x0f));
+    let high = u8x16_shr(packed, 4);
+    let t0 = i8x16_shuffle::<0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23>(low, high);
+    let t1 = i8x16_shuffle::<8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31>(low, high);
+    (i8x16_sub(t0, i8x16_splat(8)), i8x16_sub(t1, i8x16_splat(8)))
+}
+
+/// The activation codes of one block widened to four i16x8.
+#[inline(always)]
+fn widen_acts(codes: &[i8], at: usize) -> [v128; 4] {
+    let a0 = load16_i8(codes, at);
+    let a1 = load16_i8(codes, at + 16);
+    [i16x8_extend_low_i8x16(a0), i16x8_extend_high_i8x16(a0), i16x8_extend_low_i8x16(a1), i16x8_extend_high_i8x16(a1)]
+}
+
+/// Eight i32 partial sums of one row's block (their sum is the block's isum).
+#[inline(always)]
+fn partials(w: (v128, v128), a: &[v128; 4]) -> v128 {
+    let d0 = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w.0), a[0]);
+    let d1 = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w.0), a[1]);
+    let d2 = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w.1), a[2]);
+    let d3 = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w.1), a[3]);
+    i32x4_add(i32x4_add(d0, d1), i32x4_add(d2, d3))
+}
+
+/// [sum(p0), sum(p1), sum(p2), sum(p3)] (integer adds: exact in any order).
+#[inline(always)]
+fn transpose_sum(p0: v128, p1: v128, p2: v128, p3: v128) -> v128 {
+    let s01 = i32x4_add(i32x4_shuffle::<0, 4, 2, 6>(p0, p1), i32x4_shuffle::<1, 5, 3, 7>(p0, p1));
+    let s23 = i32x4_add(i32x4_shuffle::<0, 4, 2, 6>(p2, p3), i32x4_shuffle::<1, 5, 3, 7>(p2, p3));
+    i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(s01, s23), i32x4_shuffle::<2, 3, 6, 7>(s01, s23))
+}
+
+/// Four rows (r0..r0+4 of `w`, rows of `blocks` blocks) against one token: the rows' values.
+#[inline(always)]
+fn quad(w: &[u8], r0: usize, block_bytes: usize, codes: Codes, ac: &[i8], asc: &[f32]) -> v128 {
+    let row_bytes = asc.len() * block_bytes;
+    let rows = [&w[r0 * row_bytes..(r0 + 1) * row_bytes], &w[(r0 + 1) * row_bytes..(r0 + 2) * row_bytes],
+        &w[(r0 + 2) * row_bytes..(r0 + 3) * row_bytes], &w[(r0 + 3) * row_bytes..(r0 + 4) * row_bytes]];
+    let mut acc = f32x4_splat(0.0);
+    for (b, a_scale) in asc.iter().enumerate() {
+        let at = b * block_bytes;
+        let a = widen_acts(ac, b * BLOCK);
+        let blk = [&rows[0][at..at + block_bytes], &rows[1][at..at + block_bytes],
+            &rows[2][at..at + block_bytes], &rows[3][at..at + block_bytes]];
+        let isum = transpose_sum(
+            partials(codes(blk[0]), &a),
+            partials(codes(blk[1]), &a),
+            partials(codes(blk[2]), &a),
+            partials(codes(blk[3]), &a),
+        );
+        let ws = f32x4(scale_of(blk[0]), scale_of(blk[1]), scale_of(blk[2]), scale_of(blk[3]));
+        // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
+        acc = f32x4_add(acc, f32x4_mul(f32x4_mul(ws, f32x4_splat(*a_scale)), f32x4_convert_i32x4(isum)));
+    }
+    acc
+}
+
+#[inline(always)]
+fn store_quad(out: &mut [f32], at: usize, v: v128) {
+    let four = &mut out[at..at + 4];
+    // SAFETY: `four` is 16 writable bytes.
+    unsafe { v128_store(four.as_mut_ptr() as *mut v128, v) }
+}
+
+fn rows(w: &[u8], block_bytes: usize, codes: Codes, tail: fn(&[u8], &[i8], &[f32]) -> f32, ac: &[i8], asc: &[f32], out: &mut [f32]) {
+    let row_bytes = asc.len() * block_bytes;
+    if row_bytes == 0 {
+        out.iter_mut().for_each(|o| *o = 0.0);
+        return;
+    }
+    let n = out.len();
+    let whole = n / 4 * 4;
+    let mut r = 0;
+    while r < whole {
+        store_quad(out, r, quad(w, r, block_bytes, codes, ac, asc));
+        r += 4;
+    }
+    while r < n {
+        out[r] = tail(&w[r * row_bytes..(r + 1) * row_bytes], ac, asc);
+        r += 1;
+    }
+}
+
+/// See `int8::matvec_q8`.
+pub fn matvec_q8(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
+    count_simd();
+    rows(w, Q8_BLOCK_BYTES, q8_codes, int8::row_q8, ac, asc, out);
+}
+
+/// See `int8::matvec_q4`.
+pub fn matvec_q4(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
+    count_simd();
+    rows(w, Q4_BLOCK_BYTES, q4_codes, int8::row_q4, ac, asc, out);
+}
+
+fn tile(
+    w: &[u8],
+    block_bytes: usize,
+    codes: Codes,
+    tail: fn(&[u8], &[i8], &[f32]) -> f32,
+    ac: &[i8],
+    asc: &[f32],
+    blocks: usize,
+    emit: &mut dyn FnMut(usize, usize, f32),
+) {
+    if blocks == 0 {
+        return;
+    }
+    let row_bytes = blocks * block_bytes;
+    let n = w.len() / row_bytes;
+    let tokens = asc.len() / blocks;
+    let whole = n / 4 * 4;
+    let mut r = 0;
+    while r < whole {
+        for t in 0..tokens {
+            let v = quad(w, r, block_bytes, codes, &ac[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &asc[t * blocks..(t + 1) * blocks]);
+            emit(r, t, f32x4_extract_lane::<0>(v));
+            emit(r + 1, t, f32x4_extract_lane::<1>(v));
+            emit(r + 2, t, f32x4_extract_lane::<2>(v));
+            emit(r + 3, t, f32x4_extract_lane::<3>(v));
+        }
+        r += 4;
+    }
+    while r < n {
+        let row = &w[r * row_bytes..(r + 1) * row_bytes];
+        for t in 0..tokens {
+            emit(r, t, tail(row, &ac[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &asc[t * blocks..(t + 1) * blocks]));
+        }
+        r += 1;
+    }
+}
+
+/// See `int8::matmul_q8`.
+pub fn matmul_q8(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_simd();
+    tile(w, Q8_BLOCK_BYTES, q8_codes, int8::row_q8, ac, asc, blocks, emit);
+}
+
+/// See `int8::matmul_q4`.
+pub fn matmul_q4(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_simd();
+    tile(w, Q4_BLOCK_BYTES, q4_codes, int8::row_q4, ac, asc, blocks, emit);
+}
