@@ -30,6 +30,8 @@ export const SUPPORTED = Object.freeze({
   schema: 'tinyrustlm.module-manifest.v1',
   runtimeSemantics: Object.freeze([1]),
   abiVersions: Object.freeze([1]),
+  // model format_version -> kernel tier (crates/core/CONTRACT.md §1, §10); any other is refused
+  modelTiers: Object.freeze({ 1: 'f32', 2: 'int8' }),
 });
 export const MANIFEST_PAYLOAD_TYPE = 'application/vnd.tinyrustlm.module-manifest.v1+json';
 export const RECEIPT_SCHEMA = 'tinyrustlm.capability-receipt.v1';
@@ -541,6 +543,12 @@ export async function admitModel(rt, model, context, budget) {
     rt.bytes(ptr, header.length).set(header);
     return rt.call('tr_model_prefix_bytes', ptr, header.length);
   });
+  if (header.length >= 12) {
+    const version = new DataView(header.buffer, header.byteOffset, header.byteLength).getUint32(8, true);
+    if (!Object.hasOwn(SUPPORTED.modelTiers, version)) {
+      throw new LoaderError('UnsupportedModelTier', `model format_version ${version} declares a kernel tier this loader does not know (known: ${Object.entries(SUPPORTED.modelTiers).map(([v, t]) => `${v} = ${t}`).join(', ')})`, { formatVersion: version });
+    }
+  }
   if (prefixLen === 0 || prefixLen > model.bytes.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
   const prefix = model.bytes.subarray(0, prefixLen);
   return withWindow(rt, prefixLen + 16, async (ptr) => {
@@ -549,6 +557,7 @@ export async function admitModel(rt, model, context, budget) {
     const v = dataView(rt, ptr + prefixLen, 16);
     const plan = { peakPrefill: Number(v.getBigUint64(0, true)), steadyDecode: Number(v.getBigUint64(8, true)), budget };
     if (code === 9) throw new LoaderError('ModelTooLarge', `model + context ${context} need ${plan.peakPrefill} bytes (prefill) / ${plan.steadyDecode} (decode), over the budget of ${budget}`, plan);
+    if (code === 3) throw new LoaderError('UnsupportedModelTier', `this runtime module refuses the model's format/tier (TrResult UnsupportedFeature): it predates the model's kernel tier or flags`, { code });
     if (code !== 0) throw new LoaderError('ModelInvalid', `tr_preflight_header refused the model (TrResult ${code})`, { code });
     return plan;
   });
