@@ -60,10 +60,20 @@ class Harness:
         return rc, self.get(codes, blocks * 32), self.get(scales, blocks * 4)
 
     def rows(
-        self, kind: int, w: bytes, codes: bytes, scales: bytes, cols: int, tokens: int, rows: int, r0: int = 0
+        self,
+        kernel_set: int,
+        layout: int,
+        w: bytes,
+        codes: bytes,
+        scales: bytes,
+        cols: int,
+        tokens: int,
+        rows: int,
+        r0: int = 0,
     ) -> tuple[int, list[int]]:
-        out = self.put(bytes(4 * tokens * rows))
-        args = (kind, self.put(w), len(w), self.put(codes), self.put(scales), cols, tokens, rows, r0, out)
+        """h_int_rows: set 0 the oracle, 1 the lane's matvec, 2 its tile over rows r0.."""
+        out = self.put(struct.pack("<f", float("nan")) * (tokens * rows))
+        args = (kernel_set, layout, self.put(w), len(w), self.put(codes), self.put(scales), cols, tokens, rows, r0, out)
         return self.call("h_int_rows", *args), list(struct.unpack(f"<{tokens * rows}I", self.get(out, 4 * tokens * rows)))
 
 
@@ -119,9 +129,11 @@ def test_the_contracts_worked_examples(lane: Harness) -> None:
     assert struct.unpack("<I", scales)[0] == 0 and set(codes) == {0}
     # the integer dot example: q8 block (scale 0.5, codes [2, -3, 0...]) . [1.0, 0.3]
     w = struct.pack("<f", 0.5) + bytes([2, 256 - 3]) + bytes(30)
-    rc, got = lane.rows(1, 1, w, codes=lane.quantize(np.array([1.0, 0.3], dtype=F32))[1],
-                        scales=lane.quantize(np.array([1.0, 0.3], dtype=F32))[2], cols=2, tokens=1, rows=1)
-    assert rc == 0 and got == [int(np.float32(0.5511811).view(np.uint32))]
+    _, codes, scales = lane.quantize(np.array([1.0, 0.3], dtype=F32))
+    for kernel_set in (0, 1, 2):
+        rc, got = lane.rows(kernel_set, 1, w, codes, scales, cols=2, tokens=1, rows=1)
+        assert rc == 0 and got == [int(np.float32(0.5511811).view(np.uint32))], kernel_set
+    assert int8ref.row_dot("q8", w, np.frombuffer(codes, np.int8), np.frombuffer(scales, "<f4")) == F32(0.5511811)
 
 
 @pytest.mark.integration
