@@ -287,7 +287,7 @@ fn run(args: &Args) -> Result<u8, CliError> {
         let fields = [
             ("schema", json::string("tinyrustlm.run.v1")),
             ("runtime_semantics", RUNTIME_SEMANTICS.to_string()),
-            ("kernel_set", json::string(kernels::KERNEL_SET)),
+            ("kernel_set", json::string(kernels::kernel_set(model.config.tier))),
             ("model_sha256", json::string(&digest)),
             ("seed", config.seed.to_string()),
             ("stream", config.stream.to_string()),

@@ -50,6 +50,11 @@ const FEATURE_PROBES = Object.freeze({
 });
 /** `tr_lane()` -> kernel set (crates/core/src/kernels/mod.rs KERNEL_SET). */
 const KERNEL_SETS = Object.freeze(['scalar-v1', 'simd128-v1', 'simd128-threads-v1']);
+/** Per model tier (SUPPORTED.modelTiers): the receipt's numerical mode and kernel set per lane. */
+const TIER_SELECTION = Object.freeze({
+  f32: { numericalMode: 'strict-f32-v1', kernelSets: KERNEL_SETS },
+  int8: { numericalMode: 'int8-exact-v1', kernelSets: Object.freeze(['scalar-int8-v1', 'simd128-int8-v1', 'simd128-threads-int8-v1']) },
+});
 /** Self-test category ids of `tr_self_test_detail` (crates/core/src/selftest/categories.rs). */
 const CATEGORIES = Object.freeze(['scalar', 'simd128', 'atomics', 'thread_participation', 'tokenizer', 'prng']);
 /** Model format v1 layout ids (CONTRACT.md §1) -> receipt names. */
@@ -568,7 +573,8 @@ function modelFacts(bytes) {
   const count = v.getUint32(52, true);
   const layouts = new Set();
   for (let i = 0; i < count; i++) layouts.add(LAYOUTS[v.getUint32(64 + 32 * i + 4, true)] || 'unknown');
-  return { maxContext: v.getUint32(44, true), vocab: v.getUint32(28, true), layouts: [...layouts].filter((l) => l !== 'f32').sort() };
+  const tier = SUPPORTED.modelTiers[v.getUint32(8, true)] || 'f32'; // an unknown tier is refused by admitModel
+  return { maxContext: v.getUint32(44, true), vocab: v.getUint32(28, true), layouts: [...layouts].filter((l) => l !== 'f32').sort(), tier };
 }
 
 // ---- 9. the receipt -----------------------------------------------------------------------------
@@ -608,7 +614,7 @@ export async function buildReceipt({ signed, artifact, probes, lane, observed, t
       compile_features: [...artifact.required_features],
     },
     observed: { cross_origin_isolated: globalThis.crossOriginIsolated === true || isNode, feature_probes: probesOut, ...observed },
-    selection: { numerical_mode: 'strict-f32-v1', kernel_set: KERNEL_SETS[lane], quant_layouts: model.layouts, kv_format: 'f32' },
+    selection: { numerical_mode: TIER_SELECTION[model.tier || 'f32'].numericalMode, kernel_set: TIER_SELECTION[model.tier || 'f32'].kernelSets[lane], quant_layouts: model.layouts, kv_format: 'f32' },
     self_test: selfTestOut,
     executed_path_evidence: { scalar_kernel_calls: counters.scalar, simd_kernel_calls: counters.simd, worker_ids_participating: counters.participating },
     attempts,
