@@ -41,7 +41,7 @@ def _without_provenance(text: str) -> list[dict[str, Any]]:
 
 
 def test_golden_regeneration_reproduces_the_committed_vectors(
-    cli: Path, small_model: Path, tmp_path: Path
+    cli: Path, small_model: Path, int8_model: Path, tmp_path: Path
 ) -> None:
     done = run(
         cli,
@@ -50,6 +50,8 @@ def test_golden_regeneration_reproduces_the_committed_vectors(
         str(tmp_path),
         "--small-model",
         str(small_model),
+        "--int8-model",
+        str(int8_model),
         "--source-revision",
         "test",
         "--generated-utc",
