@@ -37,11 +37,13 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff check, ruff format --check and mypy --strict over every tracked Python file."""
+    """ruff, ruff format --check, mypy --strict over every tracked Python file; the import
+    contracts of pyproject.toml (import-linter: layers, no cycles, verify stands alone)."""
     install(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    session.run("lint-imports")
 
 
 @nox.session(python=PYTHON)

@@ -25,15 +25,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomicio import write_atomic
 from pipeline.bench_format import BENCH_SCHEMA, BenchDocument
 from pipeline.bench_stats import Target, compare, compare_table, figures_of, spread, target_rows
 from pipeline.errors import PipelineError
-from pipeline.inputs import load_json, parse_output
+from pipeline.io.atomic import write_atomic
+from pipeline.io.inputs import load_json, parse_output
 from pipeline.lanebuild.driver import build_lanes
-from pipeline.lanebuild.lanes import Lane, load_lanes
 from pipeline.modelpack import PRESETS, pack, tensor_plan
 from pipeline.toolchain import nodejs
+from pipeline.tree.lanes import Lane
+from pipeline.tree.snapshot import read_tree
 from verify.errors import VerifyError
 from verify.inputs import read_regular_file
 
@@ -290,9 +291,10 @@ def table(doc: dict[str, Any]) -> str:
 def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, Path, str]:
     """The runner's configuration, the native lane and its binary, the model's SHA-256."""
     nodejs.executable()  # before any build: a missing node fails fast
-    wasm_lanes, native_lane = measured_lanes(load_lanes(repo_root / "manifests/lanes.toml").lane)
+    tree = read_tree(repo_root)
+    wasm_lanes, native_lane = measured_lanes(tree.lanes.lane)
     ids = [lane.id for lane in (*wasm_lanes, native_lane)]
-    index = build_lanes(repo_root, lanes=ids, say=lambda _line: None)
+    index = build_lanes(tree, lanes=ids, say=lambda _line: None)
     artifacts = {e.lane: repo_root / e.artifact for e in index.lanes}
     if any(i not in artifacts for i in ids):
         raise BenchError("a bench lane failed to build", where="build/index.json")

@@ -23,8 +23,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from pipeline.atomicio import write_atomic
-from pipeline.lanebuild.lanes import load_lanes
+from pipeline.io.atomic import write_atomic
+from pipeline.tree.lanes import load_lanes
 from verify.formats.base import Frozen
 from verify.wasm.reader import Reader
 from verify.wasm.sections import parse_module

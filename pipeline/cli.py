@@ -11,11 +11,14 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from pipeline import bench, formats, golden, keys, modelpack, release, reproduce, serve
+from pipeline import bench, formats, golden, modelpack, reproduce, serve
 from pipeline.conformance import cli as conformance_cli
+from pipeline.documents import keys
 from pipeline.errors import EXIT_ERROR, PipelineError
+from pipeline.fetch import cli as fetch_cli
 from pipeline.lanebuild import cli as build_cli
-from pipeline.publish import cli_fetch, cli_publish, cli_repo
+from pipeline.publish import cli_publish, cli_repo
+from pipeline.release import cli as release_cli
 from pipeline.toolchain import cli as toolchain_cli
 
 # name -> (module with add_arguments/run, one-line help)
@@ -25,13 +28,13 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "build": (build_cli, "build lanes with the pinned toolchain into build/"),
     "golden": (golden, "regenerate tests/golden/ from the native scalar oracle"),
     "keygen": (keys, "create an Ed25519 release key pair"),
-    "release": (release, "toolchain check, build, verify, smoke, sign, bundle to dist/"),
+    "release": (release_cli, "toolchain check, build, verify, smoke, sign, bundle to dist/"),
     "bench": (bench, "lane benchmarks side by side; JSON under build/bench/"),
     "reproduce": (reproduce, "rebuild a bundle's revision and compare byte for byte"),
     "schemas": (formats, "write the JSON Schema of every versioned format"),
     "repo": (cli_repo, "TUF repository: init, refresh-timestamp, rotate-root"),
     "publish": (cli_publish, "add a verified bundle to the TUF repository"),
-    "fetch": (cli_fetch, "fetch a release through TUF, then verify it"),
+    "fetch": (fetch_cli, "fetch a release through TUF, then verify it"),
     "serve": (serve, "serve a bundle and the example page on 127.0.0.1"),
     "conformance": (conformance_cli, "every lane on every engine vs the native oracle"),
 }

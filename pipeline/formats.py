@@ -11,14 +11,14 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pipeline.atomicio import write_atomic
 from pipeline.bench_format import BENCH_SCHEMA, BenchDocument
 from pipeline.bench_parser import ParserBench
 from pipeline.errors import EXIT_OK
-from pipeline.lanebuild.lanes import LanesFile
+from pipeline.fetch.state import FETCH_STATE_SCHEMA, FetchState
+from pipeline.io.atomic import write_atomic
 from pipeline.lanebuild.records import BuildIndex, BuildRecord
-from pipeline.publish.state import FETCH_STATE_SCHEMA, FetchState
 from pipeline.toolchain.lockfile import LOCK_SCHEMA, SEED_SCHEMA, ToolchainLock, ToolchainSeed
+from pipeline.tree.lanes import LanesFile
 from verify.formats.registry import VERIFY_FORMATS, schema_json
 
 FORMATS: dict[str, type[BaseModel]] = {

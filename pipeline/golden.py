@@ -13,12 +13,11 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.atomicio import write_atomic
 from pipeline.errors import EXIT_OK, PipelineError
+from pipeline.io.atomic import write_atomic
 from pipeline.lanebuild.driver import build_lanes
-from pipeline.lanebuild.lanes import load_lanes
 from pipeline.modelpack import PRESETS, pack
-from pipeline.sources import git_facts
+from pipeline.tree.snapshot import read_tree
 
 SMALL_SEED = 7
 
@@ -36,15 +35,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     repo: Path = args.repo.resolve()
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    oracle_lane = load_lanes(repo / "manifests" / "lanes.toml").golden_oracle.id
-    index = build_lanes(repo, [oracle_lane], False, say)
+    tree = read_tree(repo)
+    oracle_lane = tree.lanes.golden_oracle.id
+    index = build_lanes(tree, [oracle_lane], False, say)
     oracle = repo / next(e.artifact for e in index.lanes if e.lane == oracle_lane)
     model = repo / "build" / "models" / "small.trlm"
     model.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(model, pack(PRESETS["small"], SMALL_SEED))
     int8_model = repo / "build" / "models" / "small-int8.trlm"
     write_atomic(int8_model, pack(PRESETS["small-int8"], SMALL_SEED))
-    revision = git_facts(repo).revision
+    revision = tree.git.revision
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     argv = [
         str(oracle),

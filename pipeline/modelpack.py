@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal, localcontext
 from pathlib import Path
 
-from pipeline.atomicio import write_atomic
 from pipeline.errors import PipelineError
+from pipeline.io.atomic import write_atomic
 
 # --- format v1 constants (mirror crates/core/src/model.rs and quant.rs) ---------------------
 MAGIC = b"TRLMODEL"

@@ -18,8 +18,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.atomicio import write_atomic
 from pipeline.errors import CheckFailed, PipelineError
+from pipeline.io.atomic import write_atomic
 from pipeline.toolchain.wasmtools import executable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@
               release's own signatures, SHA256SUMS and the tarball: the whole bundle
 6 explain     for each difference the first differing section and, when diffoscope is
               installed, its HTML report in --diff-dir
-7 attest      with --attest --key: a signed rebuild attestation (pipeline.attest)
+7 attest      with --attest --key: a signed rebuild attestation (pipeline.documents.attest)
 """
 
 from __future__ import annotations
@@ -28,18 +28,25 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pipeline.attest import Compared, rebuild_statement, write_attestation
+from pipeline.documents.assemble import documents_of
+from pipeline.documents.attest import Compared, rebuild_statement, write_attestation
+from pipeline.documents.keys import SigningKey, load_private_key
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, PipelineError
+from pipeline.lanebuild.built import Built, built_from_index
 from pipeline.lanebuild.driver import build_lanes
-from pipeline.lanebuild.inputs import sha256_file
-from pipeline.lanebuild.records import BuildIndex
+from pipeline.release.bundle import bundle_contents
+from pipeline.release.steps import step_smoke, step_verify
 from pipeline.toolchain.check import check_installed
-from verify.bundle.dsse import parse_sigstore_bundle
+from pipeline.tree import paths
+from pipeline.tree.snapshot import read_tree
+from verify.bundle.dsse import keyid_of, parse_sigstore_bundle
 from verify.bundle.layout import (
     CHECKSUMS,
+    CONFORMANCE,
     MANIFEST,
     MANIFEST_SIGNATURE,
     PROVENANCE_SIGNATURE,
+    PROVENANCE_STATEMENT,
     REPORT,
     SBOM,
     tarball_name,
@@ -123,10 +130,8 @@ def prepare_checkout(source: str, revision: str, workdir: Path) -> Path:
     return checkout
 
 
-def compare_bundle(
-    bundle: Path, manifest: ModuleManifest, index: BuildIndex, rebuilt_root: Path
-) -> list[LaneVerdict]:
-    rebuilt = {entry.lane: entry for entry in index.lanes}
+def compare_bundle(bundle: Path, manifest: ModuleManifest, built: Built) -> list[LaneVerdict]:
+    rebuilt = {entry.lane: entry for entry in built.index.lanes}
     digests = dict(manifest.listed_files())
     verdicts = []
     for url, lane in manifest.lanes():
@@ -137,34 +142,30 @@ def compare_bundle(
             continue
         difference = None
         if entry.sha256 != expected:
-            difference = compare_files(bundle / url, rebuilt_root / entry.artifact)
+            difference = compare_files(bundle / url, built.artifacts[lane])
         verdicts.append(LaneVerdict(lane, url, expected, entry.sha256, difference))
     return verdicts
 
 
-def rebuilt_documents(
-    bundle: Path, manifest: ModuleManifest, index: BuildIndex, checkout: Path
-) -> dict[str, bytes]:
-    """The bundle's unsigned files as the rebuild makes them: the release's own steps 3-5
-    (inspect, smoke, assemble) over the rebuilt lanes, never its signing; then SHA256SUMS
-    and the tarball over them plus the release's two signature files."""
-    from pipeline.assemble import assemble
-    from pipeline.bundle import bundle_contents
-    from pipeline.release import (
-        Checked,
-        ReleaseRequest,
-        built_from_index,
-        read_material,
-        step_smoke,
-        step_verify,
-    )
-    from pipeline.sources import git_facts
+def _shipped_conformance(bundle: Path) -> bytes | None:
+    """The bundle's conformance.json (a measurement of engines, not a build output: the
+    rebuild attests it unchanged rather than re-running the matrix)."""
+    path = bundle / CONFORMANCE
+    return path.read_bytes() if path.is_file() else None
 
-    lanes = tuple(lane for _, lane in manifest.lanes())
-    request = ReleaseRequest(repo_root=checkout, dist=checkout / "dist", lanes=lanes, env={})
-    checked = Checked(request, git_facts(checkout), manifest.version, "rebuild")
-    tested = step_smoke(step_verify(built_from_index(checked, index)))
-    documents = assemble(read_material(tested), manifest.key_class)
+
+def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> dict[str, bytes]:
+    """The bundle's unsigned files as the rebuild makes them: the release's own public steps
+    (verify, smoke, `documents_of`) over the rebuilt lanes, never its signing; then SHA256SUMS
+    and the tarball over them plus the release's two signature files."""
+    tested = step_smoke(step_verify(built))
+    documents = documents_of(
+        built,
+        tested.verified.report,
+        manifest.key_class,
+        disabled_lanes=manifest.disabled_lanes or (),
+        conformance=_shipped_conformance(bundle),
+    )
     signatures = {
         name: (bundle / name).read_bytes() for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)
     }
@@ -172,7 +173,7 @@ def rebuilt_documents(
     files = bundle_contents(
         manifest.version, {**documents.files, **signatures}, manifest.source_date_epoch, native
     )
-    files["provenance statement"] = documents.statement
+    files[PROVENANCE_STATEMENT] = documents.statement
     return files
 
 
@@ -191,7 +192,7 @@ def compare_documents(
         name: (bundle / name).read_bytes()
         for name in (MANIFEST, SBOM, REPORT, CHECKSUMS, tarball_name(manifest.version))
     }
-    expected["provenance statement"] = statement
+    expected[PROVENANCE_STATEMENT] = statement
     verdicts = []
     for name, data in expected.items():
         again = rebuilt[name]
@@ -287,16 +288,16 @@ def reproduce(
     manifest = verify_first(bundle, trusted_keys, allow_dev_key, say)
     say(f"[2/6] checking out {manifest.source_revision[:12]} from {source}")
     checkout = prepare_checkout(source, manifest.source_revision, workdir)
-    lock_sha = sha256_file(checkout / "toolchain.lock")
-    if lock_sha != manifest.toolchain_lock_sha256:
+    tree = read_tree(checkout)
+    if tree.lock_sha256 != manifest.toolchain_lock_sha256:
         raise ReproduceError(
-            "the checkout's toolchain.lock is not the one the release cites",
-            where=str(checkout / "toolchain.lock"),
+            f"the checkout's {paths.LOCK_FILE} is not the one the release cites",
+            where=str(tree.lock_path),
         )
     say("[3/6] checking the installed toolchain against that lock")
-    check_installed(checkout)
+    check_installed(tree.lock, tree.lock_path, tree.build_dir)
     say("[4/6] building every lane")
-    index = build_lanes(checkout, None, False, say)
+    index = build_lanes(tree, None, False, say)
     if index.source_date_epoch != manifest.source_date_epoch:
         raise ReproduceError(
             f"SOURCE_DATE_EPOCH {index.source_date_epoch} differs from the release's "
@@ -304,21 +305,20 @@ def reproduce(
             where="git log -1 --format=%ct",
         )
     say("[5/6] comparing every artifact and every unsigned document byte for byte")
-    artifacts = compare_bundle(bundle, manifest, index, checkout)
+    built = built_from_index(tree, index, tuple(lane for _, lane in manifest.lanes()))
+    artifacts = compare_bundle(bundle, manifest, built)
     scratch = workdir / "rebuilt-documents"
     documents = compare_documents(
-        bundle, manifest, rebuilt_documents(bundle, manifest, index, checkout), scratch
+        bundle, manifest, rebuilt_documents(bundle, manifest, built), scratch
     )
     say("[6/6] explaining differences")
-    paths = {
-        v.name: checkout / e.artifact for v in artifacts for e in index.lanes if e.lane == v.lane
-    }
-    paths.update({v.name: scratch / v.name.replace(" ", "-") for v in documents})
+    rebuilt = {v.name: built.artifacts[v.lane] for v in artifacts if v.lane in built.artifacts}
+    rebuilt.update({v.name: scratch / v.name.replace(" ", "-") for v in documents})
     out = diff_dir or Path.cwd()
     return Reproduction(
         manifest,
-        tuple(explain(artifacts, bundle, paths, out)),
-        tuple(explain(documents, bundle, paths, out)),
+        tuple(explain(artifacts, bundle, rebuilt, out)),
+        tuple(explain(documents, bundle, rebuilt, out)),
     )
 
 
@@ -401,9 +401,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline.keys import SigningKey, load_private_key
-    from verify.bundle.dsse import keyid_of
-
     key = None
     if args.attest:  # bad key input first, before an hour of building
         if args.key is None:
@@ -454,5 +451,17 @@ def run(args: argparse.Namespace) -> int:
             key.keyid,
         )
         path = write_attestation(statement, key, args.attest_out or Path.cwd())
-        print(f"rebuild attestation: {path} ({len(statement.subject)} subject(s))", file=sys.stderr)
+        names = [s.name for s in statement.subject]
+        scope = (
+            "every signed file: counts for `verify bundle --require-rebuilds`"
+            if result.identical
+            else "NOT every file: counts only with `verify bundle --rebuild-scope artifacts`"
+            if all(v.identical for v in result.artifacts)
+            else "NOT every artifact: counts for no bundle"
+        )
+        print(
+            f"rebuild attestation: {path}\n  covers {len(names)} file(s): {', '.join(names)}"
+            f"\n  {scope}",
+            file=sys.stderr,
+        )
     return EXIT_OK if result.identical else EXIT_CHECK_FAILED

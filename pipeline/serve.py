@@ -7,7 +7,7 @@ key is allowed, and the model's URL and SHA-256. `--isolated` sends COOP/COEP (a
 the page is cross-origin isolated and may run the threads lane. Correct MIME types matter:
 browsers refuse ES modules not served as JavaScript and stream-compile only application/wasm.
 
-The `Site` server is also what the loader tests run (tests/loader/), with per-path overrides.
+The `Site` server is also what the loader tests run (tests/js/loader/), with per-path overrides.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from pipeline.documents.keys import DEV_KEY_DIR, DEV_KEY_NAME
 from pipeline.errors import PipelineError
-from pipeline.keys import DEV_KEY_DIR, DEV_KEY_NAME
 from pipeline.modelpack import PRESETS, pack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

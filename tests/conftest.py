@@ -35,7 +35,7 @@ def built_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def released_bundle(built_clone: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A full release (development key) of the built clone: dist/tinyrustlm-<version>/."""
-    from pipeline.release import ReleaseRequest, run_release
+    from pipeline.release.steps import ReleaseRequest, run_release
 
     request = ReleaseRequest(repo_root=built_clone, dist=tmp_path_factory.mktemp("dist"), env={})
     return run_release(request, say=lambda line: None).bundle

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.lanebuild.lanes import load_lanes
+from pipeline.tree.lanes import load_lanes
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -16,7 +16,6 @@ import hashlib
 import tempfile
 from pathlib import Path
 
-from pipeline.atomicio import write_atomic
 from pipeline.conformance import cases as case_gen
 from pipeline.conformance.html import render
 from pipeline.conformance.matrix import (
@@ -29,6 +28,7 @@ from pipeline.conformance.matrix import (
 from pipeline.conformance.subject import Subject, from_bundle
 from pipeline.conformance.trust import check_signed_manifest, load_trust
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, PipelineError
+from pipeline.io.atomic import write_atomic
 from pipeline.modelpack import PRESETS, pack
 from verify.formats.conformance import ConformanceReport
 

@@ -7,6 +7,7 @@ the logits themselves are not visible through the ABI, so tokens and RNG are wha
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -138,6 +139,4 @@ def blocked_row(
 
 
 def _sha(data: bytes) -> str:
-    import hashlib
-
     return hashlib.sha256(data).hexdigest()

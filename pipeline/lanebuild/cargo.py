@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.lanebuild.lanes import Lane, LanesFile
 from pipeline.toolchain import wasmtools
 from pipeline.toolchain.lockfile import ToolchainLock
+from pipeline.tree.lanes import Lane, LanesFile
 from verify.placeholders import CARGO_HOME, WORKSPACE, to_placeholders
 
 Say = Callable[[str], None]

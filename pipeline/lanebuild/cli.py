@@ -10,9 +10,9 @@ from pathlib import Path
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.handoff import export_records
-from pipeline.lanebuild.lanes import load_lanes
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.check import check_installed
+from pipeline.tree.snapshot import read_tree
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,14 +52,15 @@ def summary_table(index: BuildIndex) -> str:
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    load_lanes(args.repo / "manifests" / "lanes.toml").select(args.lanes)  # bad input first
-    check_installed(args.repo)
-    index = build_lanes(args.repo, args.lanes, args.force, say)
+    tree = read_tree(args.repo)
+    tree.lanes.select(args.lanes)  # bad input first, before the toolchain probe
+    check_installed(tree.lock, tree.lock_path, tree.build_dir)
+    index = build_lanes(tree, args.lanes, args.force, say)
     print(summary_table(index))
     print(f"build/index.json: {len(index.lanes)} lane(s) in {time.monotonic() - started:.2f}s")
     if args.records_out is not None:
         wanted = args.lanes or [e.lane for e in index.lanes]
-        out = export_records(args.repo.resolve(), index, wanted, args.records_out.resolve())
+        out = export_records(tree.root, index, wanted, args.records_out.resolve())
         print(f"records for {', '.join(wanted)}: {out}")
     failed = [e for e in index.lanes if e.smoke.status == "fail"]
     return EXIT_CHECK_FAILED if failed else EXIT_OK

@@ -14,17 +14,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.atomicio import write_atomic
 from pipeline.errors import CheckFailed, PipelineError
-from pipeline.filelock import hold_lock
-from pipeline.inputs import load_model
+from pipeline.io.atomic import write_atomic
+from pipeline.io.inputs import load_model
+from pipeline.io.lock import hold_lock
 from pipeline.lanebuild import smoke
 from pipeline.lanebuild.cargo import CompileError, as_recorded, plan_run, run_cargo
 from pipeline.lanebuild.inputs import sha256_file, tree_inputs
-from pipeline.lanebuild.lanes import Lane, load_lanes
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
-from pipeline.sources import git_facts
-from pipeline.toolchain.lockfile import ToolchainLock, load_lock
+from pipeline.toolchain.lockfile import ToolchainLock
+from pipeline.tree import paths
+from pipeline.tree.lanes import Lane
+from pipeline.tree.snapshot import Tree
 from verify.wasm.sections import parse_module
 
 Say = Callable[[str], None]
@@ -58,8 +59,8 @@ def _check_linkers(lanes: list[Lane], lock: ToolchainLock) -> None:
     for lane in lanes:
         if lane.linker not in locked:
             raise PipelineError(
-                f"lane {lane.id}: linker {lane.linker} is not pinned in toolchain.lock",
-                where="manifests/lanes.toml",
+                f"lane {lane.id}: linker {lane.linker} is not pinned in {paths.LOCK_FILE}",
+                where=str(paths.LANES_FILE),
             )
 
 
@@ -74,7 +75,7 @@ def _check_claimed_features(lane: Lane, produced: Path) -> None:
         raise CompileError(
             f"lane {lane.id}: the linked module claims target features {used}, "
             f"lanes.toml expects {sorted(lane.expected_features)}",
-            where="manifests/lanes.toml",
+            where=str(paths.LANES_FILE),
         )
 
 
@@ -95,34 +96,31 @@ class BuildLocked(PipelineError):
 
 
 def build_lanes(
-    repo_root: Path, lanes: list[str] | None = None, force: bool = False, say: Say = print
+    tree: Tree, lanes: list[str] | None = None, force: bool = False, say: Say = print
 ) -> BuildIndex:
     """Build the selected lanes (all by default); returns the updated build index."""
-    repo_root = repo_root.resolve()
-    with hold_lock(repo_root / "build" / ".build.lock", BuildLocked, "build"):
-        return _build_locked(repo_root, lanes, force, say)
+    with hold_lock(tree.build_dir / ".build.lock", BuildLocked, "build"):
+        return _build_locked(tree, lanes, force, say)
 
 
-def _build_locked(repo_root: Path, lanes: list[str] | None, force: bool, say: Say) -> BuildIndex:
-    lanes_file = load_lanes(repo_root / "manifests" / "lanes.toml")
+def _build_locked(tree: Tree, lanes: list[str] | None, force: bool, say: Say) -> BuildIndex:
+    repo_root, lanes_file = tree.root, tree.lanes
     selected = lanes_file.select(lanes)
-    lock_path = repo_root / "toolchain.lock"
-    lock = load_lock(lock_path)
+    lock = tree.lock
     _check_linkers(selected, lock)
-    workspace = repo_root / lanes_file.workspace
-    git = git_facts(repo_root)
-    revision, epoch = git.revision, git.commit_time
-    build_dir = repo_root / "build"
+    workspace = tree.workspace
+    revision, epoch = tree.git.revision, tree.git.commit_time
+    build_dir = tree.build_dir
     scratch = build_dir / ".scratch"
-    index_path = build_dir / "index.json"
-    inputs_of = tree_inputs(lanes_file, workspace, lock_path)
+    index_path = repo_root / paths.BUILD_INDEX
+    inputs_of = tree_inputs(lanes_file, workspace, tree.lock_sha256)
     current = {lane_id: inputs.input_digest for lane_id, inputs in inputs_of.items()}
     entries = _previous_entries(index_path, build_dir, current)
     failures: list[str] = []
     order = [lane.id for lane in lanes_file.lane]
 
     def save() -> BuildIndex:
-        return _write_index(index_path, revision, epoch, lock_path, entries, order)
+        return _write_index(index_path, revision, epoch, tree.lock_sha256, entries, order)
 
     for number, lane in enumerate(selected, 1):
         lane_dir = build_dir / lane.id
@@ -207,7 +205,7 @@ def _write_index(
     path: Path,
     revision: str,
     epoch: int,
-    lock_path: Path,
+    lock_sha256: str,
     entries: dict[str, IndexEntry],
     order: list[str],
 ) -> BuildIndex:
@@ -217,7 +215,7 @@ def _write_index(
     index = BuildIndex(
         source_revision=revision,
         source_date_epoch=epoch,
-        toolchain_lock_sha256=sha256_file(lock_path),
+        toolchain_lock_sha256=lock_sha256,
         lanes=lanes,
     )
     write_atomic(path, index.model_dump_json(by_alias=True, indent=2).encode() + b"\n")
@@ -225,4 +223,4 @@ def _write_index(
 
 
 def clean(repo_root: Path) -> None:
-    shutil.rmtree(repo_root / "build", ignore_errors=True)
+    shutil.rmtree(repo_root / paths.BUILD_DIR, ignore_errors=True)

@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.atomicio import write_atomic
 from pipeline.errors import CheckFailed, PipelineError
-from pipeline.inputs import load_model
+from pipeline.io.atomic import write_atomic
+from pipeline.io.inputs import load_model
 from pipeline.lanebuild import inputs
-from pipeline.lanebuild.inputs import sha256_file
-from pipeline.lanebuild.lanes import load_lanes
+from pipeline.lanebuild.built import Built
 from pipeline.lanebuild.records import BuildIndex, BuildInputs, BuildRecord, IndexEntry
-from pipeline.sources import GitFacts
+from pipeline.tree import paths
+from pipeline.tree.snapshot import Tree
 from verify.errors import VerifyError
 from verify.inputs import read_regular_file
 
@@ -73,11 +73,9 @@ class HandedLane:
         return self.folder / self.entry.artifact
 
 
-def tree_inputs(repo_root: Path) -> dict[str, BuildInputs]:
+def tree_inputs(tree: Tree) -> dict[str, BuildInputs]:
     """Each lane's input digests for this tree, exactly as the build computes them."""
-    lanes_file = load_lanes(repo_root / "manifests" / "lanes.toml")
-    workspace = repo_root / lanes_file.workspace
-    return inputs.tree_inputs(lanes_file, workspace, repo_root / "toolchain.lock")
+    return inputs.tree_inputs(tree.lanes, tree.workspace, tree.lock_sha256)
 
 
 def _read_index(folder: Path) -> BuildIndex:
@@ -89,7 +87,7 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
     record = load_model(BuildRecord, folder / entry.record, "build-record")
     if want is None:
         raise RecordRefused(
-            f"lane {entry.lane} is not in this tree's manifests/lanes.toml", where=where
+            f"lane {entry.lane} is not in this tree's {paths.LANES_FILE}", where=where
         )
     if record.lane != entry.lane:
         raise RecordRefused(
@@ -100,7 +98,7 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
         ("sources_sha256", "sources under crates/"),
         ("cargo_lock_sha256", "Cargo.lock"),
         ("lane_entry_sha256", "lanes.toml entry"),
-        ("toolchain_lock_sha256", "toolchain.lock"),
+        ("toolchain_lock_sha256", str(paths.LOCK_FILE)),
         ("input_digest", "build driver or inputs"),
     ):
         if getattr(got, field) != getattr(want, field):
@@ -123,10 +121,11 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
     return lane
 
 
-def import_records(repo_root: Path, git: GitFacts, folders: Sequence[Path]) -> list[HandedLane]:
+def import_records(tree: Tree, folders: Sequence[Path]) -> list[HandedLane]:
     """Every lane of every folder, each checked against this tree; lanes.toml order."""
-    lock_sha = sha256_file(repo_root / "toolchain.lock")
-    want = tree_inputs(repo_root)
+    git = tree.git
+    lock_sha = tree.lock_sha256
+    want = tree_inputs(tree)
     found: dict[str, HandedLane] = {}
     for folder in folders:
         index = _read_index(folder)
@@ -142,7 +141,7 @@ def import_records(repo_root: Path, git: GitFacts, folders: Sequence[Path]) -> l
             )
         if index.toolchain_lock_sha256 != lock_sha:
             raise RecordRefused(
-                "built with another toolchain.lock", where=f"{where}: toolchain_lock_sha256"
+                f"built with another {paths.LOCK_FILE}", where=f"{where}: toolchain_lock_sha256"
             )
         for entry in index.lanes:
             if entry.lane in found:
@@ -156,3 +155,26 @@ def import_records(repo_root: Path, git: GitFacts, folders: Sequence[Path]) -> l
         raise PipelineError("the records folders hold no lane", where=", ".join(map(str, folders)))
     order = list(want)
     return sorted(found.values(), key=lambda h: order.index(h.entry.lane))
+
+
+def built_from_records(
+    tree: Tree, folders: Sequence[Path], lanes: tuple[str, ...] | None = None
+) -> Built:
+    """The lanes of `folders` (only `lanes` if given) as a Built of this tree."""
+    handed = import_records(tree, folders)
+    if lanes:
+        handed = [h for h in handed if h.entry.lane in set(lanes)]
+    index = BuildIndex(
+        source_revision=tree.git.revision,
+        source_date_epoch=tree.git.commit_time,
+        toolchain_lock_sha256=tree.lock_sha256,
+        lanes=[h.entry for h in handed],
+    )
+    named = ", ".join(f"{h.entry.lane} ({h.folder.name})" for h in handed)
+    return Built(
+        tree,
+        index,
+        {h.entry.lane: h.artifact for h in handed},
+        {h.entry.lane: h.record for h in handed},
+        f"{len(handed)} lane(s) from records: {named}",
+    )

@@ -6,9 +6,9 @@ import hashlib
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.lanebuild.lanes import Lane, LanesFile
 from pipeline.lanebuild.records import BuildInputs
-from pipeline.sources import tree_digest
+from pipeline.tree.lanes import Lane, LanesFile
+from pipeline.tree.sources import tree_digest
 
 # The driver's own code is part of every lane's cache key: any change to how this package
 # plans, runs, post-links or smoke-tests a lane makes old cache entries miss (no hand-bumped
@@ -42,7 +42,7 @@ def driver_digest(folder: Path | None = None) -> str:
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
-def lane_inputs(lane: Lane, workspace: Path, lock_path: Path, sources: str) -> BuildInputs:
+def lane_inputs(lane: Lane, workspace: Path, lock_sha256: str, sources: str) -> BuildInputs:
     cargo_lock = workspace / "Cargo.lock"
     if not cargo_lock.is_file():
         raise PipelineError(
@@ -52,14 +52,14 @@ def lane_inputs(lane: Lane, workspace: Path, lock_path: Path, sources: str) -> B
         "sources_sha256": sources,
         "cargo_lock_sha256": sha256_file(cargo_lock),
         "lane_entry_sha256": lane.digest(),
-        "toolchain_lock_sha256": sha256_file(lock_path),
+        "toolchain_lock_sha256": lock_sha256,
     }
     key = "\n".join(f"{k}={v}" for k, v in sorted(parts.items())) + f"\ndriver={driver_digest()}\n"
     return BuildInputs(**parts, input_digest=hashlib.sha256(key.encode()).hexdigest())
 
 
-def tree_inputs(lanes_file: LanesFile, workspace: Path, lock_path: Path) -> dict[str, BuildInputs]:
+def tree_inputs(lanes_file: LanesFile, workspace: Path, lock_sha256: str) -> dict[str, BuildInputs]:
     """Every lane's inputs for this tree (the sources digested once): the build's cache keys,
     and what a handed-over record must have been built from."""
     sources = tree_digest(workspace, source_files(workspace))
-    return {lane.id: lane_inputs(lane, workspace, lock_path, sources) for lane in lanes_file.lane}
+    return {lane.id: lane_inputs(lane, workspace, lock_sha256, sources) for lane in lanes_file.lane}

@@ -11,9 +11,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.inputs import parse_output
+from pipeline.io.inputs import parse_output
 from pipeline.lanebuild.records import SmokeResult
 from pipeline.toolchain import nodejs
+from pipeline.tree.lanes import SmokeRunner
 
 TIMEOUT_SECONDS = 120
 QEMU = "/usr/bin/qemu-aarch64-static"
@@ -100,7 +101,7 @@ def _wine(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
 
 
 Runner = Callable[[Path, Path, Path], SmokeResult]
-RUNNERS: dict[str, Runner] = {
+RUNNERS: dict[SmokeRunner, Runner] = {
     "wasmtime-mvp": _wasmtime(simd=False),
     "wasmtime-simd128": _wasmtime(simd=True),
     "node-workers": _node_threads,
@@ -110,6 +111,6 @@ RUNNERS: dict[str, Runner] = {
 }
 
 
-def smoke(runner: str, artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
+def smoke(runner: SmokeRunner, artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
     """Run `artifact`'s self-test with the named runner (lanes.toml validated the name)."""
     return RUNNERS[runner](artifact, repo_root, scratch)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pipeline.errors import EXIT_OK
 from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_summary
-from pipeline.publish.errors import TrustedKeysUnreadable
-from pipeline.publish.policy import load_policy
 from pipeline.publish.publish import publish_bundle
+from pipeline.tuf.errors import TrustedKeysUnreadable
+from pipeline.tuf.policy import load_policy
 from verify.bundle.trusted_keys import load_trusted_keys
 from verify.errors import VerifyError
 

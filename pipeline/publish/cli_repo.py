@@ -6,8 +6,8 @@ import argparse
 
 from pipeline.errors import EXIT_OK
 from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_summary
-from pipeline.publish.policy import load_policy
 from pipeline.publish.repo import init_repository, refresh_timestamp, rotate_root
+from pipeline.tuf.policy import load_policy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -21,9 +21,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from securesystemslib.signer import CryptoSigner, Key, SSlibKey
 
-from pipeline.atomicio import write_atomic
-from pipeline.keys import load_private_key
-from pipeline.publish.errors import KeyMissing
+from pipeline.documents.keys import load_private_key
+from pipeline.io.atomic import write_atomic
+from pipeline.tuf.errors import KeyMissing
 from verify.formats.manifest import KeyClass
 
 ROOT_ROLE = "root"

@@ -17,9 +17,6 @@ from datetime import datetime
 from pathlib import Path
 
 from pipeline.publish import keys as k
-from pipeline.publish.errors import BundleNotVerified, PublishError, VersionNotNewer
-from pipeline.publish.policy import RepositoryPolicy
-from pipeline.publish.releases import newest, release_target, target_path, version_key
 from pipeline.publish.repo import (
     DiskRepository,
     RepoSummary,
@@ -29,6 +26,9 @@ from pipeline.publish.repo import (
     summary,
     write_targets,
 )
+from pipeline.tuf.errors import BundleNotVerified, PublishError, VersionNotNewer
+from pipeline.tuf.policy import RepositoryPolicy
+from pipeline.tuf.releases import newest, release_target, target_path, version_key
 from verify.bundle.report_check import Deriver
 from verify.bundle.trusted_keys import TrustedKey
 from verify.bundle.verifier import Verdict, verify_bundle

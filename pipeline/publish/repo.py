@@ -39,18 +39,18 @@ from tuf.api.serialization import DeserializationError
 from tuf.api.serialization.json import JSONSerializer
 from tuf.repository import Repository
 
-from pipeline.atomicio import fsync_dir, write_atomic
-from pipeline.filelock import hold_lock
+from pipeline.io.atomic import fsync_dir, write_atomic
+from pipeline.io.lock import hold_lock
 from pipeline.publish import keys as k
-from pipeline.publish.errors import (
+from pipeline.tuf.errors import (
     KeyMissing,
     RepositoryCorrupt,
     RepositoryExists,
     RepositoryLocked,
     RepositoryMissing,
 )
-from pipeline.publish.policy import RepositoryPolicy
-from pipeline.publish.releases import PublishedRelease, releases_of
+from pipeline.tuf.policy import RepositoryPolicy
+from pipeline.tuf.releases import PublishedRelease, releases_of
 from verify.formats.manifest import KeyClass
 
 METADATA_DIR = "metadata"

@@ -6,11 +6,11 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pipeline.atomicio import write_atomic
 from pipeline.errors import CheckFailed, PipelineError
-from pipeline.inputs import load_json
+from pipeline.io.atomic import write_atomic
+from pipeline.io.inputs import load_json
 from pipeline.toolchain import probe
-from pipeline.toolchain.lockfile import ToolchainLock, load_lock
+from pipeline.toolchain.lockfile import ToolchainLock
 
 
 @dataclass(frozen=True)
@@ -99,11 +99,10 @@ def drifted(diffs: list[Difference]) -> list[Difference]:
     return [d for d in diffs if d.severity == "drift"]
 
 
-def check_installed(repo_root: Path) -> None:
+def check_installed(lock: ToolchainLock, lock_path: Path, build_dir: Path) -> None:
     """Raise CheckFailed naming every drifted field; what build and release call first."""
-    lock_path = repo_root / "toolchain.lock"
-    cache = repo_root / "build" / ".scratch" / "sysroot-digests.json"
-    bad = drifted(compare(load_lock(lock_path), digest_cache=cache))
+    cache = build_dir / ".scratch" / "sysroot-digests.json"
+    bad = drifted(compare(lock, digest_cache=cache))
     if bad:
         raise CheckFailed(
             f"the installed toolchain differs from {lock_path.name} in {len(bad)} field(s): "

@@ -127,11 +127,18 @@ def _line_of(text: str, loc: tuple[int | str, ...]) -> int:
     return 1
 
 
-def _parse(path: Path, model: type[Frozen]) -> Any:
+def _read(path: Path) -> bytes:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except OSError as exc:
         raise LockError(f"cannot read {path.name}: {exc.strerror}", where=str(path)) from exc
+
+
+def _parse(path: Path, model: type[Frozen], raw: bytes | None = None) -> Any:
+    try:
+        text = (_read(path) if raw is None else raw).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LockError(f"not UTF-8 at byte {exc.start}", where=str(path)) from exc
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -154,8 +161,15 @@ def _parse(path: Path, model: type[Frozen]) -> Any:
 
 
 def load_lock(path: Path) -> ToolchainLock:
-    lock: ToolchainLock = _parse(path, ToolchainLock)
-    return lock
+    return read_lock(path)[0]
+
+
+def read_lock(path: Path) -> tuple[ToolchainLock, str]:
+    """The lock and the SHA-256 of the very bytes parsed: what build records and manifests
+    cite (one read, so the digest can never be of another version of the file)."""
+    raw = _read(path)
+    lock: ToolchainLock = _parse(path, ToolchainLock, raw)
+    return lock, hashlib.sha256(raw).hexdigest()
 
 
 def load_seed(path: Path) -> ToolchainSeed:
@@ -167,8 +181,3 @@ def render_lock(lock: ToolchainLock) -> str:
     """Deterministic TOML text: field order from the model, rows in seed order."""
     data = lock.model_dump(by_alias=True)
     return HEADER + tomli_w.dumps(data)
-
-
-def lock_digest(path: Path) -> str:
-    """SHA-256 of the lock file's exact bytes: what build records and manifests cite."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()

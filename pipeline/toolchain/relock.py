@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.atomicio import write_atomic
 from pipeline.errors import PipelineError
+from pipeline.io.atomic import write_atomic
 from pipeline.toolchain import archive, probe
 from pipeline.toolchain.lockfile import (
     LOCK_SCHEMA,

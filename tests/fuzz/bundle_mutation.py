@@ -1,7 +1,7 @@
 """Bundle mutation campaign: mutate every file of a real release bundle, and the tarball as
 an input of its own, and require each mutant to be refused with a typed error.
 
-One release is made with the release test harness (`tests/release/conftest.py`: the real step
+One release is made with the release test harness (`tests/harness/release.py`: the real step
 table over a fake build, a real Ed25519 key). Each case picks the next target (round robin over
 every bundle file plus the tarball given as input), applies one seeded mutation, and runs the
 real CLI entry point (`tinyrustlm-verify bundle ... --json`, in-process, with the harness's
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
-from pipeline.keys import generate_key_files
-from tests.release.conftest import Harness, fake_report, make_repo
+from pipeline.documents.keys import generate_key_files
+from tests.harness.release import Harness, fake_report, make_repo
 from verify.bundle import verifier
 from verify.cli import main as verify_main
 

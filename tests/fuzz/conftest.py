@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runtime.conftest import TARGET, cargo_build
+from tests.crates.runtime.conftest import TARGET, cargo_build
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """Model mutation: malformed models through the Wasm ABI (`tr_model_load` in wasmtime).
 
 Contract: every mutant gives a TrResult code (never a trap); the named cases of
-tests/runtime/malformed.py give exactly their code; a model that loads also opens a
+tests/crates/runtime/malformed.py give exactly their code; a model that loads also opens a
 session, prefills and decodes without trapping; and the instance stays healthy (its
 self-test passes) after every rejection. Outcomes are counted per mutation class by
 result name (`Ok` loads are followed through a decode: `Ok+<decode result>`).
@@ -17,9 +17,9 @@ from pathlib import Path
 import wasmtime
 
 from pipeline.modelpack import DIR_ENTRY, HEADER, PRESETS, pack
+from tests.crates.runtime.malformed import CASES, mutated
+from tests.crates.runtime.wasmhost import RESULT_NAMES, WasmRuntime
 from tests.fuzz.tally import Tally, case_rng
-from tests.runtime.malformed import CASES, mutated
-from tests.runtime.wasmhost import RESULT_NAMES, WasmRuntime
 from verify.formats.fuzz import FuzzCampaign
 
 NAME = "model_mutation"

@@ -22,7 +22,7 @@ def test_model_mutation_sample_holds(scalar_wasm: Path) -> None:
 
 def test_a_wrong_result_is_a_failure(scalar_wasm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Plant the bug: if every named case expected `Ok`, the campaign must notice."""
-    from tests.runtime import malformed
+    from tests.crates.runtime import malformed
 
     wrong = tuple(malformed.Case(c.name, c.mutate, "Ok") for c in malformed.CASES)
     monkeypatch.setattr(model_mutation, "CASES", wrong)

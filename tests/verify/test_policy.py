@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.lanebuild.lanes import load_lanes
+from pipeline.tree.lanes import load_lanes
 from verify.policy import (
     DEFAULT_POLICY_DIR,
     PolicyError,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from verify.bundle.errors import ResourceLimit
-from verify.bundle.rebuilds import RebuildPolicy
+from verify.bundle.rebuilds import SCOPES, RebuildPolicy
 from verify.bundle.trusted_keys import TrustRoot, load_trust_root, load_trusted_keys
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
 from verify.bundle.versions import version_key
@@ -60,7 +60,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="K",
-        help="accept only if K rebuilders attested to every artifact (default 0)",
+        help="accept only if K independent rebuilders reproduced the bundle (default 0)",
+    )
+    parser.add_argument(
+        "--rebuild-scope",
+        choices=SCOPES,
+        default="bundle",
+        help="what a rebuild must have reproduced to count: every signed file (bundle, the "
+        "default) or every artifact only (artifacts: e.g. a re-release with --disable-lane)",
+    )
+    parser.add_argument(
+        "--allow-dev-rebuilder",
+        action="store_true",
+        help="let a development-role key of the rebuilders file count as a rebuilder",
     )
     parser.add_argument(
         "--rebuild-attestation",
@@ -110,6 +122,13 @@ def run(args: argparse.Namespace) -> int:
     if args.require_rebuilds < 0 or (args.require_rebuilds and args.rebuilders is None):
         print("error: --require-rebuilds K needs K >= 0 and --rebuilders FILE", file=sys.stderr)
         return EXIT_USAGE
+    if args.rebuild_attestations and not args.require_rebuilds:
+        print(
+            "error: --rebuild-attestation is only read with --require-rebuilds K (K >= 1); "
+            "an attestation nobody asked to count would be silently ignored",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         root: TrustRoot = _guarded(lambda: load_trust_root(args.trusted_keys))
         rebuilds = None
@@ -118,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
                 _guarded(lambda: load_trusted_keys(args.rebuilders)),
                 args.require_rebuilds,
                 tuple(args.rebuild_attestations),
-                args.allow_dev_key,
+                allow_dev_rebuilder=args.allow_dev_rebuilder,
+                scope=args.rebuild_scope,
             )
     except VerifyError as exc:  # no step ran at all
         return _failed(args, steps, exc, step=None)

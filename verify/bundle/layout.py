@@ -26,6 +26,8 @@ SBOM = "sbom.cdx.json"
 REPORT = "verification-report.json"
 CHECKSUMS = "SHA256SUMS"
 CONFORMANCE = "conformance.json"
+# The provenance signature's payload (the in-toto statement): a rebuild compares it as a file.
+PROVENANCE_STATEMENT = "provenance statement"
 
 # Files every bundle has besides the ones the manifest lists.
 FIXED_FILES = (MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE, SBOM, REPORT, CHECKSUMS)

@@ -3,19 +3,30 @@
 An attestation (`reproduce --attest`, verify/formats/rebuild.py) counts when all hold:
   - it is a sigstore bundle with exactly one DSSE signature, by a key in the rebuilders file
     (trusted-keys format), before that key's not_after, verifying over PAE as received
-    (a development-role key only with --allow-dev-key), and its hint names that key;
+    (a development-role key only with --allow-dev-rebuilder), and its hint names that key;
+  - the key is independent of the release: no key of the release's trusted-keys (and so not
+    the key that signed it) ever counts as a rebuilder;
   - its payload is an in-toto Statement with the rebuild build type, for this bundle's
-    source revision and build id;
-  - its subjects name every artifact of the manifest with exactly the manifest's SHA-256;
+    source revision (and, in scope "bundle", its build id);
+  - its subjects name every file the scope requires with exactly this bundle's SHA-256:
+      scope "bundle" (the default): every artifact, manifest.json and the provenance
+        statement, i.e. every signed file (the statement's subjects digest the JS files,
+        SBOM, report and conformance.json; the manifest digests the artifacts and JS files
+        and holds disabled_lanes): a changed loader.js or disabled_lanes is not vouched for;
+      scope "artifacts" (named by the user, `--rebuild-scope artifacts`): every artifact
+        only, for this source revision, whatever the build id: the rule that lets a rebuild
+        of the same commit vouch for the binaries of a re-release that changed only signed
+        documents (e.g. `release --disable-lane`); the verdict says the rest is not covered;
   - no earlier attestation by the same key counted (one key, one rebuild).
 Anything else is recorded with the reason it does not count; it is never an error by itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -27,13 +38,17 @@ from verify.formats.manifest import ModuleManifest
 from verify.formats.rebuild import RebuildStatement
 from verify.inputs import InputError, read_regular_file
 
+RebuildScope = Literal["bundle", "artifacts"]
+SCOPES: tuple[RebuildScope, ...] = ("bundle", "artifacts")
+
 
 @dataclass(frozen=True)
 class RebuildPolicy:
     rebuilders: dict[str, TrustedKey]
     required: int
     attestations: tuple[Path, ...]
-    allow_dev_key: bool = False
+    allow_dev_rebuilder: bool = False
+    scope: RebuildScope = "bundle"
 
 
 @dataclass(frozen=True)
@@ -44,8 +59,25 @@ class Counted:
     reason: str
 
 
+@dataclass(frozen=True)
+class Subjects:
+    """What this bundle is: the digest every attested file must have, by scope."""
+
+    artifacts: Mapping[str, str]  # artifact url -> sha256 (the manifest's)
+    signed: Mapping[str, str]  # manifest.json and the provenance statement -> sha256
+
+    def required(self, scope: RebuildScope) -> dict[str, str]:
+        return dict(self.artifacts) if scope == "artifacts" else {**self.artifacts, **self.signed}
+
+
 def _judge(
-    path: Path, policy: RebuildPolicy, manifest: ModuleManifest, now: int, seen: set[str]
+    path: Path,
+    policy: RebuildPolicy,
+    manifest: ModuleManifest,
+    now: int,
+    seen: set[str],
+    subjects: Subjects,
+    release_keys: Set[str],
 ) -> Counted:
     where = str(path)
     try:  # bounded like every input (verify/inputs.py LIMITS)
@@ -61,6 +93,8 @@ def _judge(
     key = policy.rebuilders.get(keyid)
     if key is None:
         return Counted(where, keyid, False, "key is not in the rebuilders file")
+    if keyid in release_keys:
+        return Counted(where, keyid, False, "a release key is not an independent rebuilder")
     try:
         verify_signature(bundle.envelope, signature, key.public_key, where)
     except BundleRejected as exc:
@@ -69,8 +103,8 @@ def _judge(
         return Counted(where, keyid, False, "publicKey.hint is not the signing key")
     if now >= key.not_after_epoch:
         return Counted(where, keyid, False, "rebuilder key past its not_after")
-    if key.role == "development" and not policy.allow_dev_key:
-        return Counted(where, keyid, False, "development-role key (no --allow-dev-key)")
+    if key.role == "development" and not policy.allow_dev_rebuilder:
+        return Counted(where, keyid, False, "development-role key (no --allow-dev-rebuilder)")
     if bundle.envelope.payload_type != IN_TOTO_PAYLOAD_TYPE:
         return Counted(where, keyid, False, "payloadType is not in-toto")
     try:
@@ -80,25 +114,39 @@ def _judge(
     except (MalformedJson, ValidationError) as exc:
         return Counted(where, keyid, False, f"not a rebuild attestation: {str(exc)[:200]}")
     release = statement.predicate.build_definition.external_parameters
-    if (release.source.revision, release.build_id) != (manifest.source_revision, manifest.build_id):
-        return Counted(where, keyid, False, "attests another release (revision or build id)")
+    if release.source.revision != manifest.source_revision:
+        return Counted(where, keyid, False, "attests another source revision")
+    if policy.scope == "bundle" and release.build_id != manifest.build_id:
+        return Counted(where, keyid, False, "attests another build id (another bundle)")
     attested = statement.attested()
-    wrong = [
-        url
-        for url, _ in manifest.lanes()
-        if attested.get(url) != dict(manifest.listed_files())[url]
-    ]
+    required = subjects.required(policy.scope)
+    wrong = [name for name, sha in required.items() if attested.get(name) != sha]
     if wrong:
-        return Counted(where, keyid, False, f"other digests or no subject for {', '.join(wrong)}")
+        return Counted(
+            where, keyid, False, f"not reproduced or other digests: {', '.join(sorted(wrong))}"
+        )
     if keyid in seen:
         return Counted(where, keyid, False, "duplicate: this key's rebuild already counted")
     seen.add(keyid)
-    return Counted(where, keyid, True, "counts")
+    if policy.scope == "artifacts":
+        return Counted(
+            where, keyid, True, f"counts for the {len(required)} artifacts only (scope artifacts)"
+        )
+    return Counted(where, keyid, True, f"counts: {len(required)} signed files reproduced")
 
 
-def count_rebuilds(policy: RebuildPolicy, manifest: ModuleManifest, now: int) -> list[Counted]:
+def count_rebuilds(
+    policy: RebuildPolicy,
+    manifest: ModuleManifest,
+    now: int,
+    subjects: Subjects,
+    release_keys: Set[str],
+) -> list[Counted]:
     seen: set[str] = set()
-    return [_judge(path, policy, manifest, now, seen) for path in policy.attestations]
+    return [
+        _judge(path, policy, manifest, now, seen, subjects, release_keys)
+        for path in policy.attestations
+    ]
 
 
 def independent(verdicts: Sequence[Counted]) -> int:

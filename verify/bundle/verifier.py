@@ -37,14 +37,15 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
 13. Conformance: conformance.json, when present (required with --require-engines), is about
     this release's artifacts, and each required engine has a passing row and no failing one.
 14. Rebuilds (only with --require-rebuilds K): at least K rebuild attestations by distinct
-    keys of the rebuilders file attest to every artifact's digest (`rebuilds.py`).
+    keys of the rebuilders file, none of them a release key, reproduced every signed file
+    (or, with --rebuild-scope artifacts, every artifact) of this bundle (`rebuilds.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,13 +68,14 @@ from verify.bundle.layout import (
     MANIFEST_SIGNATURE,
     OPTIONAL_ATTESTED_FILES,
     PROVENANCE_SIGNATURE,
+    PROVENANCE_STATEMENT,
     REPORT,
     SBOM,
     bundle_name,
     parse_checksums,
     tarball_name,
 )
-from verify.bundle.rebuilds import RebuildPolicy, count_rebuilds, independent
+from verify.bundle.rebuilds import RebuildPolicy, Subjects, count_rebuilds, independent
 from verify.bundle.report_check import Deriver, default_deriver, findings_by_lane
 from verify.bundle.tarball import (
     HARD_LIMITS,
@@ -547,20 +549,35 @@ def _check_report(state: _State, derive: Deriver | None) -> str:
 
 
 # -- step 14 ------------------------------------------------------------------------------
-def _check_rebuilds(state: _State, policy: RebuildPolicy | None, now: int) -> str:
+def _check_rebuilds(
+    state: _State, policy: RebuildPolicy | None, now: int, release_keys: Set[str]
+) -> str:
     if policy is None or policy.required == 0:
         return "not required"
-    verdicts = count_rebuilds(policy, _manifest(state), now)
+    manifest = _manifest(state)
+    digests = dict(manifest.listed_files())
+    subjects = Subjects(
+        artifacts={url: digests[url] for url, _ in manifest.lanes()},
+        signed={
+            MANIFEST: _sha(state.files[MANIFEST]),
+            PROVENANCE_STATEMENT: _sha(state.signed[PROVENANCE_SIGNATURE].envelope.payload),
+        },
+    )
+    verdicts = count_rebuilds(policy, manifest, now, subjects, release_keys)
     have = independent(verdicts)
+    covers = "every artifact" if policy.scope == "artifacts" else "every signed file"
     if have < policy.required:
         reasons = "; ".join(f"{Path(v.path).name}: {v.reason}" for v in verdicts) or "none given"
         raise e.RebuildsInsufficient(
-            f"{have} independent trusted rebuild(s) attest to every artifact, "
+            f"{have} independent trusted rebuild(s) reproduced {covers}, "
             f"{policy.required} required ({reasons})",
             where="--rebuild-attestation",
         )
     counted = ", ".join(f"{v.keyid[:16]}…" for v in verdicts if v.counts)
-    return f"{have} of {len(policy.rebuilders)} rebuilders ({counted}), {policy.required} required"
+    return (
+        f"{have} of {len(policy.rebuilders)} rebuilders ({counted}) reproduced {covers} "
+        f"(scope {policy.scope}), {policy.required} required"
+    )
 
 
 def _manifest(state: _State) -> ModuleManifest:
@@ -619,7 +636,7 @@ def verify_bundle(
         conformance = state.files.get(CONFORMANCE)
         manifest_sha256 = _sha(state.files[MANIFEST])
         done(13, check_conformance(conformance, _manifest(state), manifest_sha256, require_engines))
-        done(14, _check_rebuilds(state, rebuilds, now))
+        done(14, _check_rebuilds(state, rebuilds, now, set(trusted)))
         manifest = _manifest(state)
         signer = state.signer[MANIFEST_SIGNATURE]
         return Verdict(

@@ -5,7 +5,8 @@ Modelled on OSS Rebuild's two build types, folded into one statement:
 `https://docs.oss-rebuild.dev/builds/Rebuild@v0.1` (the rebuild: source, toolchain, steps)
 and `.../ArtifactEquivalence@v0.1` (rebuilt vs upstream digests, as resolvedDependencies).
 
-    subject                      every artifact the rebuilder reproduced bit for bit
+    subject                      every file the rebuilder reproduced bit for bit: artifacts
+                                 and documents (manifest.json, the provenance statement, ...)
     buildDefinition.buildType    REBUILD_BUILD_TYPE
       externalParameters         the release it rebuilt: version, source revision, build id
       internalParameters         SOURCE_DATE_EPOCH and the rebuilder's toolchain check result

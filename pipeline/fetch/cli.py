@@ -1,0 +1,68 @@
+"""`tinyrustlm-release fetch URL --root ROOT_JSON [--version V | --latest] --out DIR ...`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from pipeline.errors import EXIT_OK
+from pipeline.fetch.client import FetchRequest, fetch_release
+from pipeline.tuf.policy import load_policy
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", help="repository base URL (serving metadata/ and targets/)")
+    parser.add_argument(
+        "--root", type=Path, required=True, metavar="ROOT_JSON", help="trusted TUF root metadata"
+    )
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--version", help="the release to fetch")
+    which.add_argument("--latest", action="store_true", help="the newest published release")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    parser.add_argument(
+        "--trusted-keys",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="trusted-keys JSON for `verify bundle`",
+    )
+    parser.add_argument(
+        "--allow-dev-key", action="store_true", help="accept a development-key bundle"
+    )
+    parser.add_argument(
+        "--state",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="client state folder (default: a per-user cache folder keyed by the URL)",
+    )
+    parser.add_argument(
+        "--allow-downgrade",
+        action="store_true",
+        help="accept a release older than the newest already fetched",
+    )
+    parser.add_argument("--force", action="store_true", help="replace an existing output folder")
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.monotonic()
+    request = FetchRequest(
+        url=args.url,
+        root=args.root,
+        out=args.out,
+        trusted_keys=args.trusted_keys,
+        version=args.version,
+        allow_dev_key=args.allow_dev_key,
+        allow_downgrade=args.allow_downgrade,
+        state=args.state,
+        force=args.force,
+    )
+    done = fetch_release(request, load_policy(), now=int(time.time()), say=print)
+    v = done.verdict
+    print(
+        f"verified   tinyrustlm {v.version}, build id {v.build_id}, key {v.keyid} "
+        f"({v.key_class}), {v.files} files"
+    )
+    print(f"bundle     {done.bundle}  ({time.monotonic() - start:.2f}s)")
+    return EXIT_OK

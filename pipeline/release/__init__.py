@@ -1,0 +1,2 @@
+"""`tinyrustlm-release release`: the steps (`steps`), the bundle writer (`bundle`), the optional
+conformance step (`conformance`) and the command line (`cli`)."""

@@ -1,0 +1,157 @@
+"""`tinyrustlm-release release [...]`: arguments, the run, and the closing summary."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pipeline.conformance.matrix import Options
+from pipeline.documents.keys import dev_trusted_keys
+from pipeline.errors import EXIT_OK
+from pipeline.release.conformance import run_conformance
+from pipeline.release.steps import STEPS, Bundled, ReleaseRequest, build_from_records, run_release
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the current folder when it is inside it (commands stay short)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def verify_program() -> str:
+    """`tinyrustlm-verify` as it runs from the current folder: the script installed beside
+    this interpreter (a fresh machine has it in .venv/bin, not on PATH)."""
+    script = Path(sys.executable).parent / "tinyrustlm-verify"
+    if not script.is_file():
+        return "tinyrustlm-verify"
+    on_path = any(
+        (Path(d) / "tinyrustlm-verify").resolve() == script.resolve()
+        for d in os.environ.get("PATH", "").split(os.pathsep)
+        if d
+    )
+    return "tinyrustlm-verify" if on_path else _shown(script)
+
+
+def verify_command(done: Bundled) -> str:
+    """The exact command that verifies the bundle, runnable as printed."""
+    argv = [verify_program(), "bundle", _shown(done.bundle)]
+    if done.key.key_class == "development":
+        argv += ["--trusted-keys", _shown(dev_trusted_keys(done.tree.root)), "--allow-dev-key"]
+    else:  # the release key's trusted-keys file is the maintainer's, not in the tree
+        argv += ["--trusted-keys", "RELEASE.trusted-keys.json"]
+    return shlex.join(argv)
+
+
+def summary(done: Bundled) -> str:
+    manifest = done.manifest
+    key = done.key
+    state = "up to date (nothing rewritten)" if done.up_to_date else "written"
+    lines = [
+        f"bundle     {done.bundle} ({state})",
+        f"version    {manifest.version} (revision {manifest.source_revision})",
+        f"build id   {manifest.build_id}",
+        f"key        {key.keyid} ({key.key_class}: {key.source})",
+        f"expires    {datetime.fromtimestamp(manifest.expires_epoch, UTC):%Y-%m-%dT%H:%M:%SZ}",
+    ]
+    digests = dict(manifest.listed_files())
+    for url, lane in manifest.lanes():
+        lines.append(f"  {lane:<26} sha256 {digests[url][:16]}  {url}")
+    if key.key_class == "development":
+        lines.append("signed with the DEVELOPMENT key: verifiers refuse it without --allow-dev-key")
+    lines.append(f"verify it:  {verify_command(done)}")
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--key",
+        type=Path,
+        default=None,
+        help="Ed25519 private key PEM (default: $TINYRUSTLM_RELEASE_KEY, "
+        "else the development key in .dev-keys/)",
+    )
+    parser.add_argument(
+        "--key-class",
+        choices=["release", "development"],
+        default="release",
+        help="class recorded for --key/$TINYRUSTLM_RELEASE_KEY (default release)",
+    )
+    parser.add_argument(
+        "--lane",
+        action="append",
+        dest="lanes",
+        metavar="ID",
+        help="release only these lanes (repeatable; default: all)",
+    )
+    parser.add_argument("--dist", type=Path, default=Path("dist"), help="output folder")
+    parser.add_argument(
+        "--force", action="store_true", help="replace an existing bundle of the same version"
+    )
+    parser.add_argument("--rebuild", action="store_true", help="ignore the build cache")
+    parser.add_argument(
+        "--conformance",
+        action="store_true",
+        help="run the conformance matrix (all engines) and ship conformance.json",
+    )
+    parser.add_argument(
+        "--conformance-cases", type=int, default=100, metavar="N", help="cases (default 100)"
+    )
+    parser.add_argument(
+        "--conformance-require",
+        default="",
+        metavar="ENGINES",
+        help="stop unless each of these engines has passing and no failing rows",
+    )
+    parser.add_argument(
+        "--disable-lane",
+        action="append",
+        default=[],
+        dest="disabled_lanes",
+        metavar="ID",
+        help="switch this wasm lane off in the signed manifest (repeatable; no rebuild needed)",
+    )
+    parser.add_argument(
+        "--from-records",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="assemble from lanes built elsewhere (`build --lane X --records-out DIR`) "
+        "instead of building here",
+    )
+    parser.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="release from a tree with uncommitted changes (local trials only)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    repo_root = Path.cwd()
+    request = ReleaseRequest(
+        repo_root=repo_root,
+        dist=args.dist if args.dist.is_absolute() else repo_root / args.dist,
+        lanes=tuple(args.lanes) if args.lanes else None,
+        force=args.force,
+        rebuild=args.rebuild,
+        allow_dirty=args.allow_dirty,
+        key_path=args.key,
+        key_class=args.key_class,
+        disabled_lanes=tuple(args.disabled_lanes),
+    )
+    steps = STEPS
+    if args.from_records:
+        steps = replace(steps, build=build_from_records(args.from_records))
+    if args.conformance or args.conformance_require:
+        require = [n for n in args.conformance_require.split(",") if n]
+        options = Options(cases=args.conformance_cases)
+        steps = replace(steps, conformance=run_conformance(options, require))
+    print(summary(run_release(request, steps)))
+    return EXIT_OK

@@ -1,0 +1,415 @@
+"""The release's steps, in the order its documents need them: source tree -> signed bundle.
+
+Release data flows through typed step results, each step a function of the previous one:
+
+    request -> Checked -> Built -> Verified -> Tested -> ManifestSigned -> Conformed
+            -> Signed -> Packed -> Bundled
+
+    1 toolchain check        the tree is read once (`pipeline.tree`), committed, matches
+                             toolchain.lock; the signing key loads
+    2 build                  every lane, deterministically (pipeline.lanebuild), or records
+    3 verify                 every artifact inspected against its lane policy
+    4 smoke                  each artifact's self-test result from its build record
+    5 sign manifest          documents assembled (`documents_of`), the manifest signed
+    6 conformance            optional: the matrix runs against the signed manifest
+    7 sign provenance        the documents again with conformance.json, provenance signed
+    8 checksums and tarball  SHA256SUMS over every file, the deterministic tarball
+    9 bundle                 staged, fsynced, renamed into dist/tinyrustlm-<version>/
+
+`STEPS` holds the step functions (tests swap one with `dataclasses.replace`). Nothing is
+written into dist/ unless steps 1-8 passed. The bundle is a pure function of the commit, the
+build outputs and the key: SOURCE_DATE_EPOCH is HEAD's committer time and the expiry a fixed
+period after it, so releasing twice from one commit gives identical bytes — and a second
+release of an unchanged tree finds the same bytes in dist/ and says "up to date".
+
+`verify`, `smoke` and `documents_of` are what a rebuild (`pipeline.reproduce`) runs too.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from pipeline.documents.assemble import MANIFEST_VALIDITY_SECONDS, Documents, documents_of
+from pipeline.documents.keys import SigningKey, resolve_signing_key
+from pipeline.documents.sign import sign_to_sigstore_bundle
+from pipeline.errors import CheckFailed
+from pipeline.lanebuild.built import Built, built_from_index
+from pipeline.lanebuild.driver import build_lanes
+from pipeline.lanebuild.handoff import built_from_records
+from pipeline.release.bundle import (
+    BundleExists,
+    bundle_contents,
+    existing_bundle,
+    release_lock,
+    write_bundle,
+)
+from pipeline.toolchain.check import check_installed
+from pipeline.tree import paths
+from pipeline.tree.snapshot import Tree, read_tree
+from pipeline.tree.sources import require_clean
+from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
+from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE, bundle_name
+from verify.bundle.report_check import Deriver, default_deriver, failed_findings
+from verify.errors import VerifyError
+from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, KeyClass, ModuleManifest
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """What the caller asked for: the only input of step 1."""
+
+    repo_root: Path
+    dist: Path
+    lanes: tuple[str, ...] | None = None
+    force: bool = False
+    rebuild: bool = False
+    allow_dirty: bool = False
+    key_path: Path | None = None
+    key_class: KeyClass = "release"
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    now: int = field(default_factory=lambda: int(time.time()))
+    derive: Deriver | None = None  # verify step's report maker (None: verify.inspect)
+    say: Say = print  # progress lines (set by run_release)
+    # wasm lanes the signed manifest switches off: a rollback without a rebuild
+    disabled_lanes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Step 1: the source tree (read once) is releasable and the signing key loads."""
+
+    request: ReleaseRequest
+    tree: Tree
+    key: SigningKey
+    detail: str
+
+
+@dataclass(frozen=True)
+class Verified:
+    """Step 3: every artifact's findings pass the lane policy."""
+
+    built: Built
+    report: Mapping[str, Any]
+    detail: str
+
+
+@dataclass(frozen=True)
+class Tested:
+    """Step 4: every artifact's self-test passed."""
+
+    verified: Verified
+    detail: str
+
+
+@dataclass(frozen=True)
+class ManifestSigned:
+    """Step 5: the documents without conformance.json, and the manifest's signature."""
+
+    checked: Checked
+    tested: Tested
+    documents: Documents
+    manifest_signature: bytes
+    detail: str
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """The bundle as a loader sees it: the documents and the signed manifest."""
+        return {**self.documents.files, MANIFEST_SIGNATURE: self.manifest_signature}
+
+
+@dataclass(frozen=True)
+class Conformed:
+    """Step 6: conformance.json, when the matrix ran (None when not asked for)."""
+
+    manifest_signed: ManifestSigned
+    report: bytes | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class Signed:
+    """Step 7: every document and both signatures."""
+
+    conformed: Conformed
+    documents: Documents
+    signatures: Mapping[str, bytes]  # bundle path -> sigstore bundle JSON
+    detail: str
+
+    @property
+    def checked(self) -> Checked:
+        return self.conformed.manifest_signed.checked
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """Every bundle file but SHA256SUMS and the tarball (those are step 8's)."""
+        return {**self.documents.files, **self.signatures}
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Step 8: the whole bundle's bytes, SHA256SUMS and the tarball included."""
+
+    signed: Signed
+    contents: Mapping[str, bytes]
+    executable: frozenset[str]
+    detail: str
+
+
+@dataclass(frozen=True)
+class Bundled:
+    """Step 9: the bundle is in dist/ (written now, or found there byte-identical)."""
+
+    packed: Packed
+    bundle: Path
+    up_to_date: bool
+    detail: str
+
+    @property
+    def manifest(self) -> ModuleManifest:
+        return self.packed.signed.documents.manifest
+
+    @property
+    def key(self) -> SigningKey:
+        return self.packed.signed.checked.key
+
+    @property
+    def tree(self) -> Tree:
+        return self.packed.signed.checked.tree
+
+
+class _Result(Protocol):
+    @property
+    def detail(self) -> str: ...
+
+
+def _force_command(version: str) -> str:
+    return (
+        f"./nox -s release -- --force (replaces {bundle_name(version)}), or bump [project].version"
+    )
+
+
+# -- 1 toolchain check --------------------------------------------------------------------
+def preflight(request: ReleaseRequest) -> Checked:
+    """Source-tree checks that must pass before anything slow runs (the tree is read here,
+    once, and carried by every later step)."""
+    tree = read_tree(request.repo_root)
+    require_clean(tree.git, request.allow_dirty)
+    key = resolve_signing_key(tree.root, request.key_path, dict(request.env), request.key_class)
+    final = request.dist / bundle_name(tree.version)
+    old = existing_bundle(final)
+    if old is not None and not request.force and old.source_revision != tree.git.revision:
+        # refuse now, not after a long build: another commit's bundle holds this version
+        raise BundleExists(
+            f"a bundle of version {tree.version} from another revision "
+            f"({old.source_revision[:12]}) already exists",
+            where=str(final),
+            hint=_force_command(tree.version),
+        )
+    if tree.git.commit_time + MANIFEST_VALIDITY_SECONDS <= request.now:
+        raise CheckFailed(
+            "HEAD was committed more than the manifest validity period ago: the bundle "
+            "would be born expired",
+            where=f"git revision {tree.git.revision}",
+            hint="release from a recent commit",
+        )
+    dirty = " (dirty tree allowed)" if tree.git.dirty else ""
+    detail = f"revision {tree.git.revision[:12]}{dirty}, key {key.keyid[:16]}… ({key.key_class})"
+    return Checked(request, tree, key, detail)
+
+
+def step_toolchain_check(request: ReleaseRequest) -> Checked:
+    checked = preflight(request)
+    tree = checked.tree
+    check_installed(tree.lock, tree.lock_path, tree.build_dir)
+    return replace(checked, detail=f"{checked.detail}, toolchain matches {paths.LOCK_FILE}")
+
+
+# -- 2 build ------------------------------------------------------------------------------
+def step_build(checked: Checked) -> Built:
+    request = checked.request
+    lanes = list(request.lanes) if request.lanes else None
+    index = build_lanes(
+        checked.tree, lanes, request.rebuild, say=lambda line: request.say(f"    {line}")
+    )
+    return built_from_index(checked.tree, index, request.lanes)
+
+
+def build_from_records(folders: Sequence[Path]) -> Callable[[Checked], Built]:
+    """Step 2 for `release --from-records DIR...`: lanes built elsewhere, each checked
+    against this tree (pipeline.lanebuild.handoff), instead of building here."""
+
+    def from_records(checked: Checked) -> Built:
+        return built_from_records(checked.tree, folders, checked.request.lanes)
+
+    return from_records
+
+
+# -- 3 verify -----------------------------------------------------------------------------
+def step_verify(built: Built, derive: Deriver | None = None) -> Verified:
+    artifacts = [(built.artifacts[e.lane], e.lane) for e in built.index.lanes]
+    try:
+        report = (derive or default_deriver())(artifacts)
+    except VerifyError as exc:
+        raise CheckFailed(f"verification could not run: {exc.message}", where=exc.where) from exc
+    failing = failed_findings(report)
+    if failing:
+        raise CheckFailed(
+            f"{len(failing)} failing finding(s): {', '.join(failing)}",
+            where="verification report",
+            hint="tinyrustlm-verify artifact --build-index build/index.json shows the evidence",
+        )
+    total = sum(len(a.get("findings", [])) for a in report.get("artifacts", []))
+    return Verified(built, report, f"{len(artifacts)} artifact(s), {total} finding(s), all pass")
+
+
+# -- 4 smoke ------------------------------------------------------------------------------
+def step_smoke(verified: Verified) -> Tested:
+    lanes = verified.built.index.lanes
+    bad = [
+        f"{e.lane}: {e.smoke.status} {e.smoke.detail}".strip()
+        for e in lanes
+        if e.smoke.status != "pass"
+    ]
+    if bad:
+        raise CheckFailed(
+            f"self-test did not pass for {len(bad)} lane(s): {'; '.join(bad)}",
+            where="build/index.json smoke",
+            hint="a lane ships only if its self-test ran and passed (install the engine, "
+            "or leave the lane out with --lane)",
+        )
+    engines = sorted({e.smoke.engine for e in lanes})
+    return Tested(verified, f"{len(lanes)} pass ({', '.join(engines)})")
+
+
+# -- 5 sign manifest ----------------------------------------------------------------------
+def step_sign_manifest(checked: Checked, tested: Tested) -> ManifestSigned:
+    built = tested.verified.built
+    documents = documents_of(
+        built,
+        tested.verified.report,
+        checked.key.key_class,
+        disabled_lanes=checked.request.disabled_lanes,
+    )
+    signature = sign_to_sigstore_bundle(
+        checked.key.private_key, MANIFEST_PAYLOAD_TYPE, documents.files[MANIFEST]
+    )
+    build_id = documents.manifest.build_id
+    detail = f"build id {build_id[:16]}…, key {checked.key.keyid[:16]}…"
+    return ManifestSigned(checked, tested, documents, signature, detail)
+
+
+# -- 6 conformance ------------------------------------------------------------------------
+def skip_conformance(signed: ManifestSigned) -> Conformed:
+    return Conformed(signed, None, "skipped (release --conformance runs it)")
+
+
+# -- 7 sign provenance --------------------------------------------------------------------
+def step_sign_provenance(conformed: Conformed) -> Signed:
+    first = conformed.manifest_signed
+    tested = first.tested
+    documents = documents_of(
+        tested.verified.built,
+        tested.verified.report,
+        first.checked.key.key_class,
+        disabled_lanes=first.checked.request.disabled_lanes,
+        conformance=conformed.report,
+    )
+    if documents.files[MANIFEST] != first.documents.files[MANIFEST]:
+        # the manifest does not list conformance.json: the signed one must still be it
+        raise CheckFailed(
+            "the manifest changed between signing it and signing the provenance",
+            where=MANIFEST,
+        )
+    statement = sign_to_sigstore_bundle(
+        first.checked.key.private_key, IN_TOTO_PAYLOAD_TYPE, documents.statement
+    )
+    signatures = {MANIFEST_SIGNATURE: first.manifest_signature, PROVENANCE_SIGNATURE: statement}
+    return Signed(conformed, documents, signatures, f"{len(documents.files)} file(s) attested")
+
+
+# -- 8 checksums and tarball --------------------------------------------------------------
+def step_pack(signed: Signed) -> Packed:
+    manifest = signed.documents.manifest
+    native = frozenset(a.url for a in manifest.native_artifacts)
+    contents = bundle_contents(manifest.version, signed.files, manifest.source_date_epoch, native)
+    return Packed(signed, contents, native, f"{len(contents)} file(s)")
+
+
+# -- 9 bundle -----------------------------------------------------------------------------
+def step_bundle(packed: Packed) -> Bundled:
+    checked = packed.signed.checked
+    request = checked.request
+    manifest = packed.signed.documents.manifest
+    path, written = write_bundle(
+        request.dist,
+        manifest.version,
+        packed.contents,
+        force=request.force,
+        executable=packed.executable,
+        hint=_force_command(manifest.version),
+    )
+    detail = str(path) if written else f"up to date: {path} holds these exact bytes"
+    return Bundled(packed, path, not written, detail)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The step functions, in order; each takes the previous step's result."""
+
+    toolchain_check: Callable[[ReleaseRequest], Checked] = step_toolchain_check
+    build: Callable[[Checked], Built] = step_build
+    verify: Callable[[Built, Deriver | None], Verified] = step_verify
+    smoke: Callable[[Verified], Tested] = step_smoke
+    sign_manifest: Callable[[Checked, Tested], ManifestSigned] = step_sign_manifest
+    conformance: Callable[[ManifestSigned], Conformed] = skip_conformance
+    sign_provenance: Callable[[Conformed], Signed] = step_sign_provenance
+    pack: Callable[[Signed], Packed] = step_pack
+    bundle: Callable[[Packed], Bundled] = step_bundle
+
+
+STEPS = Steps()
+STEP_TITLES = (
+    "toolchain check",
+    "build",
+    "verify",
+    "smoke",
+    "sign manifest",
+    "conformance",
+    "sign provenance",
+    "checksums and tarball",
+    "bundle",
+)
+A = TypeVar("A")
+R = TypeVar("R", bound=_Result)
+
+
+def run_release(request: ReleaseRequest, steps: Steps = STEPS, say: Say = print) -> Bundled:
+    """Run the steps in order, holding build/.release.lock so two releases never
+    interleave (dist/ has its own lock for the final write; nothing goes there before 9)."""
+    request = replace(request, say=say)
+    total = len(STEP_TITLES)
+
+    def step(number: int, run: Callable[[A], R], previous: A) -> R:
+        title = STEP_TITLES[number - 1]
+        say(f"[{number}/{total}] {title} ...")
+        result = run(previous)
+        say(f"[{number}/{total}] {title}: ok ({result.detail})")
+        return result
+
+    with release_lock(request.repo_root / paths.BUILD_DIR):
+        checked = step(1, steps.toolchain_check, request)
+        built = step(2, steps.build, checked)
+        verified = step(3, lambda b: steps.verify(b, request.derive), built)
+        tested = step(4, steps.smoke, verified)
+        manifest_signed = step(5, lambda t: steps.sign_manifest(checked, t), tested)
+        conformed = step(6, steps.conformance, manifest_signed)
+        signed = step(7, steps.sign_provenance, conformed)
+        packed = step(8, steps.pack, signed)
+        return step(9, steps.bundle, packed)

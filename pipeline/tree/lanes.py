@@ -1,0 +1,142 @@
+"""manifests/lanes.toml as frozen values, validated on load."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from pipeline.errors import PipelineError
+from verify.formats.base import StrictFrozen
+
+# The engines that can smoke-test a lane: the names lanes.toml may use. Each one's code is in
+# pipeline/lanebuild/smoke.py (`RUNNERS`, keyed by exactly these names; a test keeps them equal).
+SmokeRunner = Literal[
+    "wasmtime-mvp", "wasmtime-simd128", "node-workers", "native", "qemu-aarch64", "wine64"
+]
+
+
+class LanesError(PipelineError):
+    """lanes.toml is malformed, or a lane id is unknown."""
+
+
+class BenchRun(StrictFrozen):
+    name: str = Field(description="the name the bench reports this run under")
+    workers: int = Field(ge=0, description="threads lane: pool workers; 0: no pool")
+
+
+class BenchRole(StrictFrozen):
+    """How `nox -s bench` measures a lane (pipeline/bench.py)."""
+
+    runs: list[BenchRun] = Field(min_length=1, description="decode runs of the bench model")
+    kernels: str | None = Field(
+        None, description="build the kernel harness with this lane's flags, reported as this name"
+    )
+    parser_input: bool = Field(False, description="seed module of the Wasm parser benchmark")
+
+
+# Fields that say how a lane is used after its build: not part of the build's cache key.
+_NOT_BUILD_INPUTS = frozenset({"bench", "golden_oracle"})
+
+
+class Lane(StrictFrozen):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    kind: Literal["wasm", "native"]
+    target: str
+    package: str
+    cargo_output: str = Field(description="file name cargo writes under target/<triple>/release/")
+    linker: str = Field(pattern=r"^/", description="absolute path, from toolchain.lock")
+    rustflags: list[str]
+    link_args: list[str]
+    env: dict[str, str] = Field(description="extra environment for this lane's compiler run")
+    expected_features: list[str]
+    strip_custom_sections: list[str] = Field(
+        [], description="wasm: custom sections `wasm-tools strip` deletes after linking"
+    )
+    shared_memory_bytes: int | None = Field(
+        None, description="threads lane: imported shared memory, initial == maximum"
+    )
+    smoke: SmokeRunner = Field(
+        description="the engine that self-tests it (pipeline/lanebuild/smoke.py)"
+    )
+    golden_oracle: bool = Field(False, description="the native scalar oracle of tests/golden/")
+    bench: BenchRole | None = None
+
+    @model_validator(mode="after")
+    def _no_native_cpu(self) -> Lane:
+        if any("target-cpu=native" in flag for flag in self.rustflags):
+            raise ValueError("target-cpu=native is never allowed in a release lane")
+        if self.shared_memory_bytes is not None and self.shared_memory_bytes % 65536:
+            raise ValueError("shared_memory_bytes must be a whole number of 64 KiB pages")
+        return self
+
+    @property
+    def extension(self) -> str:
+        return Path(self.cargo_output).suffix  # ".wasm", ".exe" or ""
+
+    def digest(self) -> str:
+        """SHA-256 of this lane's canonical entry: part of the build's cache key."""
+        entry = self.model_dump(exclude=set(_NOT_BUILD_INPUTS))
+        text = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+class LanesFile(StrictFrozen):
+    schema_: Literal["tinyrustlm.lanes.v1"] = Field(alias="schema")
+    workspace: str
+    remap_workspace: str = Field(pattern=r"^/")
+    remap_cargo_home: str = Field(pattern=r"^/")
+    lane: list[Lane] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> LanesFile:
+        ids = [lane.id for lane in self.lane]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate lane id(s): {', '.join(duplicates)}")
+        oracles = [lane.id for lane in self.lane if lane.golden_oracle]
+        if len(oracles) != 1:
+            raise ValueError(f"exactly one lane must be the golden_oracle, not {oracles}")
+        return self
+
+    @property
+    def golden_oracle(self) -> Lane:
+        return next(lane for lane in self.lane if lane.golden_oracle)
+
+    def of_kind(self, kind: str) -> list[Lane]:
+        return [lane for lane in self.lane if lane.kind == kind]
+
+    def select(self, ids: list[str] | None) -> list[Lane]:
+        if not ids:
+            return list(self.lane)
+        known = {lane.id: lane for lane in self.lane}
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise LanesError(
+                f"unknown lane(s): {', '.join(unknown)}",
+                hint="known lanes: " + ", ".join(known),
+            )
+        return [known[i] for i in ids]
+
+
+def load_lanes(path: Path) -> LanesFile:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return LanesFile.model_validate(data)
+    except OSError as exc:
+        raise LanesError(f"cannot read lanes file: {exc.strerror}", where=str(path)) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise LanesError(f"not valid TOML: {exc}", where=str(path)) from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = list(first["loc"])
+        if len(loc) >= 2 and loc[0] == "lane" and isinstance(loc[1], int):
+            lanes = data.get("lane", [])
+            lane_id = lanes[loc[1]].get("id", "?") if loc[1] < len(lanes) else "?"
+            loc[1] = f"{loc[1]}(id={lane_id})"
+        field = ".".join(str(p) for p in loc) or "(file)"
+        raise LanesError(f"field '{field}': {first['msg']}", where=str(path)) from exc

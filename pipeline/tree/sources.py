@@ -1,0 +1,145 @@
+"""Facts about the source tree a release is made from: git revision, commit time, crates,
+the pinned Python dependencies. Read-only; every function names the file it could not use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import CheckFailed, PipelineError
+from pipeline.tree import paths
+
+
+@dataclass(frozen=True)
+class GitFacts:
+    revision: str
+    commit_time: int  # committer time of HEAD: the release's SOURCE_DATE_EPOCH
+    dirty: bool  # tracked files differ from HEAD
+
+
+@dataclass(frozen=True)
+class CrateSource:
+    name: str
+    version: str
+    path: str  # relative to the repo root
+    sha256: str  # tree digest, see `tree_digest`
+
+
+@dataclass(frozen=True)
+class PythonRequirement:
+    name: str
+    version: str
+
+
+def _git(repo_root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo_root), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as exc:
+        raise PipelineError(f"cannot run git: {exc.strerror}", where=str(repo_root)) from exc
+    if done.returncode != 0:
+        raise PipelineError(
+            f"git {' '.join(args)} failed: {done.stderr.strip()}", where=str(repo_root)
+        )
+    return done.stdout
+
+
+def git_facts(repo_root: Path) -> GitFacts:
+    revision = _git(repo_root, "rev-parse", "HEAD").strip()
+    commit_time = int(_git(repo_root, "log", "-1", "--format=%ct", "HEAD").strip())
+    dirty = bool(_git(repo_root, "status", "--porcelain", "--untracked-files=no").strip())
+    return GitFacts(revision, commit_time, dirty)
+
+
+def tracked_files(repo_root: Path, folder: str) -> list[str]:
+    out = _git(repo_root, "ls-files", "-z", "--", folder)
+    return sorted(p for p in out.split("\0") if p)
+
+
+def tree_digest(repo_root: Path, paths: list[str]) -> str:
+    """SHA-256 over `path NUL sha256(bytes) LF` for each path, sorted by path."""
+    outer = hashlib.sha256()
+    for rel in sorted(paths):
+        inner = hashlib.sha256((repo_root / rel).read_bytes()).hexdigest()
+        outer.update(f"{rel}\0{inner}\n".encode())
+    return outer.hexdigest()
+
+
+def crate_sources(repo_root: Path) -> list[CrateSource]:
+    """Every crate under crates/ (its Cargo.toml [package]) with a digest of its tracked files."""
+    crates_dir = repo_root / paths.CRATES_DIR
+    workspace_version = ""
+    root_toml = crates_dir / "Cargo.toml"
+    if root_toml.is_file():
+        workspace = _toml(root_toml).get("workspace", {})
+        workspace_version = str(workspace.get("package", {}).get("version", ""))
+    found: list[CrateSource] = []
+    for toml_path in sorted(crates_dir.glob("*/Cargo.toml")):
+        package = _toml(toml_path).get("package")
+        if not isinstance(package, dict) or "name" not in package:
+            raise PipelineError("no [package] name", where=str(toml_path))
+        version = package.get("version", "")
+        if isinstance(version, dict):  # version.workspace = true
+            version = workspace_version
+        rel = toml_path.parent.relative_to(repo_root).as_posix()
+        found.append(
+            CrateSource(
+                str(package["name"]),
+                str(version),
+                rel,
+                tree_digest(repo_root, tracked_files(repo_root, rel)),
+            )
+        )
+    return found
+
+
+_REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
+
+
+def python_requirements(repo_root: Path) -> list[PythonRequirement]:
+    """The hash-locked Python closure (requirements.lock): name==version rows."""
+    path = repo_root / paths.REQUIREMENTS_LOCK
+    if not path.is_file():
+        return []
+    rows = [
+        PythonRequirement(m.group(1).lower(), m.group(2))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if (m := _REQUIREMENT.match(line))
+    ]
+    return sorted(set(rows), key=lambda r: (r.name, r.version))
+
+
+def project_version(repo_root: Path) -> str:
+    path = repo_root / paths.PYPROJECT
+    version = _toml(path).get("project", {}).get("version")
+    if not isinstance(version, str) or not version:
+        raise PipelineError("no [project].version", where=str(path))
+    return version
+
+
+def require_clean(facts: GitFacts, allow_dirty: bool) -> None:
+    if facts.dirty and not allow_dirty:
+        raise CheckFailed(
+            "tracked files differ from HEAD: the release would not match its source revision",
+            where=f"git revision {facts.revision}",
+            hint="commit or drop the changes (or pass --allow-dirty for a local trial)",
+        )
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PipelineError(f"cannot read: {exc.strerror}", where=str(path)) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise PipelineError(f"not valid TOML: {exc}", where=str(path)) from exc

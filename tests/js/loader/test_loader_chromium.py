@@ -1,0 +1,195 @@
+"""loader.js in real headless Chromium against a real release served over HTTP.
+
+Isolated page (COOP/COEP): the threads lane with 2 participating workers and the golden
+tokens; the other lanes when denied; every refusal with its code and nothing instantiated;
+fallback on a failing self-test and on a worker that never starts (bounded); a lane disabled by
+the signed manifest. Page without isolation: simd128 is chosen and the threads lane recorded
+as skipped. Every receipt validates against the JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.conformance.browsers import CHROMIUM_FLAGS
+from pipeline.serve import Site
+from tests.js.loader.cases import AFTER_INSTANTIATION, REFUSALS, Case, Env
+from tests.js.loader.checks import by_name, check_ran, check_refused
+from tests.js.loader.conftest import STALLED_WORKER
+from tests.js.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
+
+pytestmark = pytest.mark.integration
+CHROMIUM = shutil.which("chromium")
+# the harness's one list: no sandbox as root, no background traffic off this host
+FLAGS = list(CHROMIUM_FLAGS)
+PAGE_TIMEOUT_SECONDS = 300
+WORKER_START_BOUND_MS = 3000
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
+)
+
+
+def run_page(
+    server: tuple[Site, str], site: Path, cases: list[Case], model_sha256: str, profile: Path
+) -> dict[str, Any]:
+    """Load the test page once in a fresh profile; returns what it posted."""
+    served, url = server
+    env = Env(
+        url=url,
+        loader_root=url,
+        model_sha256=model_sha256,
+        stalled_worker=f"{url}{STALLED_WORKER.lstrip('/')}",
+    )
+    served.overrides["/cases.json"] = json.dumps([c.spec(env) for c in cases]).encode()
+    served.posted.clear()
+    served.got_post.clear()
+    browser = subprocess.Popen(
+        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", f"{url}index.html"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert served.got_post.wait(PAGE_TIMEOUT_SECONDS), "the page reported nothing in time"
+        return served.posted[0]
+    finally:
+        browser.kill()
+        browser.wait()
+
+
+@pytest.fixture(scope="module")
+def isolated(
+    site: Path,
+    isolated_server: tuple[Site, str],
+    golden: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed")
+    prompt = golden["prompt"]
+    cases = [c for c, _ in REFUSALS] + [
+        Case(f"golden {THREADS_LANE}", prompt=prompt),
+        Case(f"golden {SIMD_LANE}", prompt=prompt, options={"denyLanes": [THREADS_LANE]}),
+        Case(
+            f"golden {SCALAR_LANE}", prompt=prompt, options={"denyLanes": [THREADS_LANE, SIMD_LANE]}
+        ),
+        Case("cancel prefill threads", prompt=prompt, extra={"cancelPrefillAt": 5}),
+        Case("cancel decode threads", prompt=prompt, extra={"cancelDecodeAt": 3}),
+        Case("threads self-test fails", variant="threads-self-test-fails", prompt=prompt),
+        Case(
+            "worker cannot start",
+            prompt=prompt,
+            options={"workerUrl": "STALLED", "startupMs": WORKER_START_BOUND_MS},
+        ),
+        Case("threads disabled by the manifest", variant="threads-disabled", prompt=prompt),
+    ]
+    page = run_page(
+        isolated_server, site, cases, golden["model_sha256"], tmp_path_factory.mktemp("profile")
+    )
+    assert "error" not in page, page
+    assert page["cross_origin_isolated"] is True
+    return by_name(page["results"])
+
+
+@pytest.fixture(scope="module")
+def plain(
+    site: Path,
+    plain_server: tuple[Site, str],
+    golden: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed")
+    cases = [Case("golden, not isolated", prompt=golden["prompt"])]
+    page = run_page(
+        plain_server, site, cases, golden["model_sha256"], tmp_path_factory.mktemp("profile")
+    )
+    assert "error" not in page, page
+    assert page["cross_origin_isolated"] is False
+    return by_name(page["results"])
+
+
+@needs_chromium
+def test_isolated_page_runs_threads_on_two_workers_with_the_golden_tokens(
+    isolated: dict[str, Any], golden: dict[str, Any]
+) -> None:
+    receipt = check_ran(isolated[f"golden {THREADS_LANE}"], THREADS_LANE, golden["tokens"])
+    assert receipt.observed.cross_origin_isolated is True
+    assert (receipt.observed.workers_requested, receipt.observed.workers_started) == (2, 2)
+    assert receipt.executed_path_evidence.worker_ids_participating == [0, 1]
+    assert receipt.self_test.thread_participation == "pass"
+    assert receipt.host_reported.browser_brand != "node"
+
+
+@needs_chromium
+@pytest.mark.parametrize("lane", [SIMD_LANE, SCALAR_LANE])
+def test_denied_lanes_give_the_next_lane_and_the_same_tokens(
+    isolated: dict[str, Any], golden: dict[str, Any], lane: str
+) -> None:
+    receipt = check_ran(isolated[f"golden {lane}"], lane, golden["tokens"])
+    assert receipt.attempts[0].error_code == "LaneDenied"
+
+
+@needs_chromium
+def test_not_isolated_chooses_simd128(plain: dict[str, Any], golden: dict[str, Any]) -> None:
+    receipt = check_ran(plain["golden, not isolated"], SIMD_LANE, golden["tokens"])
+    assert receipt.observed.cross_origin_isolated is False
+    assert (receipt.attempts[0].artifact_id, receipt.attempts[0].error_code) == (
+        THREADS_LANE,
+        "NotIsolated",
+    )
+
+
+@needs_chromium
+@pytest.mark.parametrize(("case", "code"), REFUSALS, ids=[c.name for c, _ in REFUSALS])
+def test_refused_in_chromium_with_its_code_and_nothing_instantiated(
+    isolated: dict[str, Any], case: Case, code: str
+) -> None:
+    check_refused(isolated[case.name], code, case.name in AFTER_INSTANTIATION)
+
+
+@needs_chromium
+def test_a_failing_threads_self_test_falls_back_to_simd128(
+    isolated: dict[str, Any], golden: dict[str, Any]
+) -> None:
+    receipt = check_ran(isolated["threads self-test fails"], SIMD_LANE, golden["tokens"])
+    failed = receipt.attempts[0]
+    assert (failed.artifact_id, failed.step, failed.error_code) == (
+        THREADS_LANE,
+        "self-test",
+        "SelfTestFailed",
+    )
+
+
+@needs_chromium
+def test_a_worker_that_never_starts_falls_back_within_the_bound(
+    isolated: dict[str, Any], golden: dict[str, Any]
+) -> None:
+    result = isolated["worker cannot start"]
+    receipt = check_ran(result, SIMD_LANE, golden["tokens"])
+    assert receipt.attempts[0].step == "threads precondition 5"
+    assert "no answer within 3000 ms" in receipt.attempts[0].detail
+    assert result["loadMs"] < WORKER_START_BOUND_MS + 10_000
+
+
+@needs_chromium
+def test_cancel_on_the_threads_lane_keeps_the_committed_state(
+    isolated: dict[str, Any], golden: dict[str, Any]
+) -> None:
+    prefill = isolated["cancel prefill threads"]
+    check_ran(prefill, THREADS_LANE, golden["tokens"])
+    assert prefill["prefillCancelled"]["cancelled"] is True
+    decode = isolated["cancel decode threads"]
+    check_ran(decode, THREADS_LANE, golden["tokens"])
+    assert decode["tokensBeforeCancel"] == 3
+
+
+@needs_chromium
+def test_the_signed_manifest_can_disable_threads_in_chromium(isolated: dict[str, Any]) -> None:
+    receipt = check_ran(isolated["threads disabled by the manifest"], SIMD_LANE)
+    assert receipt.attempts[0].error_code == "LaneDisabled"

@@ -1,0 +1,199 @@
+"""The browser harness against the three real engines, on a real release (integration).
+
+Per engine: with and without COOP/COEP (threads chosen only when isolated, each row's receipt
+the loader's); a page that must fail (a SIMD probe that cannot validate, a host that returns
+wrong tokens) reported as failed rows; the engine killed mid-run gives failed rows for what it
+never reported, no hang, and no process left. Few cases each, since every engine launch costs
+seconds here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyclonedx
+import pytest
+
+from pipeline.cli import main as release_main
+from pipeline.conformance import browsers
+from pipeline.conformance.harness import Launched
+from pipeline.conformance.matrix import Options, Trust, run_matrix
+from pipeline.conformance.subject import Subject, from_bundle
+from verify.formats.conformance import ConformanceReport, ConformanceRow
+from verify.formats.receipt import CapabilityReceipt
+
+pytestmark = pytest.mark.integration
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SCHEMA = REPO_ROOT / "manifests/schemas/tinyrustlm.conformance-report.v1.json"
+ENGINES = [
+    pytest.param(
+        name,
+        marks=pytest.mark.skipif(
+            b.executable() is None, reason=f"{name} is not installed (.ci/run installs it)"
+        ),
+    )
+    for name, b in browsers.BROWSERS.items()
+]
+# not valid wasm at all: the loader's SIMD probe can never validate (a v1 header, then junk)
+BROKEN_SIMD_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 255]
+Setup = tuple[Subject, Path, str, Trust]
+
+
+def broken_simd_probes(source: str) -> bytes:
+    """js/probes.js with the simd128 probe's bytes broken and its recorded SHA-256 updated, so
+    the loader's hash check passes and WebAssembly.validate says no: an engine without SIMD."""
+    start = source.index("id: 'simd128'")
+    end = source.index("}),", start)
+    entry = source[start:end]
+    old_sha = entry.split("sha256: '")[1].split("'")[0]
+    old_bytes = entry.split("bytes: Object.freeze(")[1].split(")")[0]
+    sha = hashlib.sha256(bytes(BROKEN_SIMD_PROBE)).hexdigest()
+    broken = entry.replace(old_sha, sha).replace(old_bytes, json.dumps(BROKEN_SIMD_PROBE))
+    return (source[:start] + broken + source[end:]).encode()
+
+
+@pytest.fixture(scope="module")
+def setup(
+    conformance_bundle: tuple[Path, Path], small_model: tuple[Path, str], dev_trust: Trust
+) -> Setup:
+    return from_bundle(conformance_bundle[0]), small_model[0], small_model[1], dev_trust
+
+
+def _matrix(setup: Setup, tmp_path: Path, engine: str, **options: Any) -> ConformanceReport:
+    subject, model, sha, trust = setup
+    opts = Options(
+        engines=[engine], cases=3, page_timeout=300, say=lambda _: None, trust=trust, **options
+    )
+    return run_matrix(subject, model, "small", sha, opts, tmp_path)
+
+
+def _by_lane(rows: list[ConformanceRow], isolated: bool) -> dict[str, ConformanceRow]:
+    return {r.lane: r for r in rows if r.isolated is isolated}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_isolation_on_and_off(setup: Setup, tmp_path: Path, engine: str) -> None:
+    subject = setup[0]
+    threads = next(w.lane for w in subject.wasm if w.threads)
+    simd = next(w.lane for w in subject.wasm if w.simd and not w.threads)
+    report = _matrix(setup, tmp_path, engine)
+    on, off = _by_lane(report.rows, True), _by_lane(report.rows, False)
+    assert {r.outcome for r in on.values()} == {"pass"}, on
+    assert [lane for lane, r in on.items() if r.chosen] == [threads]
+    for row in (*on.values(), *(r for r in off.values() if r.outcome == "pass")):
+        receipt = CapabilityReceipt.model_validate(row.receipt)  # the loader's, for this lane
+        assert (receipt.module.artifact_id, receipt.module.sha256) == (
+            row.lane,
+            row.artifact_sha256,
+        )
+        assert receipt.observed.cross_origin_isolated is row.isolated
+    threads_receipt = CapabilityReceipt.model_validate(on[threads].receipt)
+    assert threads_receipt.observed.workers_started == 2
+    assert threads_receipt.executed_path_evidence.worker_ids_participating == [0, 1]
+    assert off[threads].outcome == "not-run" and off[threads].receipt is None
+    assert off[threads].detail.startswith("NotIsolated: ")
+    assert "cross-origin isolated" in off[threads].detail
+    assert {r.outcome for lane, r in off.items() if lane != threads} == {"pass"}
+    assert [lane for lane, r in off.items() if r.chosen] == [simd]
+    assert all(r.engine_version not in ("", "unknown") for r in report.rows)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_page_that_must_fail_is_reported_failed(
+    setup: Setup, tmp_path: Path, engine: str
+) -> None:
+    subject = setup[0]
+    abi_url, abi_path = next((u, p) for u, p in subject.js_files if u.endswith("/abi.js"))
+    probes_url, probes_path = next((u, p) for u, p in subject.js_files if u.endswith("/probes.js"))
+    honest = "token: v.getUint32(0, true),"
+    source = abi_path.read_text()
+    assert honest in source
+    wrong_tokens = source.replace(honest, "token: v.getUint32(0, true) ^ 1,").encode()
+    overrides = {
+        f"/{probes_url}": broken_simd_probes(probes_path.read_text()),
+        f"/{abi_url}": wrong_tokens,
+    }
+    report = _matrix(setup, tmp_path, engine, isolation=(True,), overrides=overrides)
+    rows = _by_lane(report.rows, True)
+    assert {r.outcome for r in rows.values()} == {"fail"}
+    for w in subject.wasm:
+        row = rows[w.lane]
+        assert row.first_failure is not None
+        if w.simd:  # the loader's choice skipped it: recorded with the loader's code
+            assert row.detail.startswith("FeatureMissing: probe(s) for simd128"), row.detail
+            assert row.receipt is None
+        else:
+            assert (row.first_failure.field, row.first_failure.first_index) == ("tokens", 0)
+            assert row.cases_failed == 3
+
+
+def _gone(pgid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_engine_killed_mid_run_gives_failed_rows_and_no_hang(
+    setup: Setup, tmp_path: Path, engine: str
+) -> None:
+    killed: list[int] = []
+
+    def kill_after_first_lane(launched: Launched, doc: dict[str, Any]) -> None:
+        if not killed:
+            killed.append(launched.proc.pid)
+            launched.kill()
+
+    started = time.monotonic()
+    report = _matrix(setup, tmp_path, engine, isolation=(True,), on_lane=kill_after_first_lane)
+    elapsed = time.monotonic() - started
+    rows = list(_by_lane(report.rows, True).values())
+    assert killed and elapsed < 120  # the page timeout is 300 s: the death was noticed
+    assert rows[0].outcome == "pass"  # reported before the kill
+    for row in rows[1:]:
+        assert row.outcome == "fail"
+        assert "exited" in row.detail and row.cases_failed == 3
+    assert _gone(killed[0]), "a process of the killed engine's group is still running"
+
+
+def test_cli_writes_a_report_that_validates(
+    conformance_bundle: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bundle, trusted_keys = conformance_bundle
+    out = tmp_path / "conformance.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = release_main(
+            [
+                "conformance",
+                str(bundle),
+                "--trusted-keys",
+                str(trusted_keys),
+                "--allow-dev-key",
+                "--engines",
+                "node,wasmtime,native",
+                "--cases",
+                "7",
+                "--out",
+                str(out),
+            ]
+        )
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+    assert code == 0, [r for r in doc["rows"] if r["outcome"] == "fail"]
+    assert doc["cases"]["oracle_stops"].get("eos", 0) >= 1  # the pinned EOS case did stop
+    engines = {r["engine"] for r in doc["rows"]}
+    assert {"node", "wasmtime", "native"} <= engines
+    assert out.with_suffix(".html").read_text().count("<tr>") >= len(engines)

@@ -1,0 +1,46 @@
+"""The lane cache key covers the driver's own code: editing how the driver calls cargo
+invalidates every cached lane, with no version constant to bump by hand. Fast."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline.lanebuild import inputs
+from pipeline.tree.lanes import load_lanes
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+LANE = load_lanes(REPO_ROOT / "manifests" / "lanes.toml").lane[0]
+# (file of the driver package, text to find, replacement): edits a maintainer could make
+EDITS = [
+    ("cargo.py", '"--remap-path-prefix", f"{workspace}={lanes.remap_workspace}",', ""),
+    ("cargo.py", '"CARGO_INCREMENTAL": "0",', '"CARGO_INCREMENTAL": "1",'),
+    ("smoke.py", '"--workers", "2"', '"--workers", "1"'),
+]
+
+
+def _key(monkeypatch: pytest.MonkeyPatch, driver: Path) -> str:
+    monkeypatch.setattr(inputs, "DRIVER_DIR", driver)
+    return inputs.lane_inputs(LANE, REPO_ROOT / "crates", "1" * 64, "0" * 64).input_digest
+
+
+@pytest.mark.parametrize(
+    ("name", "find", "replace"), EDITS, ids=[f"{e[0]}:{e[2] or 'drop'}" for e in EDITS]
+)
+def test_a_driver_edit_changes_every_lanes_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, find: str, replace: str
+) -> None:
+    copy = tmp_path / "driver"
+    shutil.copytree(inputs.DRIVER_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _key(monkeypatch, copy)
+    assert before == _key(monkeypatch, inputs.DRIVER_DIR)  # the copy is the driver
+    text = (copy / name).read_text()
+    assert text.count(find) == 1, f"{name} no longer holds {find!r}"
+    (copy / name).write_text(text.replace(find, replace))
+    assert _key(monkeypatch, copy) != before
+
+
+def test_the_key_is_stable_for_an_unchanged_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _key(monkeypatch, inputs.DRIVER_DIR) == _key(monkeypatch, inputs.DRIVER_DIR)

@@ -1,0 +1,99 @@
+"""Each lane's cargo command as planned by the driver (pipeline/lanebuild/cargo.py): the exact argv
+and the complete environment, the remap prefixes included. Dropping a flag that changes no
+byte today (e.g. --remap-path-prefix) must still fail here. Fast: nothing is built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.lanebuild.cargo import plan_run
+from pipeline.toolchain.lockfile import load_lock
+from pipeline.tree.lanes import load_lanes
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+LANES = load_lanes(REPO_ROOT / "manifests" / "lanes.toml")
+LOCK = load_lock(REPO_ROOT / "toolchain.lock")
+WORKSPACE = Path("/checkout/of/tinyrustlm/crates")
+SCRATCH = Path("/checkout/of/tinyrustlm/build/.scratch")
+EPOCH = 1_700_000_000
+IDS = [lane.id for lane in LANES.lane]
+ENV_KEYS = {
+    "PATH",
+    "HOME",
+    "CARGO_HOME",
+    "CARGO_TARGET_DIR",
+    "RUSTC",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "CARGO_INCREMENTAL",
+    "CARGO_NET_OFFLINE",
+    "CARGO_TERM_COLOR",
+    "SOURCE_DATE_EPOCH",
+    "TZ",
+    "LC_ALL",
+}
+
+
+def _pairs(flags: list[str], flag: str) -> list[str]:
+    return [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == flag]
+
+
+@pytest.mark.parametrize("lane_id", IDS, ids=IDS)
+def test_argv_is_exact(lane_id: str) -> None:
+    lane = next(lane for lane in LANES.lane if lane.id == lane_id)
+    run = plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH)
+    assert run.argv == [
+        "/usr/bin/cargo",
+        "build",
+        "--release",
+        "--locked",
+        "--offline",
+        "-p",
+        lane.package,
+        "--target",
+        lane.target,
+    ]
+    assert run.argv[0] == LOCK.rustc.cargo and run.cwd == WORKSPACE
+
+
+@pytest.mark.parametrize("lane_id", IDS, ids=IDS)
+def test_environment_is_complete_and_controlled(lane_id: str) -> None:
+    lane = next(lane for lane in LANES.lane if lane.id == lane_id)
+    env = plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH).env
+    assert set(env) == ENV_KEYS | set(lane.env)
+    assert env["PATH"] == "/usr/bin:/bin"
+    assert env["RUSTC"] == "/usr/bin/rustc" == LOCK.rustc.binary
+    assert env["CARGO_HOME"] == str(SCRATCH / "cargo-home")
+    assert env["CARGO_TARGET_DIR"] == str(SCRATCH / "target" / lane.id)
+    assert env["HOME"] == str(SCRATCH / "home")
+    assert (env["SOURCE_DATE_EPOCH"], env["TZ"], env["LC_ALL"]) == (str(EPOCH), "UTC", "C")
+    assert (env["CARGO_INCREMENTAL"], env["CARGO_NET_OFFLINE"]) == ("0", "true")
+    assert {k: env[k] for k in lane.env} == dict(lane.env)
+
+
+@pytest.mark.parametrize("lane_id", IDS, ids=IDS)
+def test_rustflags_carry_the_lane_flags_linker_and_remap_prefixes(lane_id: str) -> None:
+    lane = next(lane for lane in LANES.lane if lane.id == lane_id)
+    flags = (
+        plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH)
+        .env["CARGO_ENCODED_RUSTFLAGS"]
+        .split("\x1f")
+    )
+    assert flags[: len(lane.rustflags)] == list(lane.rustflags)
+    assert _pairs(flags, "--remap-path-prefix") == [
+        f"{WORKSPACE}=/src/tinyrustlm",
+        f"{SCRATCH / 'cargo-home'}=/cargo",
+    ]
+    codegen = _pairs(flags, "-C")
+    assert f"linker={lane.linker}" in codegen
+    link_args = [c.removeprefix("link-arg=") for c in codegen if c.startswith("link-arg=")]
+    assert link_args[: len(lane.link_args)] == list(lane.link_args)
+    if lane.shared_memory_bytes is not None:  # initial == maximum, one number
+        size = lane.shared_memory_bytes
+        assert link_args[len(lane.link_args) :] == [
+            f"--initial-memory={size}",
+            f"--max-memory={size}",
+        ]
+    else:
+        assert link_args == list(lane.link_args)

@@ -1,0 +1,78 @@
+"""manifests/lanes.toml: the committed file is valid; every kind of breakage is named."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.tree.lanes import LanesError, load_lanes
+
+REPO = Path(__file__).resolve().parents[3]
+LANES = REPO / "manifests" / "lanes.toml"
+SIX = [
+    "scalar-wasm32",
+    "simd128-wasm32",
+    "simd128-threads-wasm32",
+    "x86_64-unknown-linux-gnu",
+    "aarch64-unknown-linux-gnu",
+    "x86_64-pc-windows-gnu",
+]
+
+
+def test_the_six_lanes_of_the_design() -> None:
+    lanes = load_lanes(LANES)
+    assert sorted(lane.id for lane in lanes.lane) == sorted(SIX)
+    threads = lanes.select(["simd128-threads-wasm32"])[0]
+    assert threads.shared_memory_bytes and threads.shared_memory_bytes % 65536 == 0
+    scalar = lanes.select(["scalar-wasm32"])[0]
+    assert scalar.rustflags == ["-C", "target-cpu=mvp", "-C", "strip=debuginfo"]
+    assert scalar.expected_features == []
+
+
+BROKEN = {
+    "not-toml": (lambda t: t + "\n[[lane]\n", "not valid TOML"),
+    "missing-field": (
+        lambda t: t.replace('package = "tinyrustlm-wasm"\n', "", 1),
+        "field 'lane.0(id=scalar-wasm32).package'",
+    ),
+    "native-cpu": (
+        lambda t: t.replace('"target-cpu=x86-64"', '"target-cpu=native"', 1),
+        "target-cpu=native is never allowed",
+    ),
+    "duplicate-id": (
+        lambda t: t.replace('id = "simd128-wasm32"', 'id = "scalar-wasm32"'),
+        "duplicate lane id(s): scalar-wasm32",
+    ),
+    "relative-linker": (lambda t: t.replace('"/usr/bin/gcc"', '"gcc"'), "linker"),
+    "unknown-key": (lambda t: t.replace('kind = "wasm"', 'kind = "wasm"\nopt = 3', 1), "opt"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN.values(), ids=BROKEN.keys())
+def test_broken_lanes_file_is_a_clear_error(case: tuple[object, str], tmp_path: Path) -> None:
+    mutate, expected = case
+    text = LANES.read_text(encoding="utf-8")
+    broken = mutate(text)  # type: ignore[operator]
+    assert broken != text
+    path = tmp_path / "lanes.toml"
+    path.write_text(broken, encoding="utf-8")
+    with pytest.raises(LanesError) as info:
+        load_lanes(path)
+    assert expected in info.value.diagnostics()
+    assert str(path) in info.value.diagnostics()
+
+
+def test_unknown_lane_on_the_command_line_names_the_known_ones() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "build", "--lane", "riscv64"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 3
+    assert "unknown lane(s): riscv64" in done.stderr
+    assert "scalar-wasm32" in done.stderr
+    assert "Traceback" not in done.stderr

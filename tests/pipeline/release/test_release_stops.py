@@ -1,0 +1,127 @@
+"""The release stops at the first failing step and writes nothing into dist/."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from pipeline.errors import CheckFailed
+from pipeline.lanebuild.built import Built
+from pipeline.release.steps import Checked
+from tests.harness.release import Harness, fake_report, write_build
+
+
+def _dist_is_empty(h: Harness) -> bool:
+    dist = h.tmp / "dist"
+    return not dist.exists() or not [p for p in dist.iterdir() if not p.name.startswith(".")]
+
+
+def test_failed_smoke_stops_release(harness: Harness) -> None:
+    write_build(harness.repo, harness.commit_time, smoke="fail")
+    with pytest.raises(CheckFailed, match="self-test did not pass"):
+        harness.release()
+    assert _dist_is_empty(harness)
+
+
+def test_failed_verification_stops_release(harness: Harness) -> None:
+    def failing(artifacts: Any) -> dict[str, Any]:
+        report = fake_report(artifacts)
+        report["artifacts"][1]["findings"][0]["ok"] = False
+        return report
+
+    with pytest.raises(CheckFailed, match=r"simd128-wasm32: fake\.magic"):
+        harness.release(derive=failing)
+    assert _dist_is_empty(harness)
+
+
+def test_dirty_tree_is_refused(harness: Harness) -> None:
+    (harness.repo / "crates/core/src/lib.rs").write_text("#![no_std]\n// edited\n")
+    with pytest.raises(CheckFailed, match="differ from HEAD"):
+        harness.release()
+    assert harness.release(allow_dirty=True).bundle is not None
+
+
+def _commit(h: Harness, text: str) -> None:
+    (h.repo / "crates/core/src/lib.rs").write_text(f"#![no_std]\n// {text}\n")
+    subprocess.run(
+        ["git", "-C", str(h.repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+         "commit", "-qam", text],
+        check=True,
+    )  # fmt: skip
+
+
+def test_unchanged_tree_again_is_up_to_date_and_rewrites_nothing(harness: Harness) -> None:
+    first = harness.release()
+    assert not first.up_to_date
+    stamps = {p: p.stat().st_mtime_ns for p in first.bundle.rglob("*")}
+    again = harness.release()
+    assert again.up_to_date and again.bundle == first.bundle
+    assert again.manifest.build_id == first.manifest.build_id
+    assert {p: p.stat().st_mtime_ns for p in first.bundle.rglob("*")} == stamps
+    assert "up to date" in harness.log[-1]
+
+
+def test_another_revision_of_an_existing_version_refused_before_building(
+    harness: Harness,
+) -> None:
+    harness.release()
+    _commit(harness, "v2")
+    built: list[str] = []
+
+    def build(checked: Checked) -> Built:
+        built.append("built")
+        raise AssertionError("the build must not start")
+
+    harness.steps = replace(harness.steps, build=build)
+    with pytest.raises(CheckFailed, match="from another revision") as caught:
+        harness.release()
+    assert "./nox -s release -- --force" in caught.value.diagnostics()
+    assert built == []
+
+
+def test_stale_build_index_is_refused(harness: Harness) -> None:
+    (harness.repo / "crates/core/src/lib.rs").write_text("#![no_std]\n// v2\n")
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(harness.repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-qam",
+            "v2",
+        ],
+        check=True,
+    )
+    with pytest.raises(CheckFailed, match="build index is of revision"):
+        harness.release()
+    assert _dist_is_empty(harness)
+
+
+def test_artifact_changed_after_build_is_refused(harness: Harness) -> None:
+    artifact = next((harness.repo / "build/artifacts").glob("runtime.scalar-*.wasm"))
+    artifact.write_bytes(artifact.read_bytes() + b"\0")
+    with pytest.raises(CheckFailed, match="changed since the build"):
+        harness.release()
+    assert _dist_is_empty(harness)
+
+
+def test_commit_older_than_validity_is_refused(harness: Harness) -> None:
+    with pytest.raises(CheckFailed, match="born expired"):
+        harness.release(now=harness.commit_time + 400 * 86400)
+
+
+def test_concurrent_release_is_refused(harness: Harness) -> None:
+    """While one release runs (its lock held), another is refused before any step."""
+    from pipeline.release.bundle import ReleaseLocked, release_lock
+
+    with release_lock(harness.repo / "build"), pytest.raises(ReleaseLocked):
+        harness.release()
+    assert harness.log == []
+    assert _dist_is_empty(harness)

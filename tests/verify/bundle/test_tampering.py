@@ -1,0 +1,371 @@
+"""Every way of tampering with a bundle gives its own error id, exit 1, and no traceback.
+
+Each case copies the pristine bundle, changes one thing, and runs the real CLI entry point
+(`tinyrustlm-verify bundle ...`) in-process with the fake report deriver.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from pipeline.documents.keys import generate_key_files
+from pipeline.documents.sign import sign_to_sigstore_bundle
+from tests.harness.release import VERSION, Harness, copy_pristine, fake_report, verify_json
+from verify.bundle import verifier
+from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
+from verify.cli import main as verify_main
+from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
+
+TARBALL = f"tinyrustlm-{VERSION}.tar.gz"
+
+
+@pytest.fixture(autouse=True)
+def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verifier, "default_deriver", lambda: fake_report)
+
+
+def flip(path: Path) -> None:
+    """Change one byte near the middle; text stays text of the same character class."""
+    data = bytearray(path.read_bytes())
+    # a tarball: its CRC-32 byte (a flip mid-deflate may fail as corrupt data, a wrong CRC or
+    # an overlong stream depending on the key's random bytes; the fuzz campaign covers those)
+    at = len(data) - 8 if path.name.endswith(".gz") else len(data) // 2
+    text = path.suffix in (".json", "") and all(b < 0x80 for b in data)
+    if not text or path.name.endswith((".wasm", ".gz")) or path.parent.name == "artifacts":
+        data[at] ^= 0x01
+    else:
+        while not chr(data[at]).isalnum():
+            at += 1
+        c = chr(data[at])
+        for alphabet in ("0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"):
+            if c in alphabet:
+                data[at] = ord(alphabet[(alphabet.index(c) + 1) % len(alphabet)])
+    path.write_bytes(bytes(data))
+
+
+# file in the bundle (glob) -> the error id flipping one of its bytes must give
+FLIP_CASES = [
+    ("artifacts/runtime.scalar-wasm32.*.wasm", "files.digest-mismatch"),
+    ("artifacts/runtime.simd128-wasm32.*.wasm", "files.digest-mismatch"),
+    ("artifacts/runtime.simd128-threads-wasm32.*.wasm", "files.digest-mismatch"),
+    ("artifacts/tinyrustlm.x86_64-unknown-linux-gnu.*", "files.digest-mismatch"),
+    ("js/host.js", "files.digest-mismatch"),
+    ("js/loader.js", "files.digest-mismatch"),
+    ("manifest.json", "manifest.not-signed-bytes"),
+    ("manifest.sigstore.json", "signature.invalid"),
+    ("provenance.sigstore.json", "signature.invalid"),
+    ("sbom.cdx.json", "provenance.subjects"),
+    ("verification-report.json", "provenance.subjects"),
+    ("SHA256SUMS", "checksums.mismatch"),
+    (TARBALL, "tarball.gzip"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "error_id"), FLIP_CASES, ids=[c[0] for c in FLIP_CASES])
+def test_flip_a_byte(
+    pristine: tuple[Harness, Path], tmp_path: Path, pattern: str, error_id: str
+) -> None:
+    bundle = copy_pristine(pristine, tmp_path)
+    (target,) = bundle.glob(pattern)
+    before = target.read_bytes()
+    flip(target)
+    assert target.read_bytes() != before
+    code, result, _ = verify_json(bundle, pristine[0].trusted)
+    assert (code, result["ok"], result["error"]["id"]) == (1, False, error_id)
+
+
+def test_every_bundle_file_has_a_flip_case(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    covered = {p for pattern, _ in FLIP_CASES for p in bundle.glob(pattern)}
+    assert covered == {p for p in bundle.rglob("*") if p.is_file()}
+
+
+def _resign(
+    bundle: Path,
+    name: str,
+    key: Ed25519PrivateKey,
+    payload_type: str | None = None,
+    payload: bytes | None = None,
+) -> None:
+    doc = json.loads((bundle / name).read_text())
+    envelope = doc["dsseEnvelope"]
+    body = payload if payload is not None else base64.b64decode(envelope["payload"])
+    (bundle / name).write_bytes(
+        sign_to_sigstore_bundle(key, payload_type or envelope["payloadType"], body)
+    )
+
+
+def _edit_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+def _drop_artifact(b: Path, h: Harness) -> Path:
+    next(b.glob("artifacts/*.wasm")).unlink()
+    return h.trusted
+
+
+def _drop_sbom(b: Path, h: Harness) -> Path:
+    (b / "sbom.cdx.json").unlink()
+    return h.trusted
+
+
+def _drop_signature(b: Path, h: Harness) -> Path:
+    (b / "provenance.sigstore.json").unlink()
+    return h.trusted
+
+
+def _drop_tarball(b: Path, h: Harness) -> Path:
+    (b / TARBALL).unlink()
+    return h.trusted
+
+
+def _add_file(b: Path, h: Harness) -> Path:
+    (b / "js/extra.js").write_text("export const evil = 1;\n")
+    return h.trusted
+
+
+def _swap_artifacts(b: Path, h: Harness) -> Path:
+    one, two = sorted(b.glob("artifacts/*.wasm"))[:2]
+    one_bytes, two_bytes = one.read_bytes(), two.read_bytes()
+    one.write_bytes(two_bytes)
+    two.write_bytes(one_bytes)
+    return h.trusted
+
+
+def _replace_signature(b: Path, h: Harness) -> Path:
+    other = json.loads((b / "provenance.sigstore.json").read_text())
+    sig = other["dsseEnvelope"]["signatures"][0]["sig"]
+    _edit_json(
+        b / "manifest.sigstore.json", lambda d: d["dsseEnvelope"]["signatures"][0].update(sig=sig)
+    )
+    return h.trusted
+
+
+def _untrusted_key(b: Path, h: Harness) -> Path:
+    _resign(b, "manifest.sigstore.json", Ed25519PrivateKey.generate())
+    return h.trusted
+
+
+def _changed_hint(b: Path, h: Harness) -> Path:
+    _edit_json(
+        b / "manifest.sigstore.json",
+        lambda d: d["verificationMaterial"]["publicKey"].update(hint="0" * 64),
+    )
+    return h.trusted
+
+
+def _payload_type(b: Path, h: Harness) -> Path:
+    from pipeline.documents.keys import load_private_key
+
+    key = load_private_key(h.key.private_pem)
+    _resign(b, "manifest.sigstore.json", key, payload_type="application/json")
+    return h.trusted
+
+
+def _key_expired(b: Path, h: Harness) -> Path:
+    from pipeline.documents.keys import load_private_key
+
+    public = load_private_key(h.key.private_pem).public_key()
+    past = datetime.now(UTC) - timedelta(days=1)
+    path = b.parent / "expired-keys.json"
+    path.write_bytes(trusted_keys_json([trusted_key_entry(public, "release", past)]))
+    return path
+
+
+def _role_mismatch(b: Path, h: Harness) -> Path:
+    from pipeline.documents.keys import load_private_key
+
+    public = load_private_key(h.key.private_pem).public_key()
+    path = b.parent / "dev-role.json"
+    later = datetime.now(UTC) + timedelta(days=30)
+    path.write_bytes(trusted_keys_json([trusted_key_entry(public, "development", later)]))
+    return path
+
+
+def _extra_signature(b: Path, h: Harness) -> Path:
+    doc = json.loads((b / "manifest.sigstore.json").read_text())
+    doc["dsseEnvelope"]["signatures"].append(doc["dsseEnvelope"]["signatures"][0])
+    (b / "manifest.sigstore.json").write_text(json.dumps(doc))
+    return h.trusted
+
+
+def _with_tlog_entry(b: Path, h: Harness) -> Path:
+    _edit_json(
+        b / "manifest.sigstore.json", lambda d: d["verificationMaterial"].update(tlogEntries=[{}])
+    )
+    return h.trusted
+
+
+def _checksum_of_other_bytes(b: Path, h: Harness) -> Path:
+    """A well-formed line whose digest is the SHA-256 of other bytes: only the digest
+    comparison can reject it (a non-hex digit would stop at the parser)."""
+    lines = (b / "SHA256SUMS").read_text().splitlines(keepends=True)
+    digest, sep, name = lines[0].partition("  ")
+    other = hashlib.sha256(b"other bytes than " + name.encode()).hexdigest()
+    assert other != digest and len(other) == len(digest)
+    lines[0] = other + sep + name
+    (b / "SHA256SUMS").write_text("".join(lines))
+    return h.trusted
+
+
+# name -> (tamper, extra CLI args, error id)
+CASES: dict[str, tuple[Callable[[Path, Harness], Path], tuple[str, ...], str]] = {
+    "drop-artifact": (_drop_artifact, (), "files.missing"),
+    "drop-sbom": (_drop_sbom, (), "files.missing"),
+    "drop-signature": (_drop_signature, (), "files.missing"),
+    "drop-tarball": (_drop_tarball, (), "files.missing"),
+    "add-file": (_add_file, (), "files.extra"),
+    "swap-artifacts": (_swap_artifacts, (), "files.swapped"),
+    "replace-signature": (_replace_signature, (), "signature.invalid"),
+    "untrusted-key": (_untrusted_key, (), "signature.untrusted-key"),
+    "hint-mismatch": (_changed_hint, (), "signature.hint-mismatch"),
+    "payload-type": (_payload_type, (), "signature.payload-type"),
+    "key-expired": (_key_expired, (), "signature.key-expired"),
+    "role-mismatch": (_role_mismatch, ("--allow-dev-key",), "manifest.key-class"),
+    "role-development": (_role_mismatch, (), "signature.development-key"),
+    "two-signatures": (_extra_signature, (), "signature.malformed"),
+    "tlog-entry": (_with_tlog_entry, (), "signature.malformed"),
+    "sha256sums-digest-of-other-bytes": (_checksum_of_other_bytes, (), "checksums.mismatch"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_tampering(pristine: tuple[Harness, Path], tmp_path: Path, case: str) -> None:
+    tamper, extra, error_id = CASES[case]
+    bundle = copy_pristine(pristine, tmp_path)
+    trusted = tamper(bundle, pristine[0])
+    code, result, _ = verify_json(bundle, trusted, *extra)
+    assert (code, result["error"]["id"]) == (1, error_id)
+
+
+def test_pristine_copy_verifies(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
+    """The control for every case above: an untouched copy passes through the same CLI."""
+    bundle = copy_pristine(pristine, tmp_path)
+    code, result, _ = verify_json(bundle, pristine[0].trusted)
+    assert (code, result["ok"], len(result["steps"])) == (0, True, 14)
+
+
+def test_expired_manifest(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
+    h, _ = pristine
+    bundle = copy_pristine(pristine, tmp_path)
+    expires = json.loads((bundle / "manifest.json").read_text())["expires_epoch"]
+    code, result, _ = verify_json(bundle, h.trusted, "--at-epoch", str(expires))
+    assert (code, result["error"]["id"]) == (1, "manifest.expired")
+    code, _, _ = verify_json(bundle, h.trusted, "--at-epoch", str(expires - 1))
+    assert code == 0
+
+
+def test_dev_key_needs_allow_dev_key(harness: Harness, tmp_path: Path) -> None:
+    bundle = harness.release(key_path=None, env={}).bundle
+    assert bundle is not None
+    trusted = harness.repo / ".dev-keys/development.trusted-keys.json"
+    code, result, _ = verify_json(bundle, trusted)
+    assert (code, result["error"]["id"]) == (1, "signature.development-key")
+    code, result, _ = verify_json(bundle, trusted, "--allow-dev-key")
+    assert (code, result["key_class"]) == (0, "development")
+
+
+def test_report_is_rederived_with_verifiers_policy(
+    pristine: tuple[Harness, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verifier whose policy finds something the builder's did not rejects the bundle."""
+
+    def stricter(artifacts: Any) -> dict[str, Any]:
+        report = fake_report(artifacts)
+        report["artifacts"][0]["findings"].append(
+            {"id": "strict.extra", "ok": False, "evidence": "verifier-only rule"}
+        )
+        return report
+
+    monkeypatch.setattr(verifier, "default_deriver", lambda: stricter)
+    code, result, _ = verify_json(pristine[1], pristine[0].trusted)
+    assert (code, result["error"]["id"]) == (1, "report.mismatch")
+
+
+@pytest.mark.parametrize(
+    ("content", "error_id"),
+    [(b"not a tarball", "bundle.unreadable"), (None, "bundle.unreadable")],
+    ids=["garbage-file", "no-such-path"],
+)
+def test_unreadable_input_exits_3(
+    pristine: tuple[Harness, Path], tmp_path: Path, content: bytes | None, error_id: str
+) -> None:
+    path = tmp_path / "input.tar.gz"
+    if content is not None:
+        path.write_bytes(content)
+    code, result, _ = verify_json(path, pristine[0].trusted)
+    assert (code, result["error"]["id"]) == (3, error_id)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"schema": "tinyrustlm.trusted-keys.v1", "keys": []}', "{", '{"keys": 1}'],
+    ids=["empty", "not-json", "wrong-shape"],
+)
+def test_bad_trusted_keys_exit_3(pristine: tuple[Harness, Path], tmp_path: Path, text: str) -> None:
+    path = tmp_path / "trusted.json"
+    path.write_text(text)
+    code, result, _ = verify_json(pristine[1], path)
+    assert (code, result["error"]["id"]) == (3, "trusted-keys.invalid")
+    assert result["error"]["step"] is None and result["steps"] == []
+
+
+def test_keyid_must_be_the_keys_digest(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
+    doc = json.loads(pristine[0].trusted.read_text())
+    doc["keys"][0]["keyid"] = "f" * 64
+    path = tmp_path / "trusted.json"
+    path.write_text(json.dumps(doc))
+    code, result, _ = verify_json(pristine[1], path)
+    assert (code, result["error"]["id"]) == (3, "trusted-keys.invalid")
+
+
+def test_human_output_names_the_failed_step(
+    pristine: tuple[Harness, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = copy_pristine(pristine, tmp_path)
+    (bundle / "js/extra.js").write_text("x")
+    code = verify_main(["bundle", str(bundle), "--trusted-keys", str(pristine[0].trusted)])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "[ 7/14] no missing or extra files: FAILED" in out
+    assert err.startswith("error[files.extra]:") and "js/extra.js" in err
+
+
+def test_signed_payload_is_used_not_reserialised(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
+    """A re-serialised (non-canonical) but correctly signed manifest is refused."""
+    from pipeline.documents.keys import load_private_key
+
+    h, _ = pristine
+    bundle = copy_pristine(pristine, tmp_path)
+    pretty = json.dumps(json.loads((bundle / "manifest.json").read_text()), indent=1).encode()
+    (bundle / "manifest.json").write_bytes(pretty)
+    _resign(
+        bundle,
+        "manifest.sigstore.json",
+        load_private_key(h.key.private_pem),
+        MANIFEST_PAYLOAD_TYPE,
+        pretty,
+    )
+    code, result, _ = verify_json(bundle, h.trusted)
+    assert (code, result["error"]["id"]) == (1, "manifest.invalid")
+
+
+def test_other_trusted_key_file_does_not_vouch(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
+    other = generate_key_files(tmp_path / "other", "other", "release")
+    code, result, _ = verify_json(pristine[1], other.trusted_keys)
+    assert (code, result["error"]["id"]) == (1, "signature.untrusted-key")
