@@ -1,5 +1,5 @@
 """The integer tier's golden vectors (tests/golden/int8_*.json, made by the scalar oracle)
-against the independent numpy statement of CONTRACT.md §10 (tests/runtime/int8ref.py): the
+against the independent numpy statement of CONTRACT.md §10 (tests/crates/runtime/int8ref.py): the
 quantizer (edge values and every length 1..64), the integer q8/q4 rows (every tail 1..64),
 and the `small-int8` model's token sequences through forward_ref's INT8 kernel set."""
 
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from pipeline.modelpack import PRESETS, pack
-from tests.runtime import forward_ref, int8ref
-from tests.runtime.test_e2e_reference import reference_run
-from tests.runtime.test_golden_vectors import load, raw
+from tests.crates.runtime import forward_ref, int8ref
+from tests.crates.runtime.test_e2e_reference import reference_run
+from tests.crates.runtime.test_golden_vectors import load, raw
 from verify.formats.golden import (
     F32Expected,
     F32Input,

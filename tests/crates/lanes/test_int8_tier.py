@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pipeline.modelpack import PRESETS, pack
-from tests.lanes.conftest import GOLDEN, Drive
+from tests.crates.lanes.conftest import GOLDEN, Drive
 
 TILES = tuple(range(1, 17))
 SCALAR, SIMD, THREADS = "scalar-wasm32", "simd128-wasm32", "simd128-threads-wasm32"

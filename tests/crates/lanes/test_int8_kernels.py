@@ -1,5 +1,5 @@
 """The integer tier's kernels (CONTRACT.md §10) in the scalar and simd128 kernel harnesses
-(wasmtime): the quantizer against the independent numpy reference (tests/runtime/int8ref.py)
+(wasmtime): the quantizer against the independent numpy reference (tests/crates/runtime/int8ref.py)
 on the contract's worked examples and edge values (all-zero block, ±max, rounding ties,
 subnormals, non-finite refused); and the integer q8/q4 rows — the oracle, the lane's matvec
 and the lane's prefill tile — bit-identical to each other and to the reference for every tail
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import wasmtime
 
-from tests.runtime import int8ref
+from tests.crates.runtime import int8ref
 
 LANES = ["scalar-wasm32", "simd128-wasm32"]
 NUMERICAL_FAILURE = 18
