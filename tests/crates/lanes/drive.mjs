@@ -12,8 +12,8 @@
 //   node drive.mjs prefill-cancel LANE.wasm WORKERS MODEL TILE
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { instantiate, sha256Hex, TR_CANCELLED } from '../../crates/wasm/js/host.js';
-import * as abi from '../../crates/wasm/js/abi.js';
+import { instantiate, sha256Hex, TR_CANCELLED } from '../../../crates/wasm/js/host.js';
+import * as abi from '../../../crates/wasm/js/abi.js';
 
 const bitsToF32 = (b) => new Float32Array(new Uint32Array([Number(b)]).buffer)[0];
 const f32ToBits = (f) => new Uint32Array(new Float32Array([f]).buffer)[0];
