@@ -35,8 +35,41 @@ fn scale_of(block: &[u8]) -> f32 {
     f32::from_le_bytes([block[0], block[1], block[2], block[3]])
 }
 
-/// The 32 codes of one block as two i8x16 (elements 0..16, 16..32).
-type Codes = fn(&[u8]) -> (v128, v128);
+/// The 32 codes of one block as two i8x16 (elements 0..16, 16..32). A generic parameter, not
+/// a fn pointer: each layout's kernel is monomorphized and the code load inlined (an indirect
+/// call per row and block measured 2x slower than the f32 tier).
+trait Codes: Copy {
+    const BLOCK_BYTES: usize;
+    fn codes(block: &[u8]) -> (v128, v128);
+    fn tail(row: &[u8], ac: &[i8], asc: &[f32]) -> f32;
+}
+
+#[derive(Clone, Copy)]
+struct Q8;
+#[derive(Clone, Copy)]
+struct Q4;
+
+impl Codes for Q8 {
+    const BLOCK_BYTES: usize = Q8_BLOCK_BYTES;
+    #[inline(always)]
+    fn codes(block: &[u8]) -> (v128, v128) {
+        q8_codes(block)
+    }
+    fn tail(row: &[u8], ac: &[i8], asc: &[f32]) -> f32 {
+        int8::row_q8(row, ac, asc)
+    }
+}
+
+impl Codes for Q4 {
+    const BLOCK_BYTES: usize = Q4_BLOCK_BYTES;
+    #[inline(always)]
+    fn codes(block: &[u8]) -> (v128, v128) {
+        q4_codes(block)
+    }
+    fn tail(row: &[u8], ac: &[i8], asc: &[f32]) -> f32 {
+        int8::row_q4(row, ac, asc)
+    }
+}
 
 #[inline(always)]
 fn q8_codes(block: &[u8]) -> (v128, v128) {
@@ -82,7 +115,8 @@ fn transpose_sum(p0: v128, p1: v128, p2: v128, p3: v128) -> v128 {
 
 /// Four rows (r0..r0+4 of `w`, rows of `blocks` blocks) against one token: the rows' values.
 #[inline(always)]
-fn quad(w: &[u8], r0: usize, block_bytes: usize, codes: Codes, ac: &[i8], asc: &[f32]) -> v128 {
+fn quad<C: Codes>(w: &[u8], r0: usize, ac: &[i8], asc: &[f32]) -> v128 {
+    let block_bytes = C::BLOCK_BYTES;
     let row_bytes = asc.len() * block_bytes;
     let rows = [&w[r0 * row_bytes..(r0 + 1) * row_bytes], &w[(r0 + 1) * row_bytes..(r0 + 2) * row_bytes],
         &w[(r0 + 2) * row_bytes..(r0 + 3) * row_bytes], &w[(r0 + 3) * row_bytes..(r0 + 4) * row_bytes]];
@@ -93,10 +127,10 @@ fn quad(w: &[u8], r0: usize, block_bytes: usize, codes: Codes, ac: &[i8], asc: &
         let blk = [&rows[0][at..at + block_bytes], &rows[1][at..at + block_bytes],
             &rows[2][at..at + block_bytes], &rows[3][at..at + block_bytes]];
         let isum = transpose_sum(
-            partials(codes(blk[0]), &a),
-            partials(codes(blk[1]), &a),
-            partials(codes(blk[2]), &a),
-            partials(codes(blk[3]), &a),
+            partials(C::codes(blk[0]), &a),
+            partials(C::codes(blk[1]), &a),
+            partials(C::codes(blk[2]), &a),
+            partials(C::codes(blk[3]), &a),
         );
         let ws = f32x4(scale_of(blk[0]), scale_of(blk[1]), scale_of(blk[2]), scale_of(blk[3]));
         // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
@@ -112,8 +146,8 @@ fn store_quad(out: &mut [f32], at: usize, v: v128) {
     unsafe { v128_store(four.as_mut_ptr() as *mut v128, v) }
 }
 
-fn rows(w: &[u8], block_bytes: usize, codes: Codes, tail: fn(&[u8], &[i8], &[f32]) -> f32, ac: &[i8], asc: &[f32], out: &mut [f32]) {
-    let row_bytes = asc.len() * block_bytes;
+fn rows<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
+    let row_bytes = asc.len() * C::BLOCK_BYTES;
     if row_bytes == 0 {
         out.iter_mut().for_each(|o| *o = 0.0);
         return;
@@ -122,11 +156,11 @@ fn rows(w: &[u8], block_bytes: usize, codes: Codes, tail: fn(&[u8], &[i8], &[f32
     let whole = n / 4 * 4;
     let mut r = 0;
     while r < whole {
-        store_quad(out, r, quad(w, r, block_bytes, codes, ac, asc));
+        store_quad(out, r, quad::<C>(w, r, ac, asc));
         r += 4;
     }
     while r < n {
-        out[r] = tail(&w[r * row_bytes..(r + 1) * row_bytes], ac, asc);
+        out[r] = C::tail(&w[r * row_bytes..(r + 1) * row_bytes], ac, asc);
         r += 1;
     }
 }
@@ -134,36 +168,27 @@ fn rows(w: &[u8], block_bytes: usize, codes: Codes, tail: fn(&[u8], &[i8], &[f32
 /// See `int8::matvec_q8`.
 pub fn matvec_q8(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
     count_simd();
-    rows(w, Q8_BLOCK_BYTES, q8_codes, int8::row_q8, ac, asc, out);
+    rows::<Q8>(w, ac, asc, out);
 }
 
 /// See `int8::matvec_q4`.
 pub fn matvec_q4(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
     count_simd();
-    rows(w, Q4_BLOCK_BYTES, q4_codes, int8::row_q4, ac, asc, out);
+    rows::<Q4>(w, ac, asc, out);
 }
 
-fn tile(
-    w: &[u8],
-    block_bytes: usize,
-    codes: Codes,
-    tail: fn(&[u8], &[i8], &[f32]) -> f32,
-    ac: &[i8],
-    asc: &[f32],
-    blocks: usize,
-    emit: &mut dyn FnMut(usize, usize, f32),
-) {
+fn tile<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
     if blocks == 0 {
         return;
     }
-    let row_bytes = blocks * block_bytes;
+    let row_bytes = blocks * C::BLOCK_BYTES;
     let n = w.len() / row_bytes;
     let tokens = asc.len() / blocks;
     let whole = n / 4 * 4;
     let mut r = 0;
     while r < whole {
         for t in 0..tokens {
-            let v = quad(w, r, block_bytes, codes, &ac[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &asc[t * blocks..(t + 1) * blocks]);
+            let v = quad::<C>(w, r, &ac[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &asc[t * blocks..(t + 1) * blocks]);
             emit(r, t, f32x4_extract_lane::<0>(v));
             emit(r + 1, t, f32x4_extract_lane::<1>(v));
             emit(r + 2, t, f32x4_extract_lane::<2>(v));
@@ -174,7 +199,7 @@ fn tile(
     while r < n {
         let row = &w[r * row_bytes..(r + 1) * row_bytes];
         for t in 0..tokens {
-            emit(r, t, tail(row, &ac[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &asc[t * blocks..(t + 1) * blocks]));
+            emit(r, t, C::tail(row, &ac[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &asc[t * blocks..(t + 1) * blocks]));
         }
         r += 1;
     }
@@ -183,11 +208,11 @@ fn tile(
 /// See `int8::matmul_q8`.
 pub fn matmul_q8(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
     count_simd();
-    tile(w, Q8_BLOCK_BYTES, q8_codes, int8::row_q8, ac, asc, blocks, emit);
+    tile::<Q8>(w, ac, asc, blocks, emit);
 }
 
 /// See `int8::matmul_q4`.
 pub fn matmul_q4(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
     count_simd();
-    tile(w, Q4_BLOCK_BYTES, q4_codes, int8::row_q4, ac, asc, blocks, emit);
+    tile::<Q4>(w, ac, asc, blocks, emit);
 }
