@@ -113,13 +113,13 @@ fn scale_of(block: &[u8]) -> f32 {
 /// next pair. Measured on the bench machine (x86-64, V8): streaming a 72 MiB q8 matrix goes
 /// from ~6 to ~9-12 GB/s; the kernel alone issues too few loads per instruction for the
 /// out-of-order window to keep enough cache misses in flight.
-const PREFETCH_AHEAD: usize = 4096;
+pub(super) const PREFETCH_AHEAD: usize = 4096;
 
 /// Software prefetch (Wasm has no prefetch instruction): one byte load per 64-byte line of
 /// `w[start..start + len]`, clipped to `w` (never a byte outside the stored weights). The loads
 /// are volatile so they are not removed; their values are unused and cannot affect a result.
 #[inline(always)]
-fn touch_lines(w: &[u8], start: usize, len: usize) {
+pub(super) fn touch_lines(w: &[u8], start: usize, len: usize) {
     let end = start.saturating_add(len).min(w.len());
     let mut at = start;
     while at < end {

@@ -11,6 +11,7 @@
 
 use core::arch::wasm32::*;
 
+use super::simd128::{touch_lines, PREFETCH_AHEAD};
 use super::{count_simd, int8};
 use crate::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
 
@@ -87,11 +88,11 @@ fn q4_codes(block: &[u8]) -> (v128, v128) {
     (i8x16_sub(t0, i8x16_splat(8)), i8x16_sub(t1, i8x16_splat(8)))
 }
 
-/// The activation codes of one block widened to four i16x8.
+/// The activation codes of one block (32) widened to four i16x8.
 #[inline(always)]
-fn widen_acts(codes: &[i8], at: usize) -> [v128; 4] {
-    let a0 = load16_i8(codes, at);
-    let a1 = load16_i8(codes, at + 16);
+fn widen_acts(codes: &[i8]) -> [v128; 4] {
+    let a0 = load16_i8(codes, 0);
+    let a1 = load16_i8(codes, 16);
     [i16x8_extend_low_i8x16(a0), i16x8_extend_high_i8x16(a0), i16x8_extend_low_i8x16(a1), i16x8_extend_high_i8x16(a1)]
 }
 
@@ -113,26 +114,26 @@ fn transpose_sum(p0: v128, p1: v128, p2: v128, p3: v128) -> v128 {
     i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(s01, s23), i32x4_shuffle::<2, 3, 6, 7>(s01, s23))
 }
 
-/// Four rows (r0..r0+4 of `w`, rows of `blocks` blocks) against one token: the rows' values.
+/// Four rows (`rows`, whole stored rows) against one token: the rows' values in lanes 0..4.
+/// Iterators, not index arithmetic: the release profile keeps overflow checks, which would
+/// check every `b * block_bytes`.
 #[inline(always)]
-fn quad<C: Codes>(w: &[u8], r0: usize, ac: &[i8], asc: &[f32]) -> v128 {
-    let block_bytes = C::BLOCK_BYTES;
-    let row_bytes = asc.len() * block_bytes;
-    let rows = [&w[r0 * row_bytes..(r0 + 1) * row_bytes], &w[(r0 + 1) * row_bytes..(r0 + 2) * row_bytes],
-        &w[(r0 + 2) * row_bytes..(r0 + 3) * row_bytes], &w[(r0 + 3) * row_bytes..(r0 + 4) * row_bytes]];
+fn quad<C: Codes>(rows: &[u8], row_bytes: usize, ac: &[i8], asc: &[f32]) -> v128 {
+    let (r01, r23) = rows.split_at(2 * row_bytes);
+    let (r0, r1) = r01.split_at(row_bytes);
+    let (r2, r3) = r23.split_at(row_bytes);
+    let bb = C::BLOCK_BYTES;
+    let blocks = r0.chunks_exact(bb).zip(r1.chunks_exact(bb)).zip(r2.chunks_exact(bb)).zip(r3.chunks_exact(bb));
     let mut acc = f32x4_splat(0.0);
-    for (b, a_scale) in asc.iter().enumerate() {
-        let at = b * block_bytes;
-        let a = widen_acts(ac, b * BLOCK);
-        let blk = [&rows[0][at..at + block_bytes], &rows[1][at..at + block_bytes],
-            &rows[2][at..at + block_bytes], &rows[3][at..at + block_bytes]];
+    for ((((b0, b1), b2), b3), (a, a_scale)) in blocks.zip(ac.chunks_exact(BLOCK).zip(asc)) {
+        let a = widen_acts(a);
         let isum = transpose_sum(
-            partials(C::codes(blk[0]), &a),
-            partials(C::codes(blk[1]), &a),
-            partials(C::codes(blk[2]), &a),
-            partials(C::codes(blk[3]), &a),
+            partials(C::codes(b0), &a),
+            partials(C::codes(b1), &a),
+            partials(C::codes(b2), &a),
+            partials(C::codes(b3), &a),
         );
-        let ws = f32x4(scale_of(blk[0]), scale_of(blk[1]), scale_of(blk[2]), scale_of(blk[3]));
+        let ws = f32x4(scale_of(b0), scale_of(b1), scale_of(b2), scale_of(b3));
         // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
         acc = f32x4_add(acc, f32x4_mul(f32x4_mul(ws, f32x4_splat(*a_scale)), f32x4_convert_i32x4(isum)));
     }
@@ -140,8 +141,8 @@ fn quad<C: Codes>(w: &[u8], r0: usize, ac: &[i8], asc: &[f32]) -> v128 {
 }
 
 #[inline(always)]
-fn store_quad(out: &mut [f32], at: usize, v: v128) {
-    let four = &mut out[at..at + 4];
+fn store_quad(four: &mut [f32], v: v128) {
+    let four = &mut four[..4];
     // SAFETY: `four` is 16 writable bytes.
     unsafe { v128_store(four.as_mut_ptr() as *mut v128, v) }
 }
@@ -152,16 +153,16 @@ fn rows<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
         out.iter_mut().for_each(|o| *o = 0.0);
         return;
     }
-    let n = out.len();
-    let whole = n / 4 * 4;
-    let mut r = 0;
-    while r < whole {
-        store_quad(out, r, quad::<C>(w, r, ac, asc));
-        r += 4;
+    let mut quads = out.chunks_exact_mut(4);
+    let mut groups = w.chunks_exact(4 * row_bytes);
+    let mut start = 0usize;
+    for (o, four) in (&mut quads).zip(&mut groups) {
+        touch_lines(w, start.saturating_add((4 * row_bytes).max(PREFETCH_AHEAD)), 4 * row_bytes);
+        start += 4 * row_bytes;
+        store_quad(o, quad::<C>(four, row_bytes, ac, asc));
     }
-    while r < n {
-        out[r] = C::tail(&w[r * row_bytes..(r + 1) * row_bytes], ac, asc);
-        r += 1;
+    for (o, row) in quads.into_remainder().iter_mut().zip(groups.remainder().chunks_exact(row_bytes)) {
+        *o = C::tail(row, ac, asc);
     }
 }
 
@@ -182,13 +183,13 @@ fn tile<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dy
         return;
     }
     let row_bytes = blocks * C::BLOCK_BYTES;
-    let n = w.len() / row_bytes;
-    let tokens = asc.len() / blocks;
-    let whole = n / 4 * 4;
+    let groups = w.chunks_exact(4 * row_bytes);
+    let rest = groups.remainder();
+    let tokens = || ac.chunks_exact(blocks * BLOCK).zip(asc.chunks_exact(blocks)).enumerate();
     let mut r = 0;
-    while r < whole {
-        for t in 0..tokens {
-            let v = quad::<C>(w, r, &ac[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &asc[t * blocks..(t + 1) * blocks]);
+    for four in groups {
+        for (t, (tc, ts)) in tokens() {
+            let v = quad::<C>(four, row_bytes, tc, ts);
             emit(r, t, f32x4_extract_lane::<0>(v));
             emit(r + 1, t, f32x4_extract_lane::<1>(v));
             emit(r + 2, t, f32x4_extract_lane::<2>(v));
@@ -196,10 +197,9 @@ fn tile<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dy
         }
         r += 4;
     }
-    while r < n {
-        let row = &w[r * row_bytes..(r + 1) * row_bytes];
-        for t in 0..tokens {
-            emit(r, t, C::tail(row, &ac[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &asc[t * blocks..(t + 1) * blocks]));
+    for row in rest.chunks_exact(row_bytes) {
+        for (t, (tc, ts)) in tokens() {
+            emit(r, t, C::tail(row, tc, ts));
         }
         r += 1;
     }
