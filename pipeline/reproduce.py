@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.documents.assemble import documents_of
 from pipeline.documents.attest import Compared, rebuild_statement, write_attestation
 from pipeline.documents.keys import SigningKey, load_private_key
@@ -37,7 +38,6 @@ from pipeline.lanebuild.driver import build_lanes
 from pipeline.release.bundle import bundle_contents
 from pipeline.release.steps import step_smoke, step_verify
 from pipeline.toolchain.check import check_installed
-from pipeline.tree import paths
 from pipeline.tree.snapshot import read_tree
 from verify.bundle.dsse import keyid_of, parse_sigstore_bundle
 from verify.bundle.layout import (
@@ -120,6 +120,13 @@ def _git(args: list[str], cwd: Path) -> str:
     return done.stdout.strip()
 
 
+def _is_git_repository(path: Path) -> bool:
+    done = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
 def prepare_checkout(source: str, revision: str, workdir: Path) -> Path:
     """A fresh clone of `source` at `revision` (reused if `workdir` already holds it)."""
     checkout = workdir / "tinyrustlm"
@@ -158,12 +165,14 @@ def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> d
     """The bundle's unsigned files as the rebuild makes them: the release's own public steps
     (verify, smoke, `documents_of`) over the rebuilt lanes, never its signing; then SHA256SUMS
     and the tarball over them plus the release's two signature files."""
-    tested = step_smoke(step_verify(built))
+    # the release's signed choices are inputs here, not outputs: disabled and unsmoked lanes
+    tested = step_smoke(step_verify(built), manifest.unsmoked_lanes or ())
     documents = documents_of(
         built,
         tested.verified.report,
         manifest.key_class,
         disabled_lanes=manifest.disabled_lanes or (),
+        unsmoked_lanes=manifest.unsmoked_lanes or (),
         conformance=_shipped_conformance(bundle),
     )
     signatures = {
@@ -409,7 +418,21 @@ def run(args: argparse.Namespace) -> int:
             )
         private = load_private_key(args.key)
         key = SigningKey(private, keyid_of(private.public_key()), "release", str(args.key))
+    if args.bundle.is_file():
+        raise ReproduceError(
+            "reproduce needs the unpacked bundle folder, not a file",
+            where=str(args.bundle),
+            hint=f"unpack it first (tar -xzf {args.bundle}) and pass the tinyrustlm-<version> "
+            "folder; `tinyrustlm-verify bundle` verifies a tarball as it is",
+        )
     source = str(Path(args.source).resolve()) if Path(args.source).exists() else args.source
+    if Path(source).exists() and not _is_git_repository(Path(source)):
+        raise ReproduceError(
+            "the source to clone the release's revision from is not a git repository",
+            where=source,
+            hint="run it inside a clone of the release's repository, or pass --source REPO "
+            "(a path or URL of that repository)",
+        )
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-reproduce-") as tmp:
         workdir = args.workdir or Path(tmp)

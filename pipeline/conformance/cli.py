@@ -42,9 +42,10 @@ class UsageError(PipelineError):
     exit_code = EXIT_USAGE
 
 
-def _names(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in allowed]
+def engine_names(text: str, allowed: tuple[str, ...], flag: str) -> list[str]:
+    """A comma-separated list of known names, none empty (usage error otherwise)."""
+    names = [n.strip() for n in text.split(",")]
+    unknown = [n or "(empty)" for n in names if n not in allowed]
     if unknown or not names:
         what = f"unknown {', '.join(unknown)}" if unknown else "an empty list"
         raise UsageError(
@@ -122,7 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.cases < 1 or args.speed_runs < 1:
         raise UsageError("--cases and --speed-runs must be >= 1", where="command line")
-    engines = _names(args.engines, ALL_ENGINES, "--engines")
+    engines = engine_names(args.engines, ALL_ENGINES, "--engines")
     subject = from_bundle(args.bundle)
     trust = None
     if args.trusted_keys is not None:
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         trust=trust,
         cases=args.cases,
         seed=args.seed,
-        speed_models=_names(args.speed, tuple(PRESETS), "--speed") if args.speed else (),
+        speed_models=engine_names(args.speed, tuple(PRESETS), "--speed") if args.speed else (),
         speed_runs=args.speed_runs,
         page_timeout=args.timeout,
     )

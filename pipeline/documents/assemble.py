@@ -63,6 +63,7 @@ class ReleaseMaterial:
     compiler: CompilerVersions | None = None  # pinned rustc/LLVM, quoted by receipts
     conformance: bytes | None = None  # conformance.json (release --conformance)
     disabled_lanes: tuple[str, ...] = ()  # signed rollback flags (release --disable-lane)
+    unsmoked_lanes: tuple[str, ...] = ()  # shipped without a self-test (release --ship-unsmoked)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
         expires_epoch=material.expires_epoch,
         compiler=material.compiler,
         disabled_lanes=material.disabled_lanes,
+        unsmoked_lanes=material.unsmoked_lanes,
     )
     files: dict[str, bytes] = {f.url: f.data for f in (*material.artifacts, *material.js_files)}
     files[MANIFEST] = manifest_bytes(manifest)
@@ -184,6 +186,7 @@ def material_of(
     report: Mapping[str, Any],
     *,
     disabled_lanes: Sequence[str] = (),
+    unsmoked_lanes: Sequence[str] = (),
     conformance: bytes | None = None,
 ) -> ReleaseMaterial:
     """Everything the documents are made of: the build's artifacts (their bytes checked
@@ -222,6 +225,7 @@ def material_of(
         compiler=compiler_versions(tree.lock),
         conformance=conformance,
         disabled_lanes=tuple(sorted(set(disabled_lanes))),
+        unsmoked_lanes=tuple(sorted(set(unsmoked_lanes))),
     )
 
 
@@ -231,9 +235,16 @@ def documents_of(
     key_class: KeyClass,
     *,
     disabled_lanes: Sequence[str] = (),
+    unsmoked_lanes: Sequence[str] = (),
     conformance: bytes | None = None,
 ) -> Documents:
     """Manifest, report, SBOM and provenance statement of a build: the one function a release
     and a rebuild both make their documents with."""
-    material = material_of(built, report, disabled_lanes=disabled_lanes, conformance=conformance)
+    material = material_of(
+        built,
+        report,
+        disabled_lanes=disabled_lanes,
+        unsmoked_lanes=unsmoked_lanes,
+        conformance=conformance,
+    )
     return assemble(material, key_class)

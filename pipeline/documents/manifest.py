@@ -112,6 +112,7 @@ def build_manifest(
     expires_epoch: int,
     compiler: CompilerVersions | None = None,
     disabled_lanes: Sequence[str] = (),
+    unsmoked_lanes: Sequence[str] = (),
 ) -> ModuleManifest:
     """The manifest of one release, build id included."""
     by_lane = {entry.lane: entry for entry in index.lanes}
@@ -170,6 +171,8 @@ def build_manifest(
         fields["compiler"] = compiler.model_dump(mode="json")
     if disabled_lanes:
         fields["disabled_lanes"] = list(disabled_lanes)
+    if unsmoked_lanes:
+        fields["unsmoked_lanes"] = list(unsmoked_lanes)
     listed = [
         *[f for f in artifacts if by_lane[f.lane].kind == "wasm"],
         *[f for f in artifacts if by_lane[f.lane].kind == "native"],

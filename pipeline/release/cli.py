@@ -10,7 +10,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.conformance.matrix import Options
+from pipeline.conformance.cli import engine_names
+from pipeline.conformance.matrix import ALL_ENGINES, Options
 from pipeline.documents.keys import dev_trusted_keys
 from pipeline.errors import EXIT_OK
 from pipeline.release.conformance import run_conformance
@@ -69,6 +70,16 @@ def summary(done: Bundled) -> str:
     return "\n".join(lines)
 
 
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: a conformance run needs at least 1 case")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--key",
@@ -101,7 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the conformance matrix (all engines) and ship conformance.json",
     )
     parser.add_argument(
-        "--conformance-cases", type=int, default=100, metavar="N", help="cases (default 100)"
+        "--conformance-cases",
+        type=_at_least_one,
+        default=100,
+        metavar="N",
+        help="cases (default 100, at least 1)",
     )
     parser.add_argument(
         "--conformance-require",
@@ -116,6 +131,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="disabled_lanes",
         metavar="ID",
         help="switch this wasm lane off in the signed manifest (repeatable; no rebuild needed)",
+    )
+    parser.add_argument(
+        "--ship-unsmoked",
+        action="append",
+        default=[],
+        dest="unsmoked_lanes",
+        metavar="ID",
+        help="ship this lane although its self-test did not run on this machine (repeatable; "
+        "the signed manifest records it in unsmoked_lanes)",
     )
     parser.add_argument(
         "--from-records",
@@ -145,12 +169,15 @@ def run(args: argparse.Namespace) -> int:
         key_path=args.key,
         key_class=args.key_class,
         disabled_lanes=tuple(args.disabled_lanes),
+        unsmoked_lanes=tuple(args.unsmoked_lanes),
     )
     steps = STEPS
     if args.from_records:
         steps = replace(steps, build=build_from_records(args.from_records))
-    if args.conformance or args.conformance_require:
-        require = [n for n in args.conformance_require.split(",") if n]
+    require: list[str] = []
+    if args.conformance_require:  # checked before anything runs, not after the matrix
+        require = engine_names(args.conformance_require, ALL_ENGINES, "--conformance-require")
+    if args.conformance or require:
         options = Options(cases=args.conformance_cases)
         steps = replace(steps, conformance=run_conformance(options, require))
     print(summary(run_release(request, steps)))

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from pipeline import paths
 from pipeline.documents.assemble import MANIFEST_VALIDITY_SECONDS, Documents, documents_of
 from pipeline.documents.keys import SigningKey, resolve_signing_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
@@ -49,7 +50,6 @@ from pipeline.release.bundle import (
     write_bundle,
 )
 from pipeline.toolchain.check import check_installed
-from pipeline.tree import paths
 from pipeline.tree.snapshot import Tree, read_tree
 from pipeline.tree.sources import require_clean
 from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
@@ -79,6 +79,8 @@ class ReleaseRequest:
     say: Say = print  # progress lines (set by run_release)
     # wasm lanes the signed manifest switches off: a rollback without a rebuild
     disabled_lanes: tuple[str, ...] = ()
+    # lanes that may ship although their self-test did not run here (recorded in the manifest)
+    unsmoked_lanes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class Tested:
 
     verified: Verified
     detail: str
+    unsmoked: tuple[str, ...] = ()  # lanes whose self-test did not run, each named by the user
 
 
 @dataclass(frozen=True)
@@ -270,22 +273,28 @@ def step_verify(built: Built, derive: Deriver | None = None) -> Verified:
 
 
 # -- 4 smoke ------------------------------------------------------------------------------
-def step_smoke(verified: Verified) -> Tested:
+def step_smoke(verified: Verified, unsmoked: Sequence[str] = ()) -> Tested:
+    """Every lane's self-test ran and passed; a lane named in `unsmoked` may instead have
+    not run (never failed) — the manifest then records it (`unsmoked_lanes`)."""
     lanes = verified.built.index.lanes
+    allowed = set(unsmoked)
     bad = [
         f"{e.lane}: {e.smoke.status} {e.smoke.detail}".strip()
         for e in lanes
-        if e.smoke.status != "pass"
+        if e.smoke.status != "pass" and not (e.smoke.status == "not-run" and e.lane in allowed)
     ]
     if bad:
         raise CheckFailed(
             f"self-test did not pass for {len(bad)} lane(s): {'; '.join(bad)}",
             where="build/index.json smoke",
-            hint="a lane ships only if its self-test ran and passed (install the engine, "
-            "or leave the lane out with --lane)",
+            hint="a lane ships only if its self-test ran and passed: install its engine, leave "
+            "it out with --lane, or name it with --ship-unsmoked (the manifest records it)",
         )
+    unsmoked = tuple(e.lane for e in lanes if e.smoke.status == "not-run")  # all named
     engines = sorted({e.smoke.engine for e in lanes})
-    return Tested(verified, f"{len(lanes)} pass ({', '.join(engines)})")
+    shipped = f"; not run, shipped as named: {', '.join(unsmoked)}" if unsmoked else ""
+    passed = sum(e.smoke.status == "pass" for e in lanes)
+    return Tested(verified, f"{passed} pass ({', '.join(engines)}){shipped}", unsmoked)
 
 
 # -- 5 sign manifest ----------------------------------------------------------------------
@@ -296,6 +305,7 @@ def step_sign_manifest(checked: Checked, tested: Tested) -> ManifestSigned:
         tested.verified.report,
         checked.key.key_class,
         disabled_lanes=checked.request.disabled_lanes,
+        unsmoked_lanes=tested.unsmoked,
     )
     signature = sign_to_sigstore_bundle(
         checked.key.private_key, MANIFEST_PAYLOAD_TYPE, documents.files[MANIFEST]
@@ -319,6 +329,7 @@ def step_sign_provenance(conformed: Conformed) -> Signed:
         tested.verified.report,
         first.checked.key.key_class,
         disabled_lanes=first.checked.request.disabled_lanes,
+        unsmoked_lanes=tested.unsmoked,
         conformance=conformed.report,
     )
     if documents.files[MANIFEST] != first.documents.files[MANIFEST]:
@@ -366,7 +377,7 @@ class Steps:
     toolchain_check: Callable[[ReleaseRequest], Checked] = step_toolchain_check
     build: Callable[[Checked], Built] = step_build
     verify: Callable[[Built, Deriver | None], Verified] = step_verify
-    smoke: Callable[[Verified], Tested] = step_smoke
+    smoke: Callable[[Verified, Sequence[str]], Tested] = step_smoke
     sign_manifest: Callable[[Checked, Tested], ManifestSigned] = step_sign_manifest
     conformance: Callable[[ManifestSigned], Conformed] = skip_conformance
     sign_provenance: Callable[[Conformed], Signed] = step_sign_provenance
@@ -407,7 +418,7 @@ def run_release(request: ReleaseRequest, steps: Steps = STEPS, say: Say = print)
         checked = step(1, steps.toolchain_check, request)
         built = step(2, steps.build, checked)
         verified = step(3, lambda b: steps.verify(b, request.derive), built)
-        tested = step(4, steps.smoke, verified)
+        tested = step(4, lambda v: steps.smoke(v, request.unsmoked_lanes), verified)
         manifest_signed = step(5, lambda t: steps.sign_manifest(checked, t), tested)
         conformed = step(6, steps.conformance, manifest_signed)
         signed = step(7, steps.sign_provenance, conformed)

@@ -1,4 +1,4 @@
-"""The scalar lane for the model campaign's sample, built as tests/runtime builds it."""
+"""The scalar lane for the model campaign's sample, built as tests/crates/runtime builds it."""
 
 from __future__ import annotations
 

@@ -134,7 +134,8 @@ def make_repo(root: Path, commit_time: int) -> Path:
     return repo
 
 
-def write_build(repo: Path, commit_time: int, smoke: str = "pass") -> None:
+def write_build(repo: Path, commit_time: int, smoke: str = "pass", only: str | None = None) -> None:
+    """The fake build; `smoke` is every lane's self-test status (only lane `only`'s if given)."""
     revision = _git(repo, "rev-parse", "HEAD")
     lock_sha = hashlib.sha256((repo / "toolchain.lock").read_bytes()).hexdigest()
     (repo / "build/artifacts").mkdir(parents=True, exist_ok=True)
@@ -147,7 +148,8 @@ def write_build(repo: Path, commit_time: int, smoke: str = "pass") -> None:
         name = f"{stem}.{lane}.{sha[:16]}" + (".wasm" if kind == "wasm" else "")
         artifact = f"build/artifacts/{name}"
         (repo / artifact).write_bytes(data)
-        smoke_result = {"status": smoke, "engine": "fake-engine 1.0", "detail": ""}
+        status = smoke if only in (None, lane) else "pass"
+        smoke_result = {"status": status, "engine": "fake-engine 1.0", "detail": ""}
         record = {
             "schema": "tinyrustlm.build-record.v1",
             "lane": lane,

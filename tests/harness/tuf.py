@@ -1,6 +1,6 @@
 """Two real signed bundles, a fresh TUF repository per test, and a real HTTP mirror.
 
-The bundles come from the release harness of tests/release (real signing, real bundle
+The bundles come from the release harness (tests/harness/release.py: real signing, real bundle
 writer, the fake build and report): 9.9.8 and 9.9.9 from two commits of one fake source tree,
 made once per test session. `Mirror` is `http.server` in a thread on 127.0.0.1 serving the
 repository folder; a test makes it hostile by mapping a URL path to what the attacker sends.

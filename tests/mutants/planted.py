@@ -99,6 +99,17 @@ def apply(bug: Bug, clone: Path) -> str | None:
     return None
 
 
+def plant(bug: Bug, clone: Path) -> str | None:
+    """Apply the bug and COMMIT it in the clone: the loader, conformance and release tests
+    clone HEAD (tests/clones.py), so an uncommitted bug would never reach them."""
+    problem = apply(bug, clone)
+    if problem is not None:
+        return problem
+    git = ["git", "-C", str(clone), "-c", "user.name=planted", "-c", "user.email=planted@invalid"]
+    subprocess.run([*git, "commit", "--quiet", "--all", "-m", f"planted: {bug.id}"], check=True)
+    return None
+
+
 def _tail(done: subprocess.CompletedProcess[str], lines: int = 3) -> str:
     out = (done.stdout + done.stderr).strip().splitlines()
     return " | ".join(out[-lines:])
@@ -120,7 +131,7 @@ def run_one(bug: Bug, workdir: Path, revision: str) -> Outcome:
         check=True,
     )
     subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", revision], check=True)
-    problem = apply(bug, clone)
+    problem = plant(bug, clone)
     if problem is not None:
         return Outcome(bug, "STALE", problem, time.monotonic() - started)
     # the clone's modules, never the editable install's (PYTHONPATH precedes both)

@@ -4,6 +4,7 @@ bugs themselves run under `nox -s mutants`."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,19 @@ def test_patch_applies_to_this_tree(bug: planted.Bug) -> None:
         assert edit.find != edit.replace
     paths = [t for t in bug.tests if t.startswith("tests/")]
     assert paths and all((REPO_ROOT / p).exists() for p in paths)
+
+
+def test_a_planted_bug_is_committed_so_a_clone_of_head_carries_it(tmp_path: Path) -> None:
+    """The loader, conformance and release tests clone HEAD: the bug must be in HEAD."""
+    bug = BUGS[0]
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(REPO_ROOT), str(clone)], check=True)
+    assert planted.plant(bug, clone) is None
+    status = subprocess.run(
+        ["git", "-C", str(clone), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert status == ""
+    second = tmp_path / "second"  # what tests/clones.py does
+    subprocess.run(["git", "clone", "--quiet", str(clone), str(second)], check=True)
+    assert bug.replace in (second / bug.file).read_text(encoding="utf-8")

@@ -24,6 +24,7 @@ from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
 from verify.bundle.versions import version_key
 from verify.errors import EXIT_OK, EXIT_USAGE, VerifyError
 from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
+from verify.formats.conformance import KNOWN_ENGINES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -122,6 +123,15 @@ def run(args: argparse.Namespace) -> int:
     if args.require_rebuilds < 0 or (args.require_rebuilds and args.rebuilders is None):
         print("error: --require-rebuilds K needs K >= 0 and --rebuilders FILE", file=sys.stderr)
         return EXIT_USAGE
+    engines = [n.strip() for n in args.require_engines.split(",")] if args.require_engines else []
+    wrong = [n or "(empty)" for n in engines if n not in KNOWN_ENGINES]
+    if wrong:
+        print(
+            f"error: --require-engines: unknown engine {', '.join(wrong)}; "
+            f"known: {', '.join(KNOWN_ENGINES)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if args.rebuild_attestations and not args.require_rebuilds:
         print(
             "error: --rebuild-attestation is only read with --require-rebuilds K (K >= 1); "
@@ -152,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
                 progress=record,
                 one_signer=root.one_signer,
                 version_floor=args.not_before_version,
-                require_engines=[n.strip() for n in args.require_engines.split(",") if n.strip()],
+                require_engines=engines,
                 rebuilds=rebuilds,
             )
         )

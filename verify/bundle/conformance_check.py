@@ -2,9 +2,16 @@
 
 When `conformance.json` is present it must be a valid `tinyrustlm.conformance-report.v1`
 about this release: same version and revision, and every row names an artifact of this
-manifest by its SHA-256. A row with a loader's capability receipt must carry it whole: its
-digest, the artifact it names, and the signed manifest it was loaded from (this bundle's, by
-SHA-256) — so a report from another manifest, or a receipt edited after the run, is refused.
+manifest by its SHA-256. It is held to meaning, not only to its signature:
+  - the report declares at least one case, and a passing row ran at least that many with
+    none failed (a 0/0 "pass" is refused);
+  - rows are unique per (engine, isolation, lane), and name a known engine;
+  - a passing row of an engine that runs js/loader.js (browsers, node) carries the loader's
+    capability receipt, and any receipt-shaped object is checked whatever its schema says:
+    whole (its digest), of the row's artifact, of this bundle's signed manifest (by SHA-256),
+    and reported by the row's engine (`host_reported.browser_brand`) — so a report from
+    another manifest, a receipt edited after the run, or a Chromium row copied as Firefox is
+    refused.
 With `--require-engines`, each named engine needs at least one
 passing row and no failing row, except for a lane the manifest switches off in
 `disabled_lanes` (the signed switch a loader obeys: a lane off for this release).
@@ -20,7 +27,12 @@ from pydantic import ValidationError
 from verify.bundle import errors as e
 from verify.bundle.layout import CONFORMANCE
 from verify.canonical import canonical_json
-from verify.formats.conformance import ConformanceReport, ConformanceRow
+from verify.formats.conformance import (
+    KNOWN_ENGINES,
+    LOADER_ENGINE_BRANDS,
+    ConformanceReport,
+    ConformanceRow,
+)
 from verify.formats.manifest import ModuleManifest
 from verify.formats.receipt import CapabilityReceipt
 
@@ -39,11 +51,17 @@ def _invalid(exc: ValidationError, what: str, where: str) -> e.ConformanceInvali
 
 
 def _check_receipt(row: ConformanceRow, where: str, manifest_sha256: str) -> None:
-    """A loader's receipt in a row: intact, and about this artifact of this signed manifest."""
+    """A loader's receipt in a row: intact, about this artifact of this signed manifest, and
+    reported by the row's engine. A passing loader row must have one."""
     receipt = row.receipt
-    if receipt is None or receipt.get("schema") != RECEIPT_SCHEMA:
-        return  # wasmtime and native rows run no loader
     name = _row_name(row.engine, row.lane, row.isolated)
+    if receipt is None:
+        if row.engine in LOADER_ENGINE_BRANDS and row.outcome == "pass":
+            raise e.ConformanceMismatch(
+                f"row {name}: a passing row of a loader engine carries no loader receipt",
+                where=f"{where}.receipt",
+            )
+        return  # wasmtime and native rows run no loader; a refused lane has no receipt
     digest = hashlib.sha256(canonical_json(receipt)).hexdigest()
     if row.receipt_sha256 != digest:
         raise e.ConformanceMismatch(
@@ -65,6 +83,43 @@ def _check_receipt(row: ConformanceRow, where: str, manifest_sha256: str) -> Non
             f"not this bundle's {manifest_sha256[:16]}…",
             where=f"{where}.receipt.module.build_manifest_sha256",
         )
+    brand = CapabilityReceipt.model_validate(receipt).host_reported.browser_brand
+    if brand not in LOADER_ENGINE_BRANDS.get(row.engine, ()):
+        raise e.ConformanceMismatch(
+            f"row {name}: the receipt was reported by {brand!r}, not by {row.engine}",
+            where=f"{where}.receipt.host_reported.browser_brand",
+        )
+
+
+def _check_rows(report: ConformanceReport) -> None:
+    """Known engines, one row per (engine, isolation, lane), no hollow pass."""
+    if report.cases.count < 1:
+        raise e.ConformanceInvalid(
+            "the report declares no cases: a pass of nothing is no evidence",
+            where=f"{CONFORMANCE}: cases.count",
+        )
+    seen: dict[tuple[str, bool | None, str], int] = {}
+    for i, row in enumerate(report.rows):
+        where = f"{CONFORMANCE}: rows[{i}]"
+        name = _row_name(row.engine, row.lane, row.isolated)
+        if row.engine not in KNOWN_ENGINES:
+            raise e.ConformanceInvalid(
+                f"row {name}: unknown engine {row.engine!r}", where=f"{where}.engine"
+            )
+        key = (row.engine, row.isolated, row.lane)
+        if key in seen:
+            raise e.ConformanceMismatch(
+                f"row {name} appears twice (rows[{seen[key]}] and rows[{i}])", where=where
+            )
+        seen[key] = i
+        if row.outcome == "pass" and (
+            row.cases_failed != 0 or row.cases_passed < report.cases.count
+        ):
+            raise e.ConformanceMismatch(
+                f"row {name} passes with {row.cases_passed} passed and {row.cases_failed} "
+                f"failed of the {report.cases.count} declared cases",
+                where=f"{where}.cases_passed",
+            )
 
 
 def check_conformance(
@@ -91,6 +146,7 @@ def check_conformance(
             f"manifest of {manifest.version} at {manifest.source_revision[:12]}",
             where=f"{CONFORMANCE}: release_version",
         )
+    _check_rows(report)
     digests = {a.id: a.sha256 for a in manifest.artifacts}
     digests.update({a.id: a.sha256 for a in manifest.native_artifacts})
     for i, row in enumerate(report.rows):

@@ -19,6 +19,19 @@ CONFORMANCE_SCHEMA = "tinyrustlm.conformance-report.v1"
 # pass: every case matched the oracle; fail: a case differed or the lane could not run where it
 # should; not-run: the lane legitimately cannot run here (threads without isolation).
 RowOutcome = Literal["pass", "fail", "not-run"]
+
+# Every engine a conformance row may name (one table for the producer and the verifier).
+# The loader's engines carry a capability receipt whose `host_reported.browser_brand` (coarse
+# and already exposed by the engine) must be one of these brands: a row copied from another
+# engine is refused. The others run the modules without the loader.
+LOADER_ENGINE_BRANDS: dict[str, tuple[str, ...]] = {
+    "chromium": ("Chromium", "Google Chrome", "HeadlessChrome"),
+    "firefox": ("Firefox",),
+    "webkit": ("Safari", "WebKit"),
+    "node": ("node",),
+}
+OTHER_ENGINES = ("wasmtime", "native", "qemu", "wine")
+KNOWN_ENGINES = (*LOADER_ENGINE_BRANDS, *OTHER_ENGINES)
 EngineKind = Literal["browser", "js-runtime", "wasm-runtime", "native"]
 
 

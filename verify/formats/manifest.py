@@ -99,6 +99,11 @@ class ModuleManifest(Frozen):
         description="wasm lane ids a loader must not select (a signed rollback switch: a "
         "lane can be turned off for a release by re-signing, without a rebuild)",
     )
+    unsmoked_lanes: list[LaneId] | None = Field(
+        None,
+        description="lanes shipped although their self-test did not run on the release "
+        "machine (no engine there), each named by the maintainer (release --ship-unsmoked)",
+    )
 
     @model_validator(mode="after")
     def _disabled_lanes_are_wasm_lanes(self) -> ModuleManifest:
@@ -106,6 +111,10 @@ class ModuleManifest(Frozen):
         unknown = sorted(set(self.disabled_lanes or []) - known)
         if unknown:
             raise ValueError(f"disabled_lanes names no wasm artifact: {unknown}")
+        every = known | {a.id for a in self.native_artifacts}
+        unknown = sorted(set(self.unsmoked_lanes or []) - every)
+        if unknown:
+            raise ValueError(f"unsmoked_lanes names no artifact: {unknown}")
         return self
 
     def listed_files(self) -> list[tuple[str, str]]:

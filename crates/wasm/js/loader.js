@@ -584,9 +584,15 @@ function hostReported() {
   if (isNode) return { browser_brand: 'node', browser_version: process.versions.node.split('.')[0], os_family: process.platform, architecture: 'unknown' };
   const ua = globalThis.navigator && globalThis.navigator.userAgentData;
   const brand = ua && ua.brands ? ua.brands.find((b) => !/not.?a.?brand/i.test(b.brand)) : null;
+  // Engines without userAgentData (Firefox, Safari/WebKit): brand and major version from the
+  // user-agent string they already send (conformance rows are checked against the brand).
+  const text = (globalThis.navigator && globalThis.navigator.userAgent) || '';
+  const fallback = /Firefox\/(\d+)/.exec(text) ? ['Firefox', /Firefox\/(\d+)/.exec(text)[1]]
+    : /Version\/(\d+)[^ ]* .*Safari\//.exec(text) ? ['Safari', /Version\/(\d+)/.exec(text)[1]]
+      : null;
   return {
-    browser_brand: brand ? brand.brand : 'unknown',
-    browser_version: brand ? brand.version : 'unknown',
+    browser_brand: brand ? brand.brand : fallback ? fallback[0] : 'unknown',
+    browser_version: brand ? brand.version : fallback ? fallback[1] : 'unknown',
     os_family: ua && ua.platform ? ua.platform : 'unknown',
     architecture: 'unknown',
   };

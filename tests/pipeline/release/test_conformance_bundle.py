@@ -7,20 +7,26 @@ needs a passing row and no failing one; a failure nobody requires is recorded, n
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pipeline.cli import main as release_main
 from pipeline.release import steps
+from tests.harness.receipts import loader_receipt, receipt_sha256
 from tests.harness.release import Harness, fake_report, verify_json
 from verify.bundle import verifier
 from verify.bundle.conformance_check import check_conformance
-from verify.bundle.errors import ConformanceRowFailed
+from verify.bundle.errors import ConformanceInvalid, ConformanceMismatch, ConformanceRowFailed
 from verify.bundle.layout import CONFORMANCE, MANIFEST, parse_checksums
+from verify.cli import main as verify_main
 from verify.formats.conformance import CaseSet, ConformanceReport, ConformanceRow
 from verify.formats.manifest import ModuleManifest
 
@@ -39,9 +45,13 @@ def _report(
     signed: steps.ManifestSigned, rows: Sequence[tuple[str, bool, str]], wrong_sha: bool = False
 ) -> bytes:
     built = signed.tested.verified.built
+    manifest_sha = hashlib.sha256(signed.documents.files[MANIFEST]).hexdigest()
     out = []
     for engine, isolated, outcome in rows:
         for entry in built.index.lanes:
+            receipt = None
+            if outcome == "pass":  # the loader's receipt of the lane it ran
+                receipt = loader_receipt(engine, entry.lane, entry.sha256, manifest_sha)
             out.append(
                 ConformanceRow(
                     engine=engine,
@@ -54,6 +64,8 @@ def _report(
                     chosen=False,
                     cases_passed=3 if outcome == "pass" else 0,
                     cases_failed=3 if outcome == "fail" else 0,
+                    receipt=receipt,
+                    receipt_sha256=None if receipt is None else receipt_sha256(receipt),
                 )
             )
     report = ConformanceReport(
@@ -149,13 +161,107 @@ def test_a_failing_lane_the_manifest_disables_is_not_held_against_the_engine(
 ) -> None:
     bundle = _release(harness, ALL_PASS)
     manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    manifest_sha = hashlib.sha256((bundle / MANIFEST).read_bytes()).hexdigest()
     doc = json.loads((bundle / CONFORMANCE).read_bytes())
     lane = manifest.artifacts[0].id
     webkit = next(r for r in doc["rows"] if r["engine"] == "webkit" and r["lane"] == lane)
     doc["rows"].append({**webkit, "isolated": False, "outcome": "fail", "cases_passed": 0})
     report = json.dumps(doc).encode()
     with pytest.raises(ConformanceRowFailed):
-        check_conformance(report, manifest, SHA, ["webkit"])
+        check_conformance(report, manifest, manifest_sha, ["webkit"])
     switched_off = manifest.model_copy(update={"disabled_lanes": [lane]})
-    verdict = check_conformance(report, switched_off, SHA, ["webkit"])
+    verdict = check_conformance(report, switched_off, manifest_sha, ["webkit"])
     assert "required engines webkit pass" in verdict
+
+
+def _row(doc: dict[str, Any], engine: str) -> dict[str, Any]:
+    return next(r for r in doc["rows"] if r["engine"] == engine and r["outcome"] == "pass")
+
+
+def _resign_receipt(row: dict[str, Any]) -> None:
+    row["receipt_sha256"] = receipt_sha256(row["receipt"])
+
+
+def _copied_from_chromium(doc: dict[str, Any]) -> None:
+    chromium, firefox = _row(doc, "chromium"), _row(doc, "firefox")
+    firefox["receipt"], firefox["receipt_sha256"] = chromium["receipt"], chromium["receipt_sha256"]
+    # the artifact must be the same one, or the artifact check would refuse it first
+    firefox["lane"], firefox["artifact_sha256"] = chromium["lane"], chromium["artifact_sha256"]
+    doc["rows"] = [r for r in doc["rows"] if r is firefox or not (
+        r["engine"] == "firefox" and r["lane"] == firefox["lane"] and r["isolated"]
+    )]  # fmt: skip
+
+
+def _renamed_schema(doc: dict[str, Any]) -> None:
+    row = _row(doc, "chromium")
+    row["receipt"]["schema"] = "tinyrustlm.capability-receipt.v0"
+    _resign_receipt(row)
+
+
+# name -> (edit of the signed report's JSON, the error it must raise)
+HOLLOW: dict[str, tuple[Callable[[dict[str, Any]], None], type[Exception]]] = {
+    "no cases declared": (lambda d: d["cases"].update(count=0), ConformanceInvalid),
+    "a 0/0 pass": (lambda d: _row(d, "webkit").update(cases_passed=0), ConformanceMismatch),
+    "fewer cases than declared": (
+        lambda d: _row(d, "webkit").update(cases_passed=2), ConformanceMismatch
+    ),
+    "a pass with a failure": (
+        lambda d: _row(d, "webkit").update(cases_failed=1), ConformanceMismatch
+    ),
+    "a row twice": (lambda d: d["rows"].append(dict(_row(d, "chromium"))), ConformanceMismatch),
+    "no receipt on a passing browser row": (
+        lambda d: _row(d, "firefox").update(receipt=None, receipt_sha256=None),
+        ConformanceMismatch,
+    ),
+    "a chromium receipt as firefox": (_copied_from_chromium, ConformanceMismatch),
+    "a renamed receipt schema": (_renamed_schema, ConformanceInvalid),
+    "an unknown engine": (
+        lambda d: _row(d, "webkit").update(engine="netscape"), ConformanceInvalid
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("edit", "error"), HOLLOW.values(), ids=HOLLOW.keys())
+def test_a_report_is_held_to_meaning_not_only_to_its_signature(
+    harness: Harness, edit: Callable[[dict[str, Any]], None], error: type[Exception]
+) -> None:
+    bundle = _release(harness, ALL_PASS)
+    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    manifest_sha = hashlib.sha256((bundle / MANIFEST).read_bytes()).hexdigest()
+    doc = json.loads((bundle / CONFORMANCE).read_bytes())
+    assert "rows" in check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, [])
+    edit(doc)
+    with pytest.raises(error):
+        check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, [])
+
+
+@pytest.mark.parametrize("engines", ["chromium,", "chromium,netscape", ","], ids=repr)
+def test_require_engines_refuses_an_empty_or_unknown_name(harness: Harness, engines: str) -> None:
+    bundle = _release(harness, ALL_PASS)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = verify_main(
+            ["bundle", str(bundle), "--trusted-keys", str(harness.trusted),
+             "--require-engines", engines]
+        )  # fmt: skip
+    assert code == 2 and "unknown engine" in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--conformance", "--conformance-cases", "0"], ["--conformance", "--conformance-cases", "-1"],
+     ["--conformance-require", "chromium,netscape"], ["--conformance-require", "chromium,"]],
+    ids=["0 cases", "-1 cases", "unknown engine", "empty engine"],
+)  # fmt: skip
+def test_release_refuses_bad_conformance_options_before_anything_runs(
+    harness: Harness, argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(harness.repo)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = release_main(["release", "--key", str(harness.key.private_pem), *argv])
+        except SystemExit as exit_:  # argparse's own usage error
+            code = int(exit_.code or 0)
+    assert code == 2, err.getvalue()
+    assert not (harness.repo / "dist").exists() and "[1/" not in err.getvalue()

@@ -26,6 +26,33 @@ def test_failed_smoke_stops_release(harness: Harness) -> None:
     assert _dist_is_empty(harness)
 
 
+WINDOWS = "simd128-threads-wasm32"  # any lane: the one whose engine is "missing" here
+
+
+def test_a_lane_whose_self_test_did_not_run_is_not_shipped(harness: Harness) -> None:
+    write_build(harness.repo, harness.commit_time, smoke="not-run", only=WINDOWS)
+    with pytest.raises(CheckFailed, match=f"{WINDOWS}: not-run") as caught:
+        harness.release()
+    assert "--ship-unsmoked" in caught.value.diagnostics()
+    assert _dist_is_empty(harness)
+
+
+def test_a_named_unsmoked_lane_ships_and_the_manifest_says_so(harness: Harness) -> None:
+    write_build(harness.repo, harness.commit_time, smoke="not-run", only=WINDOWS)
+    done = harness.release(unsmoked_lanes=(WINDOWS,))
+    assert done.manifest.unsmoked_lanes == [WINDOWS]
+    assert harness.verify(done.bundle).version == done.manifest.version
+    # a failed self-test is never shipped, named or not
+    write_build(harness.repo, harness.commit_time, smoke="fail", only=WINDOWS)
+    with pytest.raises(CheckFailed, match=f"{WINDOWS}: fail"):
+        harness.release(unsmoked_lanes=(WINDOWS,), dist=harness.tmp / "other")
+
+
+def test_all_lanes_passing_records_no_unsmoked_lane(harness: Harness) -> None:
+    done = harness.release(unsmoked_lanes=(WINDOWS,))  # named, but its self-test passed
+    assert done.manifest.unsmoked_lanes is None
+
+
 def test_failed_verification_stops_release(harness: Harness) -> None:
     def failing(artifacts: Any) -> dict[str, Any]:
         report = fake_report(artifacts)

@@ -112,3 +112,35 @@ def test_an_untampered_bundle_passes_verification_first(
             trusted_keys=harness.trusted,
         )
     assert lines[0].startswith("[1/6] bundle verified")
+
+
+def _reproduce_cli(*argv: str) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = release_main(["reproduce", *argv])
+    return code, err.getvalue()
+
+
+def test_a_tarball_is_refused_before_anything_with_the_unpack_hint(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
+    harness, bundle = pristine
+    tarball = next(bundle.glob("*.tar.gz"))
+    code, err = _reproduce_cli(
+        str(tarball), "--trusted-keys", str(harness.trusted), "--workdir", str(tmp_path / "w")
+    )
+    assert code == 3 and "not a file" in err and "tar -xzf" in err and "Traceback" not in err
+    assert not (tmp_path / "w").exists()
+
+
+def test_outside_a_checkout_the_hint_names_source(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
+    harness, bundle = pristine
+    plain = tmp_path / "not-a-repo"
+    plain.mkdir()
+    code, err = _reproduce_cli(
+        str(bundle), "--trusted-keys", str(harness.trusted), "--source", str(plain)
+    )
+    assert code == 3 and "not a git repository" in err and "--source REPO" in err
+    assert "Traceback" not in err and "fatal:" not in err
