@@ -43,6 +43,10 @@ SCHEMA = BENCH_SCHEMA
 HARNESS_DIR = Path("tests/lanes/harness")
 RUNNER = Path(__file__).resolve().parent / "bench_lanes.mjs"
 MODEL_PRESET, MODEL_SEED = "bench", 7
+# model tier -> preset: both tiers run in the same repetitions (same weights; CONTRACT.md §10)
+TIER_PRESETS = {"f32": MODEL_PRESET, "int8": "bench-int8"}
+# run names of the integer tier: the lane's run name + this suffix
+INT8_SUFFIX = "-int8"
 MIN_REPS = 5
 # 127 bytes + BOS = the 128-token prompt of the prefill figures
 PROMPT_TEXT = (
@@ -83,6 +87,17 @@ TARGETS = (
     Target("threads(2) / threads(1) decode", "run:threads-2", "run:threads-1", 1.8),
     Target("threads(1) / simd128 decode", "run:threads-1", "run:simd128", 0.95),
     Target("threads(2) decode / roofline", "run:threads-2", "roofline", 0.7),
+    # the integer tier (issue 25)
+    Target("int8 / f32 simd128 decode", "run:simd128-int8", "run:simd128", 1.6),
+    Target("int8 simd128 prefill / decode", "prefill:simd128-int8", "run:simd128-int8", 4.0),
+    Target(
+        "int8 simd128 / scalar q8 mv (stream)",
+        "kernel:simd128:stream-16384x4096-int8",
+        "kernel:scalar:stream-16384x4096",
+        5.0,
+    ),
+    Target("int8 threads(2) / threads(1) decode", "run:threads-2-int8", "run:threads-1-int8", 1.9),
+    Target("int8 simd128 decode / 1-thread probe", "run:simd128-int8", "roofline:1-thread", 0.7),
 )
 
 PROBE_THREADS = (1, 2)
@@ -143,11 +158,11 @@ def _model_bytes(path: Path) -> bytes:
         raise PipelineError(f"{exc.message} [{exc.error_id}]", where=str(path)) from None
 
 
-def bench_model(repo_root: Path) -> tuple[Path, str]:
-    """build/models/bench.trlm (re-packed when missing or not the preset's bytes)."""
-    data = pack(PRESETS[MODEL_PRESET], MODEL_SEED)
+def bench_model(repo_root: Path, preset: str = MODEL_PRESET) -> tuple[Path, str]:
+    """build/models/PRESET.trlm (re-packed when missing or not the preset's bytes)."""
+    data = pack(PRESETS[preset], MODEL_SEED)
     digest = hashlib.sha256(data).hexdigest()
-    path = repo_root / "build" / "models" / f"{MODEL_PRESET}.trlm"
+    path = repo_root / "build" / "models" / f"{preset}.trlm"
     if not path.is_file() or hashlib.sha256(_model_bytes(path)).hexdigest() != digest:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data)
@@ -215,6 +230,13 @@ def summarize(reps: list[dict[str, Any]], weights: int, n_prompt: int) -> dict[s
             "roofline_tokens_per_s_min": best["gbps_min"] * 1e9 / weights,
             "roofline_tokens_per_s_max": best["gbps_max"] * 1e9 / weights,
         }
+    one = bandwidth.get("1")
+    if one:
+        roof |= {
+            "roofline_1thread_tokens_per_s": one["gbps"] * 1e9 / weights,
+            "roofline_1thread_tokens_per_s_min": one["gbps_min"] * 1e9 / weights,
+            "roofline_1thread_tokens_per_s_max": one["gbps_max"] * 1e9 / weights,
+        }
     runs, prefill_runs = [], []
     for i, first in enumerate(reps[0]["runs"]):
         series = [r["runs"][i] for r in reps]
@@ -262,6 +284,9 @@ def table(doc: dict[str, Any]) -> str:
         lines.append(f"{threads + ' thread(s)':<24}{_range(b, 'gbps'):>24}")
     if doc.get("roofline_tokens_per_s"):
         lines.append(f"{'roofline tok/s':<24}{_range(doc, 'roofline_tokens_per_s', '.0f'):>24}")
+    if doc.get("roofline_1thread_tokens_per_s"):
+        one = _range(doc, "roofline_1thread_tokens_per_s", ".0f")
+        lines.append(f"{'roofline 1 thread tok/s':<24}{one:>24}")
     lines += ["", f"{'q8 matvec kernel':<36}{'GB/s':>24}"]
     lines += [
         f"{lane + ' ' + shape:<36}{_range(m, 'gbps', '.2f'):>24}"
@@ -288,8 +313,10 @@ def table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, Path, str]:
-    """The runner's configuration, the native lane and its binary, the model's SHA-256."""
+def _runner_config(
+    repo_root: Path, tokens: int
+) -> tuple[dict[str, Any], Lane, Path, dict[str, str]]:
+    """The runner's configuration, the native lane and its binary, each tier's model SHA-256."""
     nodejs.executable()  # before any build: a missing node fails fast
     tree = read_tree(repo_root)
     wasm_lanes, native_lane = measured_lanes(tree.lanes.lane)
@@ -303,15 +330,21 @@ def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, 
         for lane in wasm_lanes
         if lane.bench is not None and lane.bench.kernels is not None
     }
-    model, digest = bench_model(repo_root)
+    models = {tier: bench_model(repo_root, preset) for tier, preset in TIER_PRESETS.items()}
     config = {
-        "model": str(model),
+        "models": {tier: str(path) for tier, (path, _) in models.items()},
         "tokens": tokens,
         "warmup": 4,
         "prompt_tokens": prompt_tokens(),
         "harness": {k: str(v) for k, v in harness.items()},
         "runs": [
-            {"name": run.name, "lane": str(artifacts[lane.id]), "workers": run.workers}
+            {
+                "name": run.name + ("" if tier == "f32" else INT8_SUFFIX),
+                "lane": str(artifacts[lane.id]),
+                "workers": run.workers,
+                "tier": tier,
+            }
+            for tier in TIER_PRESETS
             for lane in wasm_lanes
             if lane.bench is not None
             for run in lane.bench.runs
@@ -320,14 +353,15 @@ def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, 
         "probe_bytes": 256 << 20,
         "probe_threads": list(PROBE_THREADS),
     }
-    return config, native_lane, artifacts[native_lane.id], digest
+    digests = {tier: digest for tier, (_, digest) in models.items()}
+    return config, native_lane, artifacts[native_lane.id], digests
 
 
 def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict[str, Any]:
     if reps < MIN_REPS:
         raise BenchError(f"--reps {reps} < {MIN_REPS}: a median needs repetitions", where="--reps")
     say("building lanes and kernel harnesses (cached when unchanged) ...")
-    config, native_lane, native_binary, digest = _runner_config(repo_root, tokens)
+    config, native_lane, native_binary, digests = _runner_config(repo_root, tokens)
     assert native_lane.bench is not None  # measured_lanes picked it for its `bench`
     native_name = native_lane.bench.runs[0].name
     load_before = os.getloadavg()
@@ -349,9 +383,9 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
             if done.returncode != 0:
                 raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
             raw = parse_output(done.stdout, "node bench output")
-            raw["runs"].append(
-                native_run(native_binary, Path(config["model"]), tokens, native_name)
-            )
+            for tier, model_path in config["models"].items():
+                name = native_name + ("" if tier == "f32" else INT8_SUFFIX)
+                raw["runs"].append(native_run(native_binary, Path(model_path), tokens, name))
             samples.append(raw)
     weights = weight_bytes_per_token()
     modules = {r["name"]: r["module_sha256"] for r in samples[0]["runs"] if "module_sha256" in r}
@@ -372,9 +406,11 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
         "model": {
             "preset": MODEL_PRESET,
             "seed": MODEL_SEED,
-            "sha256": digest,
+            "sha256": digests["f32"],
             "weight_bytes_per_token": weights,
             "context": preset.max_context,
+            # the same weights as format v2 (runs named *-int8): CONTRACT.md §10
+            "tiers": {t: {"preset": p, "sha256": digests[t]} for t, p in TIER_PRESETS.items()},
         },
         "modules": modules,
         "method": {

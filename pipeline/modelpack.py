@@ -173,7 +173,6 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-
 def _int8_twin(p: Preset) -> Preset:
     """The integer-tier model with `p`'s weights, byte for byte but the format_version."""
     return replace(

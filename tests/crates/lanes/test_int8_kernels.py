@@ -73,8 +73,22 @@ class Harness:
     ) -> tuple[int, list[int]]:
         """h_int_rows: set 0 the oracle, 1 the lane's matvec, 2 its tile over rows r0.."""
         out = self.put(struct.pack("<f", float("nan")) * (tokens * rows))
-        args = (kernel_set, layout, self.put(w), len(w), self.put(codes), self.put(scales), cols, tokens, rows, r0, out)
-        return self.call("h_int_rows", *args), list(struct.unpack(f"<{tokens * rows}I", self.get(out, 4 * tokens * rows)))
+        args = (
+            kernel_set,
+            layout,
+            self.put(w),
+            len(w),
+            self.put(codes),
+            self.put(scales),
+            cols,
+            tokens,
+            rows,
+            r0,
+            out,
+        )
+        return self.call("h_int_rows", *args), list(
+            struct.unpack(f"<{tokens * rows}I", self.get(out, 4 * tokens * rows))
+        )
 
 
 @pytest.fixture(scope="module", params=LANES)
@@ -95,7 +109,10 @@ EDGES: list[tuple[str, list[float]]] = [
     ("negative zeros", [-0.0] * 7),
     ("ties at d = 1", [127.0, -127.0, 63.5, -63.5, 0.5, 1.5, -0.5, 0.0, 2.5, -2.5, 126.5]),
     ("ties at d = 2", [254.0, 1.0, -1.0, 3.0, -3.0, 5.0, 251.0]),
-    ("just below a tie", [127.0, float(np.nextafter(F32(0.5), F32(0))), float(np.nextafter(F32(2.5), F32(0)))]),
+    (
+        "just below a tie",
+        [127.0, float(np.nextafter(F32(0.5), F32(0))), float(np.nextafter(F32(2.5), F32(0)))],
+    ),
     ("d = 1/127", [1.0, 0.3]),
     ("plus/minus max", [float(np.finfo(F32).max), -float(np.finfo(F32).max), 1.0]),
     ("subnormal clamp", [190 * TINY, TINY]),
@@ -107,7 +124,9 @@ EDGES: list[tuple[str, list[float]]] = [
 
 @pytest.mark.integration
 @pytest.mark.parametrize(("name", "x"), EDGES, ids=[e[0] for e in EDGES])
-def test_quantizer_edge_values_equal_the_reference(lane: Harness, name: str, x: list[float]) -> None:
+def test_quantizer_edge_values_equal_the_reference(
+    lane: Harness, name: str, x: list[float]
+) -> None:
     rc, codes, scales = lane.quantize(np.array(x, dtype=F32))
     ref_codes, ref_scales = int8ref.quantize(np.array(x, dtype=F32))
     assert rc == 0, name
@@ -124,7 +143,9 @@ def test_the_contracts_worked_examples(lane: Harness) -> None:
     assert list(np.frombuffer(codes, np.int8)[:3]) == [127, 38, 0]
     assert struct.unpack("<I", scales)[0] == 0x3C010204
     _, codes, scales = lane.quantize(np.array([190 * TINY, TINY], dtype=F32))
-    assert list(np.frombuffer(codes, np.int8)[:2]) == [127, 1] and struct.unpack("<I", scales)[0] == 1
+    assert (
+        list(np.frombuffer(codes, np.int8)[:2]) == [127, 1] and struct.unpack("<I", scales)[0] == 1
+    )
     _, codes, scales = lane.quantize(np.array([63 * TINY], dtype=F32))
     assert struct.unpack("<I", scales)[0] == 0 and set(codes) == {0}
     # the integer dot example: q8 block (scale 0.5, codes [2, -3, 0...]) . [1.0, 0.3]
@@ -133,11 +154,15 @@ def test_the_contracts_worked_examples(lane: Harness) -> None:
     for kernel_set in (0, 1, 2):
         rc, got = lane.rows(kernel_set, 1, w, codes, scales, cols=2, tokens=1, rows=1)
         assert rc == 0 and got == [int(np.float32(0.5511811).view(np.uint32))], kernel_set
-    assert int8ref.row_dot("q8", w, np.frombuffer(codes, np.int8), np.frombuffer(scales, "<f4")) == F32(0.5511811)
+    assert int8ref.row_dot(
+        "q8", w, np.frombuffer(codes, np.int8), np.frombuffer(scales, "<f4")
+    ) == F32(0.5511811)
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"]
+)
 def test_non_finite_activations_are_refused(lane: Harness, bad: float) -> None:
     x = np.array([1.0] * 40 + [bad] + [2.0], dtype=F32)
     assert lane.quantize(x)[0] == NUMERICAL_FAILURE
@@ -161,14 +186,20 @@ def _weights(rng: np.random.Generator, layout: str, rows: int, cols: int) -> byt
     body = 32 if layout == "q8" else 16
     out = bytearray()
     for _ in range(rows * blocks):
-        out += struct.pack("<f", float(rng.uniform(2.0**-9, 2.0**-3)) * (1 if rng.random() < 0.8 else -1))
-        out += rng.integers(0, 256, body, dtype=np.uint8).tobytes()  # tail padding too: never matters
+        out += struct.pack(
+            "<f", float(rng.uniform(2.0**-9, 2.0**-3)) * (1 if rng.random() < 0.8 else -1)
+        )
+        out += rng.integers(
+            0, 256, body, dtype=np.uint8
+        ).tobytes()  # tail padding too: never matters
     return bytes(out)
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("layout", ["q8", "q4"])
-def test_integer_rows_are_bit_identical_for_every_tail_row_count_and_tile(lane: Harness, layout: str) -> None:
+def test_integer_rows_are_bit_identical_for_every_tail_row_count_and_tile(
+    lane: Harness, layout: str
+) -> None:
     rng = np.random.default_rng(7 if layout == "q8" else 8)
     kind = 1 if layout == "q8" else 2
     for cols in [*range(1, 65), 100, 1024]:
@@ -181,7 +212,11 @@ def test_integer_rows_are_bit_identical_for_every_tail_row_count_and_tile(lane: 
         scales = b"".join(_bits(s) for _, s in qs)
         row_bytes = len(w) // rows
         want = [
-            int(int8ref.row_dot(layout, w[r * row_bytes : (r + 1) * row_bytes], c, s).view(np.uint32))
+            int(
+                int8ref.row_dot(layout, w[r * row_bytes : (r + 1) * row_bytes], c, s).view(
+                    np.uint32
+                )
+            )
             for c, s in qs
             for r in range(rows)
         ]
@@ -194,4 +229,6 @@ def test_integer_rows_are_bit_identical_for_every_tail_row_count_and_tile(lane: 
         rc, got = lane.rows(2, kind, w, codes, scales, cols, tokens, rows, r0)
         assert rc == 0
         for t in range(tokens):
-            assert got[t * rows + r0 : (t + 1) * rows] == want[t * rows + r0 : (t + 1) * rows], where
+            assert got[t * rows + r0 : (t + 1) * rows] == want[t * rows + r0 : (t + 1) * rows], (
+                where
+            )

@@ -50,7 +50,12 @@ def oracle(wasm_lanes: dict[str, Path], int8_model: Path, drive: Drive) -> Any:
 @pytest.mark.integration
 @pytest.mark.parametrize(("lane", "workers"), RUNS, ids=RUN_IDS)
 def test_every_lane_tile_and_worker_count_equals_the_scalar_oracle(
-    lane: str, workers: int, wasm_lanes: dict[str, Path], int8_model: Path, drive: Drive, oracle: Any
+    lane: str,
+    workers: int,
+    wasm_lanes: dict[str, Path],
+    int8_model: Path,
+    drive: Drive,
+    oracle: Any,
 ) -> None:
     doc = drive("prefill", wasm_lanes[lane], workers, GOLDEN, int8_model, *TILES)
     assert doc["workers"] == workers

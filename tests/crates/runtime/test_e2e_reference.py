@@ -39,7 +39,12 @@ def reference_run(
     config = sampler_ref.Config(f("temperature"), top_k, f("top_p"), f("repetition_penalty"))
     return forward_ref.generate(
         model or small_model(),
-        kernels, prompt.values, config, seed, stream, vector.shape["max_tokens"]
+        kernels,
+        prompt.values,
+        config,
+        seed,
+        stream,
+        vector.shape["max_tokens"],
     )
 
 

@@ -66,10 +66,10 @@ def test_integer_rows_golden_match_the_reference(vector: GoldenVector) -> None:
     codes, scales = int8ref.quantize(_x(vector))
     w, rows = raw(vector, "w"), vector.shape["rows"]
     row_bytes = len(w) // rows
-    got = [
-        f"0x{int(int8ref.row_dot(layout, w[r * row_bytes : (r + 1) * row_bytes], codes, scales).view(np.uint32)):08x}"
-        for r in range(rows)
-    ]
+    got = []
+    for r in range(rows):
+        value = int8ref.row_dot(layout, w[r * row_bytes : (r + 1) * row_bytes], codes, scales)
+        got.append(f"0x{int(value.view(np.uint32)):08x}")
     assert got == vector.expected.values
 
 
