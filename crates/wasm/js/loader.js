@@ -544,16 +544,17 @@ export async function startLane(o, artifact, signed) {
 /** Preflight from the header and directory, before the model is copied into the runtime. */
 export async function admitModel(rt, model, context, budget) {
   const header = model.bytes.subarray(0, Math.min(64, model.bytes.length));
-  const prefixLen = await withWindow(rt, Math.max(header.length, 1), async (ptr) => {
-    rt.bytes(ptr, header.length).set(header);
-    return rt.call('tr_model_prefix_bytes', ptr, header.length);
-  });
+  // the kernel tier first: an unknown one is refused before anything enters the runtime
   if (header.length >= 12) {
     const version = new DataView(header.buffer, header.byteOffset, header.byteLength).getUint32(8, true);
     if (!Object.hasOwn(SUPPORTED.modelTiers, version)) {
       throw new LoaderError('UnsupportedModelTier', `model format_version ${version} declares a kernel tier this loader does not know (known: ${Object.entries(SUPPORTED.modelTiers).map(([v, t]) => `${v} = ${t}`).join(', ')})`, { formatVersion: version });
     }
   }
+  const prefixLen = await withWindow(rt, Math.max(header.length, 1), async (ptr) => {
+    rt.bytes(ptr, header.length).set(header);
+    return rt.call('tr_model_prefix_bytes', ptr, header.length);
+  });
   if (prefixLen === 0 || prefixLen > model.bytes.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
   const prefix = model.bytes.subarray(0, prefixLen);
   return withWindow(rt, prefixLen + 16, async (ptr) => {
