@@ -11,7 +11,7 @@
 
 use core::arch::wasm32::*;
 
-use super::simd128::{touch_lines, PREFETCH_AHEAD};
+use super::simd128::{load16, q4_codes, scale_of, touch_lines, PREFETCH_AHEAD};
 use super::{count_simd, int8};
 use crate::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
 
@@ -19,21 +19,10 @@ use crate::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
 pub use super::simd128::{attention_head, rmsnorm};
 
 #[inline(always)]
-fn load16(b: &[u8], at: usize) -> v128 {
+fn load16_i8(b: &[i8], at: usize) -> v128 {
     let sixteen = &b[at..at + 16];
     // SAFETY: `sixteen` is 16 readable bytes; v128_load has no alignment requirement.
     unsafe { v128_load(sixteen.as_ptr() as *const v128) }
-}
-
-#[inline(always)]
-fn load16_i8(b: &[i8], at: usize) -> v128 {
-    let sixteen = &b[at..at + 16];
-    // SAFETY: as `load16`.
-    unsafe { v128_load(sixteen.as_ptr() as *const v128) }
-}
-
-fn scale_of(block: &[u8]) -> f32 {
-    f32::from_le_bytes([block[0], block[1], block[2], block[3]])
 }
 
 /// The 32 codes of one block as two i8x16 (elements 0..16, 16..32). A generic parameter, not
@@ -75,17 +64,6 @@ impl Codes for Q4 {
 #[inline(always)]
 fn q8_codes(block: &[u8]) -> (v128, v128) {
     (load16(block, 4), load16(block, 20))
-}
-
-/// q4 codes (nibble - 8) in element order: element 2i is the low nibble of byte i.
-#[inline(always)]
-fn q4_codes(block: &[u8]) -> (v128, v128) {
-    let packed = load16(block, 4);
-    let low = v128_and(packed, u8x16_splat(0x0f));
-    let high = u8x16_shr(packed, 4);
-    let t0 = i8x16_shuffle::<0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23>(low, high);
-    let t1 = i8x16_shuffle::<8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31>(low, high);
-    (i8x16_sub(t0, i8x16_splat(8)), i8x16_sub(t1, i8x16_splat(8)))
 }
 
 /// The activation codes of one block (32) widened to four i16x8.
