@@ -116,6 +116,14 @@ pub enum Tier {
 }
 
 impl Tier {
+    /// The tier's name (receipts, `inspect-model`, pack-model presets): "f32" or "int8".
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::F32 => "f32",
+            Tier::Int8 => "int8",
+        }
+    }
+
     pub fn from_version(version: u32) -> TrReturn<Tier> {
         match version {
             FORMAT_VERSION => Ok(Tier::F32),
