@@ -390,6 +390,7 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
     weights = weight_bytes_per_token()
     modules = {r["name"]: r["module_sha256"] for r in samples[0]["runs"] if "module_sha256" in r}
     modules[native_name] = hashlib.sha256(native_binary.read_bytes()).hexdigest()
+    modules[native_name + INT8_SUFFIX] = modules[native_name]  # one binary runs both tiers
     for run in samples[0]["runs"]:
         run.setdefault("module_sha256", modules.get(run["name"]))
     preset = PRESETS[MODEL_PRESET]
