@@ -6,8 +6,9 @@ source each, so the JS can never drift from the runtime:
   runs kernel set `x-y-v1`;
 - KERNEL_SETS_INT8: the same lanes' kernel sets of the integer tier (`KERNEL_SET_INT8`, the
   same file): lane `LANE_X_Y` runs `x-y-int8-v1` for a format-v2 model (CONTRACT.md §10);
-- MODEL_TIERS: model format_version -> kernel tier name (crates/core/src/model.rs: the
-  `FORMAT_VERSION*` constants, `Tier::from_version` and `Tier::name`);
+- MODEL_MAGIC, MODEL_TIERS: a model file's magic, and its format_version -> kernel tier name
+  (crates/core/src/model.rs: `MAGIC`, the `FORMAT_VERSION*` constants, `Tier::from_version`
+  and `Tier::name`);
 - CATEGORIES: the self-test category names by id (crates/core/src/selftest/categories.rs NAMES);
 - LAYOUTS: model layout names by id (crates/core/src/quant.rs LAYOUTS);
 - REQUIRED_EXPORTS / THREADS_EXPORTS: what the loader calls (its own list, below), each
@@ -108,6 +109,15 @@ def kernel_sets(repo_root: Path, const: str = "KERNEL_SET", suffix: str = "v1") 
     return out
 
 
+def model_magic(repo_root: Path) -> str:
+    return _one(
+        r'pub const MAGIC: \[u8; 8\] = \*b"([A-Z]{8})";',
+        _read(repo_root, MODEL_RS),
+        MODEL_RS,
+        "MAGIC",
+    ).group(1)
+
+
 def model_tiers(repo_root: Path) -> dict[int, str]:
     """format_version -> tier name: `Tier::from_version`'s arms over the `FORMAT_VERSION*`
     constants, each tier named by `Tier::name`."""
@@ -199,6 +209,8 @@ def render(repo_root: Path = REPO_ROOT) -> str:
 export const KERNEL_SETS = {_list(kernel_sets(repo_root))};
 /** `tr_lane()` -> kernel set of the integer tier ({KERNELS_RS} KERNEL_SET_INT8). */
 export const KERNEL_SETS_INT8 = {_list(kernel_sets(repo_root, "KERNEL_SET_INT8", "int8-v1"))};
+/** A model file's first 8 bytes ({MODEL_RS} MAGIC). */
+export const MODEL_MAGIC = '{model_magic(repo_root)}';
 /** Model format_version -> kernel tier ({MODEL_RS} Tier::from_version, Tier::name). */
 export const MODEL_TIERS = {_map(model_tiers(repo_root))};
 /** Self-test category ids of `tr_self_test_detail` ({CATEGORIES_RS} NAMES). */

@@ -162,9 +162,12 @@ export const SESSION_CONFIG_BYTES = 40;
 /** Bytes of a model file's fixed header (what tr_model_prefix_bytes needs to see). */
 export const MODEL_HEADER_BYTES = 64;
 
-/** A model header's format_version (bytes 8..12: the kernel tier, CONTRACT.md §1), or null when shorter. */
-export function modelFormatVersion(header) {
-  if (header.length < 12) return null;
+/**
+ * A model header's format_version (bytes 8..12, after the magic: the kernel tier, CONTRACT.md
+ * §1), or null when the header is shorter or lacks `magic` (then it is no model at all).
+ */
+export function modelFormatVersion(header, magic) {
+  if (header.length < 12 || new TextDecoder().decode(header.subarray(0, 8)) !== magic) return null;
   return new DataView(header.buffer, header.byteOffset, header.byteLength).getUint32(8, true);
 }
 

@@ -5,7 +5,7 @@ import {
   encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, preflightHeader,
   modelLoadAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES,
 } from './abi.js';
-import { KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS } from './constants.js';
+import { KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS } from './constants.js';
 import { LoaderError, LaneFailure, stats } from './errors.js';
 import { isolated } from './choice.js';
 import { drain, fetchSigned, fromStore, memoryStream, open, storeQuietly } from './fetch.js';
@@ -249,10 +249,11 @@ async function readHead(source, n, head) {
 /**
  * The model's kernel tier from its header, before anything enters the runtime: a format_version
  * this loader does not know (MODEL_TIERS, from crates/core/src/model.rs) is UnsupportedModelTier.
- * A header too short to hold one is left to the runtime's own check (ModelInvalid).
+ * A header too short to hold one, or without the model magic, is left to the runtime's own check
+ * (ModelInvalid): it is no model of any tier.
  */
 export function checkModelTier(header) {
-  const version = modelFormatVersion(header);
+  const version = modelFormatVersion(header, MODEL_MAGIC);
   if (version !== null && !Object.hasOwn(MODEL_TIERS, version)) {
     const known = Object.entries(MODEL_TIERS).map(([v, t]) => `${v} = ${t}`).join(', ');
     throw new LoaderError('UnsupportedModelTier', `model format_version ${version} declares a kernel tier this loader does not know (known: ${known})`, { formatVersion: version });

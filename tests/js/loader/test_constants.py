@@ -66,6 +66,7 @@ def test_a_new_layout_reaches_the_js(tree: Path) -> None:
 
 def test_the_model_tiers_and_integer_kernel_sets_come_from_rust(tree: Path) -> None:
     assert jsconstants.model_tiers(tree) == {1: "f32", 2: "int8"}
+    assert jsconstants.model_magic(tree) == "TRLMODEL"
     assert jsconstants.kernel_sets(tree, "KERNEL_SET_INT8", "int8-v1")[0] == "scalar-int8-v1"
     edit(
         tree, jsconstants.MODEL_RS, "FORMAT_VERSION_INT8: u32 = 2;", "FORMAT_VERSION_INT8: u32 = 7;"

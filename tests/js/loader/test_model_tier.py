@@ -2,7 +2,8 @@
 session.js) refuses a format_version it does not know with `UnsupportedModelTier` on the
 header, before anything enters the runtime (the runtime below is a trap that throws on any use)
 and, for a streamed model, before more than its header is read; the f32 (v1) and integer (v2)
-tiers go on to the runtime's own checks. `SUPPORTED.modelTiers` is the generated MODEL_TIERS
+tiers, and a header without the model magic (no model of any tier: ModelInvalid from the
+runtime), go on to the runtime's own checks. `SUPPORTED.modelTiers` is the generated MODEL_TIERS
 (crates/core/src/model.rs). node only, no build."""
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ SCRIPT = """
 const { SUPPORTED } = await import(process.argv[1]);
 const { admitAndLoad } = await import(process.argv[2]);
 const trap = new Proxy({}, { get(_, key) { throw new Error(`runtime touched: ${String(key)}`); } });
-const header = (version) => {
+const header = (version, magic = 'TRLMODEL') => {
   const bytes = new Uint8Array(64);
-  bytes.set(new TextEncoder().encode('TRLMODEL'));
+  bytes.set(new TextEncoder().encode(magic));
   new DataView(bytes.buffer).setUint32(8, version, true);
   return bytes;
 };
 const sha256 = '0'.repeat(64);
+const budget = () => 1 << 22;
+const o1 = { context: 16 };
 const outcome = async (fn) => {
   try {
     await fn();
@@ -42,8 +45,6 @@ for (const version of [1, 2, 3, 0]) {
   // the model given as bytes
   const bytes = header(version);
   const model = { bytes, size: bytes.length, sha256, record: {} };
-  const budget = () => 1 << 22;
-  const o1 = { context: 16 };
   out.bytes[version] = await outcome(() => admitAndLoad(o1, trap, null, model, budget));
   // the model streamed: its 64-byte header, then 1 MiB more that a refusal never asks for
   let pulls = 0;
@@ -60,6 +61,13 @@ for (const version of [1, 2, 3, 0]) {
   const streamed = { bytes: null, url, size: 64 + (1 << 20), sha256, record: {}, cached: false };
   const r = await outcome(() => admitAndLoad(o, trap, null, streamed, budget));
   out.streamed[version] = { ...r, pulls, cancelled };
+}
+// no model at all (no magic; /dev/zero reads as zeros): the runtime's check, not a tier
+out.noMagic = {};
+for (const magic of ['', 'TRLMODEX']) {
+  const bytes = header(3, magic);
+  const model = { bytes, size: bytes.length, sha256, record: {} };
+  out.noMagic[magic] = await outcome(() => admitAndLoad(o1, trap, null, model, budget));
 }
 console.log(JSON.stringify(out));
 """
@@ -111,6 +119,14 @@ def test_known_tiers_reach_the_runtime(outcome: dict[str, Any], version: str) ->
         got = outcome[how][version]
         assert got["code"] is None, (how, got)
         assert "runtime touched" in got["message"], (how, got)
+
+
+@pytest.mark.parametrize("magic", ["", "TRLMODEX"])
+def test_a_header_without_the_magic_is_no_tier_but_the_runtimes_to_refuse(
+    outcome: dict[str, Any], magic: str
+) -> None:
+    got = outcome["noMagic"][magic]
+    assert got["code"] is None and "runtime touched" in got["message"], got
 
 
 def test_the_known_tiers_are_the_runtimes(outcome: dict[str, Any]) -> None:
