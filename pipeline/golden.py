@@ -2,7 +2,7 @@
 
 The oracle is the native scalar release binary of the lane marked `golden_oracle` in
 manifests/lanes.toml (the same bytes a release ships), run on the `small` model packed with
-seed 7 (crates/core/CONTRACT.md, section 7).
+seed 7, and on its integer-tier twin `small-int8` (crates/core/CONTRACT.md, sections 7 and 10).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     model = repo / "build" / "models" / "small.trlm"
     model.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(model, pack(PRESETS["small"], SMALL_SEED))
+    int8_model = repo / "build" / "models" / "small-int8.trlm"
+    write_atomic(int8_model, pack(PRESETS["small-int8"], SMALL_SEED))
     revision = tree.git.revision
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     argv = [
@@ -51,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         str(args.out),
         "--small-model",
         str(model),
+        "--int8-model",
+        str(int8_model),
         "--source-revision",
         revision,
         "--generated-utc",

@@ -4,6 +4,11 @@ source each, so the JS can never drift from the runtime:
 - KERNEL_SETS: `tr_lane()` id -> kernel set, from the `LANE_*` ids (crates/wasm/src/lib.rs)
   and the kernel set names of `KERNEL_SET` (crates/core/src/kernels/mod.rs): lane `LANE_X_Y`
   runs kernel set `x-y-v1`;
+- KERNEL_SETS_INT8: the same lanes' kernel sets of the integer tier (`KERNEL_SET_INT8`, the
+  same file): lane `LANE_X_Y` runs `x-y-int8-v1` for a format-v2 model (CONTRACT.md §10);
+- MODEL_MAGIC, MODEL_TIERS: a model file's magic, and its format_version -> kernel tier name
+  (crates/core/src/model.rs: `MAGIC`, the `FORMAT_VERSION*` constants, `Tier::from_version`
+  and `Tier::name`);
 - CATEGORIES: the self-test category names by id (crates/core/src/selftest/categories.rs NAMES);
 - LAYOUTS: model layout names by id (crates/core/src/quant.rs LAYOUTS);
 - REQUIRED_EXPORTS / THREADS_EXPORTS: what the loader calls (its own list, below), each
@@ -28,6 +33,7 @@ LANES_RS = Path("crates/wasm/src/lib.rs")
 KERNELS_RS = Path("crates/core/src/kernels/mod.rs")
 CATEGORIES_RS = Path("crates/core/src/selftest/categories.rs")
 QUANT_RS = Path("crates/core/src/quant.rs")
+MODEL_RS = Path("crates/core/src/model.rs")
 WASM_SRC = Path("crates/wasm/src")
 
 # What the loader calls on every lane (ABI 1 plus the loader exports, CONTRACT.md §9), and on
@@ -70,7 +76,8 @@ def _one(pattern: str, text: str, where: Path, what: str) -> re.Match[str]:
     return found
 
 
-def kernel_sets(repo_root: Path) -> list[str]:
+def kernel_sets(repo_root: Path, const: str = "KERNEL_SET", suffix: str = "v1") -> list[str]:
+    """`tr_lane()` id -> the name of lane `LANE_X_Y`'s kernel set `x-y-SUFFIX` in `const`."""
     lanes = {
         name: int(value)
         for name, value in re.findall(
@@ -78,28 +85,71 @@ def kernel_sets(repo_root: Path) -> list[str]:
         )
     }
     body = _one(
-        r"pub const KERNEL_SET: &str = (.*?);\n",
+        rf"pub const {const}: &str = (.*?);\n",
         _read(repo_root, KERNELS_RS),
         KERNELS_RS,
-        "KERNEL_SET",
+        const,
     ).group(1)
     names = set(re.findall(r'"([a-z0-9-]+-v\d+)"', body))  # not the cfg feature names
     out: list[str] = [""] * len(lanes)
     for lane, lane_id in lanes.items():
-        name = f"{lane.lower().replace('_', '-')}-v1"
+        name = f"{lane.lower().replace('_', '-')}-{suffix}"
         if name not in names or not 0 <= lane_id < len(lanes):
             raise PipelineError(
                 f"lane LANE_{lane} = {lane_id} has no kernel set {name!r} "
-                f"in KERNEL_SET {sorted(names)}",
+                f"in {const} {sorted(names)}",
                 where=str(KERNELS_RS),
             )
         out[lane_id] = name
     if set(out) != names:
         raise PipelineError(
-            f"KERNEL_SET names {sorted(names - set(out))} belong to no LANE_* id",
+            f"{const} names {sorted(names - set(out))} belong to no LANE_* id",
             where=str(LANES_RS),
         )
     return out
+
+
+def model_magic(repo_root: Path) -> str:
+    return _one(
+        r'pub const MAGIC: \[u8; 8\] = \*b"([A-Z]{8})";',
+        _read(repo_root, MODEL_RS),
+        MODEL_RS,
+        "MAGIC",
+    ).group(1)
+
+
+def model_tiers(repo_root: Path) -> dict[int, str]:
+    """format_version -> tier name: `Tier::from_version`'s arms over the `FORMAT_VERSION*`
+    constants, each tier named by `Tier::name`."""
+    text = _read(repo_root, MODEL_RS)
+    versions = {
+        name: int(value)
+        for name, value in re.findall(r"pub const (FORMAT_VERSION\w*): u32 = (\d+);", text)
+    }
+    arms = _one(
+        r"fn from_version\(version: u32\) -> TrReturn<Tier> \{(.*?)\n    \}",
+        text,
+        MODEL_RS,
+        "Tier::from_version",
+    ).group(1)
+    names_body = _one(
+        r"fn name\(self\) -> &'static str \{(.*?)\n    \}", text, MODEL_RS, "Tier::name"
+    ).group(1)
+    names = dict(re.findall(r'Tier::(\w+) => "([a-z0-9]+)"', names_body))
+    out: dict[int, str] = {}
+    for const, tier in re.findall(r"(FORMAT_VERSION\w*) => Ok\(Tier::(\w+)\)", arms):
+        if const not in versions or tier not in names:
+            raise PipelineError(
+                f"Tier::from_version maps {const} to Tier::{tier}: no such constant or name",
+                where=str(MODEL_RS),
+            )
+        out[versions[const]] = names[tier]
+    if not out or sorted(out.values()) != sorted(names.values()):
+        raise PipelineError(
+            f"Tier::from_version {out} does not name every tier of Tier::name {names}",
+            where=str(MODEL_RS),
+        )
+    return dict(sorted(out.items()))
 
 
 def categories(repo_root: Path) -> list[str]:
@@ -146,6 +196,10 @@ def _list(values: tuple[str, ...] | list[str]) -> str:
     return "Object.freeze([" + ", ".join(json.dumps(v).replace('"', "'") for v in values) + "])"
 
 
+def _map(values: dict[int, str]) -> str:
+    return "Object.freeze({ " + ", ".join(f"{k}: '{v}'" for k, v in values.items()) + " })"
+
+
 def render(repo_root: Path = REPO_ROOT) -> str:
     check_exports(repo_root)
     return f"""// GENERATED by `python -m pipeline.jsconstants` from the Rust sources named below.
@@ -153,6 +207,12 @@ def render(repo_root: Path = REPO_ROOT) -> str:
 
 /** `tr_lane()` -> kernel set ({LANES_RS} LANE_*, {KERNELS_RS} KERNEL_SET). */
 export const KERNEL_SETS = {_list(kernel_sets(repo_root))};
+/** `tr_lane()` -> kernel set of the integer tier ({KERNELS_RS} KERNEL_SET_INT8). */
+export const KERNEL_SETS_INT8 = {_list(kernel_sets(repo_root, "KERNEL_SET_INT8", "int8-v1"))};
+/** A model file's first 8 bytes ({MODEL_RS} MAGIC). */
+export const MODEL_MAGIC = '{model_magic(repo_root)}';
+/** Model format_version -> kernel tier ({MODEL_RS} Tier::from_version, Tier::name). */
+export const MODEL_TIERS = {_map(model_tiers(repo_root))};
 /** Self-test category ids of `tr_self_test_detail` ({CATEGORIES_RS} NAMES). */
 export const CATEGORIES = {_list(categories(repo_root))};
 /** Model format v1 layout ids -> receipt names ({QUANT_RS} LAYOUTS). */

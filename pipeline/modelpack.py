@@ -1,4 +1,5 @@
-"""`pack-model`: write a deterministic tinyrustlm model file (format v1) from a preset and a seed.
+"""`pack-model`: write a deterministic tinyrustlm model file (format v1 = f32 kernel tier, or
+format v2 = integer tier, CONTRACT.md §10) from a preset and a seed.
 
 The bytes depend only on (preset, seed): weights come from a SHAKE-128 stream keyed by preset,
 seed and tensor (an integer-only generator, identical on every machine); RoPE tables are
@@ -15,7 +16,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, localcontext
 from pathlib import Path
 
@@ -24,7 +25,8 @@ from pipeline.io.atomic import write_atomic
 
 # --- format v1 constants (mirror crates/core/src/model.rs and quant.rs) ---------------------
 MAGIC = b"TRLMODEL"
-FORMAT_VERSION = 1
+# format_version -> kernel tier the header declares (CONTRACT.md §1, §10); same file layout
+TIERS: dict[str, int] = {"f32": 1, "int8": 2}
 HEADER = struct.Struct("<8s12IQ")  # magic, version, flags, L, D, F, V, Hq, Hkv, dh, C, eps, n, len
 DIR_ENTRY = struct.Struct("<HHIIIQQ")  # kind, layer, layout, rows, cols, offset, stored_bytes
 TENSOR_ALIGN = 16
@@ -79,6 +81,14 @@ class Preset:
     output_layout: str
     # layer -> kind -> layout; layers beyond the list reuse its last row.
     layer_layouts: tuple[dict[str, str], ...] = field(default_factory=tuple)
+    # kernel tier (TIERS); the integer tier needs every matrix in q8/q4
+    tier: str = "f32"
+    # preset whose weight stream this one uses (an integer-tier twin has its f32 twin's weights)
+    weights_of: str = ""
+
+    @property
+    def stream_name(self) -> str:
+        return self.weights_of or self.name
 
     def layout(self, kind: str, layer: int) -> str:
         if kind == "token_embedding":
@@ -163,6 +173,20 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+def _int8_twin(p: Preset) -> Preset:
+    """The integer-tier model with `p`'s weights, byte for byte but the format_version."""
+    return replace(
+        p,
+        name=f"{p.name}-int8",
+        purpose=f"integer tier (format v2) twin of `{p.name}`: same weights",
+        tier="int8",
+        weights_of=p.name,
+    )
+
+
+PRESETS.update({t.name: t for t in (_int8_twin(PRESETS["small"]), _int8_twin(PRESETS["bench"]))})
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     kind: str
@@ -210,7 +234,7 @@ def tensor_plan(p: Preset) -> list[TensorSpec]:
 
 
 def _stream(p: Preset, seed: int, spec: TensorSpec, n: int) -> bytes:
-    key = f"{STREAM_DOMAIN}|{p.name}|{seed}|{spec.kind}|{spec.layer}".encode()
+    key = f"{STREAM_DOMAIN}|{p.stream_name}|{seed}|{spec.kind}|{spec.layer}".encode()
     return hashlib.shake_128(key).digest(n)
 
 
@@ -342,7 +366,7 @@ def pack(preset: Preset, seed: int) -> bytes:
     flags = FLAG_TIED_EMBEDDINGS if preset.tied else 0
     header = HEADER.pack(
         MAGIC,
-        FORMAT_VERSION,
+        TIERS[preset.tier],
         flags,
         preset.n_layers,
         preset.d_model,

@@ -25,12 +25,22 @@ class Machine(Frozen):
     load_average: list[float] = Field(description="1/5/15-minute load before, then after")
 
 
+class BenchTier(Frozen):
+    preset: str
+    sha256: Sha256Hex
+
+
 class BenchModel(Frozen):
     preset: str
     seed: int
     sha256: Sha256Hex
     weight_bytes_per_token: int
     context: int = Field(description="admitted context of every session (the model's C_max)")
+    tiers: dict[str, BenchTier] = Field(
+        default_factory=dict,
+        description="kernel tier -> the model run for it (same weights; runs of the integer "
+        "tier are named with the suffix -int8)",
+    )
 
 
 class Method(Frozen):
@@ -119,6 +129,9 @@ class BenchDocument(Frozen):
     roofline_tokens_per_s: float | None = None
     roofline_tokens_per_s_min: float | None = None
     roofline_tokens_per_s_max: float | None = None
+    roofline_1thread_tokens_per_s: float | None = None
+    roofline_1thread_tokens_per_s_min: float | None = None
+    roofline_1thread_tokens_per_s_max: float | None = None
     runs: list[DecodeRun]
     prefill_runs: list[PrefillRun]
     targets: list[TargetRow]

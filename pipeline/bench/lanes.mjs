@@ -3,9 +3,9 @@
 //
 //   node lanes.mjs CONFIG.json
 //
-// CONFIG: { model, tokens, warmup, prompt_tokens: [u32...],
+// CONFIG: { models: { TIER: PATH }, tokens, warmup, prompt_tokens: [u32...],
 //           harness: { NAME: PATH },                  kernel-only modules (bench/harness)
-//           runs: [ { name, lane: PATH, workers } ],     shipped lane modules
+//           runs: [ { name, lane: PATH, workers, tier } ], shipped lane modules, per model tier
 //           matvec: [ { name, rows, cols, reps } ], probe_bytes, probe_threads: [1, 2] }
 // Every number is wall time on this machine, in this one process.
 import { readFileSync } from 'node:fs';
@@ -42,6 +42,23 @@ function q8Matrix(ex, rows, cols) {
   }
   for (let i = 0; i < cols; i++) view.setFloat32(x + 4 * i, Math.sin(i), true);
   return { w, wLen, x, out };
+}
+
+/** Integer tier (CONTRACT.md §10): the same q8 matrix against x quantized once (h_quantize),
+ *  rows through the lane's active integer kernels (h_int_rows set 1). */
+function int8MatvecGbps(ex, { rows, cols, reps }) {
+  const m = q8Matrix(ex, rows, cols);
+  const blocks = Math.ceil(cols / 32);
+  const codes = ex.h_alloc(blocks * 32);
+  const scales = ex.h_alloc(blocks * 4);
+  if (ex.h_quantize(m.x, cols, codes, scales) !== 0) throw new Error('h_quantize failed');
+  const once = () => ex.h_int_rows(1, 1, m.w, m.wLen, codes, scales, cols, 1, rows, 0, m.out);
+  once();
+  once();
+  const t0 = performance.now();
+  for (let i = 0; i < reps; i++) once();
+  const ms = (performance.now() - t0) / reps;
+  return { gbps: m.wLen / ms / 1e6, ms_per_matvec: ms, weight_bytes: m.wLen };
 }
 
 /** q8 matvec GB/s of weight bytes through the lane's active kernels (one timed batch). */
@@ -122,13 +139,15 @@ async function laneRun(run, cfg, modelBytes) {
 
 async function main(configPath) {
   const cfg = JSON.parse(readFileSync(configPath, 'utf8'));
-  const modelBytes = readFileSync(cfg.model);
+  // model tier -> bytes (CONTRACT.md §1: format v1 = f32 tier, v2 = integer tier)
+  const modelBytes = Object.fromEntries(Object.entries(cfg.models).map(([tier, path]) => [tier, readFileSync(path)]));
   const kernels = {};
   for (const [name, path] of Object.entries(cfg.harness)) {
     kernels[name] = {};
     for (const shape of cfg.matvec) {
       const ex = await loadHarness(path); // a fresh instance per shape: no memory carried over
       kernels[name][shape.name] = matvecGbps(ex, shape);
+      if (ex.h_int_rows) kernels[name][`${shape.name}-int8`] = int8MatvecGbps(await loadHarness(path), shape);
     }
   }
   // the probe runs in the first harness that has one (SIMD loads: a simd128 harness)
@@ -141,7 +160,7 @@ async function main(configPath) {
     bandwidth[threads] = await bandwidthGbps(probe, cfg.probe_bytes, threads);
   }
   const runs = [];
-  for (const run of cfg.runs) runs.push(await laneRun(run, cfg, modelBytes));
+  for (const run of cfg.runs) runs.push(await laneRun(run, cfg, modelBytes[run.tier]));
   return { node: process.version, kernels, bandwidth_gbps: bandwidth, runs };
 }
 

@@ -7,8 +7,10 @@ and the native scalar binary) the prefill of a 128-token prompt (tokens/s and ti
 token) and decode tokens/s of the `bench` model; read bandwidth with 1 and 2 threads, whose best
 gives the roofline (bandwidth / weight bytes read per token). Every figure is the median of
 `--reps` (>= 5) interleaved repetitions — each repetition measures every figure once, in a fixed
-order — with its min-max. `run_bench` returns the `tinyrustlm.bench.v2` document
-(pipeline/bench/document.py); the node runner that measures the wasm lanes is lanes.mjs.
+order — with its min-max. Both kernel tiers run in the same repetitions: the `bench-int8` model
+(the same weights in format v2, CONTRACT.md §10) on every lane as runs named `*-int8`, and the
+harnesses' integer q8 matvec as shapes `*-int8`. `run_bench` returns the `tinyrustlm.bench.v2`
+document (pipeline/bench/document.py); the node runner that measures the wasm lanes is lanes.mjs.
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = BENCH_SCHEMA
 RUNNER = Path(__file__).resolve().parent / "lanes.mjs"
 MODEL_PRESET, MODEL_SEED = "bench", 7
+# model tier -> preset: both tiers run in the same repetitions (same weights; CONTRACT.md §10)
+TIER_PRESETS = {"f32": MODEL_PRESET, "int8": "bench-int8"}
+# run names of the integer tier: the lane's run name + this suffix
+INT8_SUFFIX = "-int8"
 MIN_REPS = 5
 # 127 bytes + BOS = the 128-token prompt of the prefill figures
 PROMPT_TEXT = (
@@ -78,11 +84,11 @@ def _model_bytes(path: Path) -> bytes:
         raise PipelineError(f"{exc.message} [{exc.error_id}]", where=str(path)) from None
 
 
-def bench_model(repo_root: Path) -> tuple[Path, str]:
-    """build/models/bench.trlm (re-packed when missing or not the preset's bytes)."""
-    data = pack(PRESETS[MODEL_PRESET], MODEL_SEED)
+def bench_model(repo_root: Path, preset: str = MODEL_PRESET) -> tuple[Path, str]:
+    """build/models/PRESET.trlm (re-packed when missing or not the preset's bytes)."""
+    data = pack(PRESETS[preset], MODEL_SEED)
     digest = hashlib.sha256(data).hexdigest()
-    path = repo_root / "build" / "models" / f"{MODEL_PRESET}.trlm"
+    path = repo_root / "build" / "models" / f"{preset}.trlm"
     if not path.is_file() or hashlib.sha256(_model_bytes(path)).hexdigest() != digest:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data)
@@ -121,8 +127,10 @@ def native_run(binary: Path, model: Path, tokens: int, name: str) -> dict[str, A
     }
 
 
-def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, Path, str]:
-    """The runner's configuration, the native lane and its binary, the model's SHA-256."""
+def _runner_config(
+    repo_root: Path, tokens: int
+) -> tuple[dict[str, Any], Lane, Path, dict[str, str]]:
+    """The runner's configuration, the native lane and its binary, each tier's model SHA-256."""
     nodejs.executable()  # before any build: a missing node fails fast
     tree = read_tree(repo_root)
     wasm_lanes, native_lane = measured_lanes(tree.lanes.lane)
@@ -136,15 +144,21 @@ def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, 
         for lane in wasm_lanes
         if lane.bench is not None and lane.bench.kernels is not None
     }
-    model, digest = bench_model(repo_root)
+    models = {tier: bench_model(repo_root, preset) for tier, preset in TIER_PRESETS.items()}
     config = {
-        "model": str(model),
+        "models": {tier: str(path) for tier, (path, _) in models.items()},
         "tokens": tokens,
         "warmup": 4,
         "prompt_tokens": prompt_tokens(),
         "harness": {k: str(v) for k, v in harness.items()},
         "runs": [
-            {"name": run.name, "lane": str(artifacts[lane.id]), "workers": run.workers}
+            {
+                "name": run.name + ("" if tier == "f32" else INT8_SUFFIX),
+                "lane": str(artifacts[lane.id]),
+                "workers": run.workers,
+                "tier": tier,
+            }
+            for tier in TIER_PRESETS
             for lane in wasm_lanes
             if lane.bench is not None
             for run in lane.bench.runs
@@ -153,14 +167,15 @@ def _runner_config(repo_root: Path, tokens: int) -> tuple[dict[str, Any], Lane, 
         "probe_bytes": 256 << 20,
         "probe_threads": list(PROBE_THREADS),
     }
-    return config, native_lane, artifacts[native_lane.id], digest
+    digests = {tier: digest for tier, (_, digest) in models.items()}
+    return config, native_lane, artifacts[native_lane.id], digests
 
 
 def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict[str, Any]:
     if reps < MIN_REPS:
         raise BenchError(f"--reps {reps} < {MIN_REPS}: a median needs repetitions", where="--reps")
     say("building lanes and kernel harnesses (cached when unchanged) ...")
-    config, native_lane, native_binary, digest = _runner_config(repo_root, tokens)
+    config, native_lane, native_binary, digests = _runner_config(repo_root, tokens)
     assert native_lane.bench is not None  # measured_lanes picked it for its `bench`
     native_name = native_lane.bench.runs[0].name
     load_before = os.getloadavg()
@@ -182,13 +197,14 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
             if done.returncode != 0:
                 raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
             raw = parse_output(done.stdout, "node bench output")
-            raw["runs"].append(
-                native_run(native_binary, Path(config["model"]), tokens, native_name)
-            )
+            for tier, model_path in config["models"].items():
+                name = native_name + ("" if tier == "f32" else INT8_SUFFIX)
+                raw["runs"].append(native_run(native_binary, Path(model_path), tokens, name))
             samples.append(raw)
     weights = weight_bytes_per_token()
     modules = {r["name"]: r["module_sha256"] for r in samples[0]["runs"] if "module_sha256" in r}
     modules[native_name] = hashlib.sha256(native_binary.read_bytes()).hexdigest()
+    modules[native_name + INT8_SUFFIX] = modules[native_name]  # one binary runs both tiers
     for run in samples[0]["runs"]:
         run.setdefault("module_sha256", modules.get(run["name"]))
     preset = PRESETS[MODEL_PRESET]
@@ -205,9 +221,11 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
         "model": {
             "preset": MODEL_PRESET,
             "seed": MODEL_SEED,
-            "sha256": digest,
+            "sha256": digests["f32"],
             "weight_bytes_per_token": weights,
             "context": preset.max_context,
+            # the same weights as format v2 (runs named *-int8): CONTRACT.md §10
+            "tiers": {t: {"preset": p, "sha256": digests[t]} for t, p in TIER_PRESETS.items()},
         },
         "modules": modules,
         "method": {

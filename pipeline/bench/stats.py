@@ -91,6 +91,8 @@ def figures_of(doc: dict[str, Any]) -> dict[str, Figure]:
     for threads, m in (doc.get("bandwidth") or {}).items():
         if (f := fig(m, "gbps")) is not None:
             out[f"bandwidth:{threads}-thread"] = f
+    if (f := fig(doc, "roofline_1thread_tokens_per_s")) is not None:
+        out["roofline:1-thread"] = f
     if isinstance(doc.get("roofline_tokens_per_s"), int | float):
         roof = float(doc["roofline_tokens_per_s"])
         out["roofline"] = Figure(

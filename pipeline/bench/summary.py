@@ -28,6 +28,17 @@ TARGETS = (
     Target("threads(2) / threads(1) decode", "run:threads-2", "run:threads-1", 1.8),
     Target("threads(1) / simd128 decode", "run:threads-1", "run:simd128", 0.95),
     Target("threads(2) decode / roofline", "run:threads-2", "roofline", 0.7),
+    # the integer tier (issue 25)
+    Target("int8 / f32 simd128 decode", "run:simd128-int8", "run:simd128", 1.6),
+    Target("int8 simd128 prefill / decode", "prefill:simd128-int8", "run:simd128-int8", 4.0),
+    Target(
+        "int8 simd128 / scalar q8 mv (stream)",
+        "kernel:simd128:stream-16384x4096-int8",
+        "kernel:scalar:stream-16384x4096",
+        5.0,
+    ),
+    Target("int8 threads(2) / threads(1) decode", "run:threads-2-int8", "run:threads-1-int8", 1.9),
+    Target("int8 simd128 decode / 1-thread probe", "run:simd128-int8", "roofline:1-thread", 0.7),
 )
 
 
@@ -59,6 +70,13 @@ def summarize(reps: list[dict[str, Any]], weights: int, n_prompt: int) -> dict[s
             "roofline_tokens_per_s": best["gbps"] * 1e9 / weights,
             "roofline_tokens_per_s_min": best["gbps_min"] * 1e9 / weights,
             "roofline_tokens_per_s_max": best["gbps_max"] * 1e9 / weights,
+        }
+    one = bandwidth.get("1")
+    if one:
+        roof |= {
+            "roofline_1thread_tokens_per_s": one["gbps"] * 1e9 / weights,
+            "roofline_1thread_tokens_per_s_min": one["gbps_min"] * 1e9 / weights,
+            "roofline_1thread_tokens_per_s_max": one["gbps_max"] * 1e9 / weights,
         }
     runs, prefill_runs = [], []
     for i, first in enumerate(reps[0]["runs"]):
@@ -107,6 +125,9 @@ def table(doc: dict[str, Any]) -> str:
         lines.append(f"{threads + ' thread(s)':<24}{_range(b, 'gbps'):>24}")
     if doc.get("roofline_tokens_per_s"):
         lines.append(f"{'roofline tok/s':<24}{_range(doc, 'roofline_tokens_per_s', '.0f'):>24}")
+    if doc.get("roofline_1thread_tokens_per_s"):
+        one = _range(doc, "roofline_1thread_tokens_per_s", ".0f")
+        lines.append(f"{'roofline 1 thread tok/s':<24}{one:>24}")
     lines += ["", f"{'q8 matvec kernel':<36}{'GB/s':>24}"]
     lines += [
         f"{lane + ' ' + shape:<36}{_range(m, 'gbps', '.2f'):>24}"

@@ -15,8 +15,9 @@ BUGS = planted.load()
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_twelve_bugs_with_unique_ids() -> None:
-    assert len(BUGS) == 12 and len({b.id for b in BUGS}) == 12
+def test_fifteen_bugs_with_unique_ids() -> None:
+    # issue 17's twelve and issue 25's three (the integer tier)
+    assert len(BUGS) == 15 and len({b.id for b in BUGS}) == 15
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])

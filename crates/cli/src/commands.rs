@@ -17,7 +17,7 @@ use crate::{golden, json, sha256};
 
 const USAGE: &str = "usage: tinyrustlm COMMAND
   self-test                       run the embedded startup self-test (one line per test)
-  inspect-model FILE [--json]     validate a v1 model and print its header and directory
+  inspect-model FILE [--json]     validate a model (format v1 or v2) and print its header and directory
   run --model FILE --prompt TEXT [--seed N] [--max-tokens K] [--temperature T] [--top-k K]
       [--top-p P] [--repetition-penalty R] [--context C] [--json]
   golden --out DIR --small-model FILE --source-revision REV --generated-utc TIME
@@ -83,6 +83,7 @@ fn inspect_model(args: &Args) -> Result<u8, CliError> {
     let plan = memory::plan(c, model.resident_bytes(), c.max_context)
         .map_err(|code| CliError::runtime("memory plan", code))?;
     let header = [
+        ("kernel_tier", json::string(c.tier.name())),
         ("n_layers", c.n_layers.to_string()),
         ("d_model", c.d_model.to_string()),
         ("d_ff", c.d_ff.to_string()),
@@ -202,7 +203,7 @@ fn run(args: &Args) -> Result<u8, CliError> {
         let fields = [
             ("schema", json::string("tinyrustlm.run.v1")),
             ("runtime_semantics", RUNTIME_SEMANTICS.to_string()),
-            ("kernel_set", json::string(kernels::KERNEL_SET)),
+            ("kernel_set", json::string(kernels::kernel_set(model.config.tier))),
             ("model_sha256", json::string(&digest)),
             ("seed", config.seed.to_string()),
             ("stream", config.stream.to_string()),

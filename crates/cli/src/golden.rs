@@ -7,7 +7,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use tinyrustlm_core::kernels::{self, AttentionShape, Matrix};
+use tinyrustlm_core::kernels::{self, Acts, AttentionShape, Matrix};
 use tinyrustlm_core::math::exp_det;
 use tinyrustlm_core::pcg32::Pcg32;
 use tinyrustlm_core::quant::BLOCK;
@@ -25,11 +25,12 @@ use crate::{json, sha256};
 /// Case data are k/256 - 1: exact in f32.
 const STEPS: u32 = 256;
 
-pub const VALUED: &[&str] = &["out", "small-model", "source-revision", "generated-utc"];
+pub const VALUED: &[&str] = &["out", "small-model", "int8-model", "source-revision", "generated-utc"];
 pub const ORACLE: &str = "scalar-rust-v1";
 pub const COMMAND: &str = "tinyrustlm golden --out tests/golden --small-model MODEL \
      --source-revision REV --generated-utc TIME  (MODEL = tinyrustlm-release pack-model --preset small --seed 7)";
 pub const SMALL_MODEL_FIXTURE: &str = "tinyrustlm-release pack-model --preset small --seed 7";
+pub const INT8_MODEL_FIXTURE: &str = "tinyrustlm-release pack-model --preset small-int8 --seed 7";
 
 enum Input {
     F32(Vec<f32>),
@@ -415,12 +416,21 @@ pub const E2E_CASES: [(&str, &str, SamplerConfig, u64, u32); 4] = [
 ];
 
 fn e2e_cases(model_path: &str) -> Result<Vec<(&'static str, Vec<Record>)>, CliError> {
+    e2e_records(model_path, "e2e_decode", "small", SMALL_MODEL_FIXTURE)
+}
+
+fn e2e_records(
+    model_path: &str,
+    operator: &'static str,
+    model_name: &str,
+    fixture: &'static str,
+) -> Result<Vec<(&'static str, Vec<Record>)>, CliError> {
     let (model, digest) = read_model(model_path)?;
     let mut records = Vec::new();
     for (name, prompt, sampler, seed, max_tokens) in E2E_CASES.iter() {
         let config = SessionConfig { seed: *seed, stream: 0, sampler: *sampler, context: 0, mask: Vec::new() };
         let out = generate(&model, config, prompt, *max_tokens)?;
-        let mut rec = Record::new(format!("e2e_decode.small.{name}"), "e2e_decode", Expected::U32(out.tokens));
+        let mut rec = Record::new(format!("{operator}.{model_name}.{name}"), operator, Expected::U32(out.tokens));
         rec.shape = vec![("max_tokens", *max_tokens as u64), ("prompt_tokens", out.prompt_tokens.len() as u64)];
         rec.params = vec![
             ("prompt", json::string(prompt)),
@@ -432,12 +442,82 @@ fn e2e_cases(model_path: &str) -> Result<Vec<(&'static str, Vec<Record>)>, CliEr
             ("repetition_penalty", bits_param(sampler.repetition_penalty)),
         ];
         rec.inputs = vec![
-            ("model", Input::Fixture(digest.clone(), SMALL_MODEL_FIXTURE)),
+            ("model", Input::Fixture(digest.clone(), fixture)),
             ("prompt_tokens", Input::U32(out.prompt_tokens)),
         ];
         records.push(rec);
     }
-    Ok(vec![("e2e_decode", records)])
+    Ok(vec![(operator, records)])
+}
+
+/// The integer tier (CONTRACT.md §10): the quantizer on its worked examples, edge values and
+/// every length 1..64; integer q8/q4 rows for every tail 1..64; e2e tokens of `small-int8`.
+/// `int8_quantize` expects, per block, the scale's f32 bits, then its 32 codes as u8 (two's
+/// complement); a refused vector expects its result code.
+fn int8_cases(model_path: &str) -> Result<Vec<(&'static str, Vec<Record>)>, CliError> {
+    let tiny = f32::from_bits(1);
+    let mut edges: Vec<(String, Vec<f32>)> = vec![
+        ("all-zero".into(), vec![0.0; 32]),
+        ("ties-d1".into(), vec![127.0, -127.0, 63.5, -63.5, 0.5, 1.5, -0.5, 0.0, 2.5, -2.5, 126.5]),
+        ("ties-d2".into(), vec![254.0, 1.0, -1.0, 3.0, -3.0, 5.0, 251.0]),
+        ("below-tie".into(), vec![127.0, f32::from_bits(0.5f32.to_bits() - 1), f32::from_bits(2.5f32.to_bits() - 1)]),
+        ("d-1-over-127".into(), vec![1.0, 0.3]),
+        ("plus-minus-max".into(), vec![f32::MAX, -f32::MAX, 1.0]),
+        ("subnormal-clamp".into(), vec![190.0 * tiny, tiny]),
+        ("subnormal-zero-block".into(), vec![63.0 * tiny, -tiny]),
+        ("subnormal-least-scale".into(), vec![64.0 * tiny, -3.0 * tiny]),
+        ("nan".into(), vec![1.0, f32::NAN]),
+        ("inf".into(), vec![f32::INFINITY]),
+        ("minus-inf".into(), vec![2.0, f32::NEG_INFINITY, 0.0]),
+    ];
+    for n in 1..=2 * BLOCK {
+        let mut g = Lcg::seeded(n as u32 + 900);
+        edges.push((format!("len-{n:03}"), g.vec(n, STEPS).iter().map(|v| v * 3.0).collect()));
+    }
+    let mut quant = Vec::new();
+    for (name, x) in edges {
+        let blocks = (x.len() + BLOCK - 1) / BLOCK;
+        let (mut codes, mut scales) = (vec![0i8; blocks * BLOCK], vec![0.0f32; blocks]);
+        let expected = match kernels::quantize(&x, &mut codes, &mut scales) {
+            Ok(()) => {
+                let mut v = Vec::new();
+                for (b, s) in scales.iter().enumerate() {
+                    v.push(s.to_bits());
+                    v.extend(codes[b * BLOCK..(b + 1) * BLOCK].iter().map(|c| *c as u8 as u32));
+                }
+                Expected::U32(v)
+            }
+            Err(code) => Expected::Code(code),
+        };
+        let mut rec = Record::new(format!("int8_quantize.{name}"), "int8_quantize", expected);
+        rec.shape = vec![("n", x.len() as u64)];
+        rec.inputs = vec![("x", Input::F32(x))];
+        quant.push(rec);
+    }
+    let mut files = vec![("int8_quantize", quant)];
+    for (operator, layout, q4) in [("int8_q8_matvec", "q8-block-v1", false), ("int8_q4_matvec", "q4-block-v1", true)] {
+        let mut records = Vec::new();
+        for cols in 1..=2 * BLOCK {
+            let rows = 5; // one group of four rows and one more (the SIMD set's remainder)
+            let mut g = Lcg::seeded(cols as u32 + if q4 { 1500 } else { 1000 });
+            let w = packed(rows, cols, q4, &mut g);
+            let x = g.vec(cols, STEPS);
+            let blocks = (cols + BLOCK - 1) / BLOCK;
+            let (mut codes, mut scales) = (vec![0i8; blocks * BLOCK], vec![0.0f32; blocks]);
+            let mut out = vec![0.0f32; rows];
+            let m = if q4 { Matrix::Q4(&w) } else { Matrix::Q8(&w) };
+            let r = kernels::quantize(&x, &mut codes, &mut scales)
+                .and_then(|()| kernels::matvec_acts(m, cols, Acts::Int8 { codes: &codes, scales: &scales }, &mut out));
+            let mut rec = Record::new(format!("{operator}.cols-{cols:03}"), operator, oracle(r, out));
+            rec.layout = Some(layout);
+            rec.shape = vec![("rows", rows as u64), ("cols", cols as u64)];
+            rec.inputs = vec![("w", Input::Bytes(w)), ("x", Input::F32(x))];
+            records.push(rec);
+        }
+        files.push((operator, records));
+    }
+    files.extend(e2e_records(model_path, "int8_e2e_decode", "small-int8", INT8_MODEL_FIXTURE)?);
+    Ok(files)
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<(), CliError> {
@@ -459,6 +539,7 @@ pub fn command(args: &Args) -> Result<u8, CliError> {
     files.extend(elementwise_cases());
     files.extend(sampler_cases());
     files.extend(e2e_cases(&args.required("small-model")?)?);
+    files.extend(int8_cases(&args.required("int8-model")?)?);
     fs::create_dir_all(&out).map_err(|e| CliError::input(format!("{}: {e}", out.display())))?;
     for (operator, records) in files.iter() {
         let body: Vec<String> = records.iter().map(|r| format!("  {}", r.to_json(&provenance))).collect();

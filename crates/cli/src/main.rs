@@ -4,7 +4,7 @@
 //!   tinyrustlm inspect-model FILE [--json]
 //!   tinyrustlm run --model FILE --prompt TEXT [--seed N] [--max-tokens K] [--temperature T]
 //!                  [--top-k K] [--top-p P] [--repetition-penalty R] [--context C] [--json]
-//!   tinyrustlm golden --out DIR --small-model FILE --source-revision REV --generated-utc TIME
+//!   tinyrustlm golden --out DIR --small-model FILE --int8-model FILE --source-revision REV --generated-utc TIME
 //!
 //! Exit codes: 0 ok, 1 a check failed (self-test), 2 usage (including `--context` outside
 //! 1..=max_context and `--max-tokens` beyond the context), 3 bad input (the TrResult is

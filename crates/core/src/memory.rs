@@ -3,7 +3,7 @@
 //! (M_tokenizer = 0).
 //! Every term is checked u64 arithmetic; CONTRACT.md lists the terms.
 
-use crate::model::Config;
+use crate::model::{Config, Tier};
 use crate::result::{add64, mul64, TrResult, TrReturn};
 use crate::sampler::SamplerWork;
 use crate::session::DEFAULT_PREFILL_TILE;
@@ -55,7 +55,13 @@ pub fn plan(config: &Config, weights: u64, context: u32) -> TrReturn<MemoryPlan>
     let tile = (DEFAULT_PREFILL_TILE as u64).min(c);
     let per_token = sum(&[mul64(2, d)?, mul64(2, q_dim)?, mul64(2, f)?])?;
     let floats = sum(&[mul64(tile, per_token)?, mul64(config.n_kv_heads as u64, c)?, c + 1])?;
-    let activations = mul64(floats, 4)?;
+    // integer tier (format v2): per tile token the quantized input of the widest matrix,
+    // 32 codes (1 B) + one scale (4 B) per block of max(D, q_dim, F) (session.rs QuantBuffers)
+    let quant = match config.tier {
+        Tier::F32 => 0,
+        Tier::Int8 => mul64(tile, mul64(add64(d.max(q_dim).max(f), 31)? / 32, 32 + 4)?)?,
+    };
+    let activations = add64(mul64(floats, 4)?, quant)?;
     let logits = mul64(v, 8)?; // committed logits and the next step's (swapped at commit)
     let sampler = add64(mul64(v, SamplerWork::BYTES_PER_TOKEN)?, (v + 7) / 8)?;
     let transfer = mul64(c, 4)?; // the prompt's token ids in the host window

@@ -12,7 +12,10 @@ use crate::sampler::reserved;
 use crate::tokenizer::MIN_VOCAB;
 
 pub const MAGIC: [u8; 8] = *b"TRLMODEL";
+/// Format v1: the f32 kernel tier. Format v2: the same layout, integer tier (CONTRACT.md §10):
+/// every matrix is q8/q4 and multiplies int8-quantized activations in integer arithmetic.
 pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION_INT8: u32 = 2;
 pub const HEADER_BYTES: usize = 64;
 pub const DIR_ENTRY_BYTES: usize = 32;
 /// Every tensor offset is a multiple of this.
@@ -97,8 +100,37 @@ pub struct Config {
     pub max_context: u32,
     pub rms_eps: f32,
     pub flags: u32,
+    /// The kernel tier the header declares (format_version 1 or 2).
+    pub tier: Tier,
     pub tensor_count: u32,
     pub file_length: u64,
+}
+
+/// The kernel tier of a model (its format version): which matvec arithmetic its matrices run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// Format v1: f32 activations times dequantized weights (CONTRACT.md §2, §8).
+    F32,
+    /// Format v2: int8 activation blocks times weight codes, exact integer sums (§10).
+    Int8,
+}
+
+impl Tier {
+    /// The tier's name (receipts, `inspect-model`, pack-model presets): "f32" or "int8".
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::F32 => "f32",
+            Tier::Int8 => "int8",
+        }
+    }
+
+    pub fn from_version(version: u32) -> TrReturn<Tier> {
+        match version {
+            FORMAT_VERSION => Ok(Tier::F32),
+            FORMAT_VERSION_INT8 => Ok(Tier::Int8),
+            _ => Err(TrResult::UnsupportedFeature),
+        }
+    }
 }
 
 impl Config {
@@ -160,10 +192,9 @@ pub fn parse_header_of_length(bytes: &[u8], actual: u64) -> TrReturn<Config> {
     if bytes[..8] != MAGIC {
         return Err(TrResult::InvalidModel);
     }
-    if u32_at(bytes, 8)? != FORMAT_VERSION {
-        return Err(TrResult::UnsupportedFeature);
-    }
+    let tier = Tier::from_version(u32_at(bytes, 8)?)?;
     let config = Config {
+        tier,
         flags: u32_at(bytes, 12)?,
         n_layers: u32_at(bytes, 16)?,
         d_model: u32_at(bytes, 20)?,
@@ -294,6 +325,12 @@ pub fn parse_directory_of_length(bytes: &[u8], config: &Config, actual: u64) -> 
             return Err(TrResult::InvalidModel);
         }
         if f32_only && layout != Layout::F32 {
+            return Err(TrResult::UnsupportedQuantization);
+        }
+        // the integer tier multiplies weight codes: every matrix but an untied embedding (a row
+        // lookup only) is q8/q4
+        let lookup_only = kind == Kind::TokenEmbedding && !config.tied_embeddings();
+        if config.tier == Tier::Int8 && !f32_only && !lookup_only && layout == Layout::F32 {
             return Err(TrResult::UnsupportedQuantization);
         }
         if entry.rows as u64 != config.dim(rows_dim) || entry.cols as u64 != config.dim(cols_dim) {

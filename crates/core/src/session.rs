@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use crate::kernels;
-use crate::model::Model;
+use crate::model::{Model, Tier};
 use crate::pcg32::Pcg32;
 use crate::result::{mul, TrResult, TrReturn};
 use crate::sampler::{reserved, sample, SamplerConfig, SamplerWork};
@@ -55,6 +55,48 @@ struct TileBuffers {
     att: Vec<f32>, // [cap, q_dim] attention output
     hb: Vec<f32>,  // [cap, F] gate, then silu(gate) * up
     hb2: Vec<f32>, // [cap, F] up
+    quant: QuantBuffers,
+}
+
+/// The integer tier's quantized matrix input of a tile (empty for the f32 tier): per token
+/// ⌈W/32⌉ blocks of the widest input W = max(D, q_dim, F); a phase uses ⌈cols/32⌉ of them.
+struct QuantBuffers {
+    blocks: usize,  // blocks per token (capacity)
+    codes: Vec<i8>, // [cap, blocks * 32]
+    scales: Vec<f32>, // [cap, blocks]
+}
+
+impl QuantBuffers {
+    fn new(c: &crate::model::Config, cap: usize) -> TrReturn<QuantBuffers> {
+        let widest = (c.d_model as usize).max(c.d_ff as usize).max(c.q_dim() as usize);
+        let blocks = match c.tier {
+            Tier::F32 => 0,
+            Tier::Int8 => crate::quant::row_blocks(widest),
+        };
+        let n_codes = mul(mul(cap, blocks)?, crate::quant::BLOCK)?;
+        let mut codes = reserved(n_codes)?;
+        codes.resize(n_codes, 0i8);
+        Ok(QuantBuffers { blocks, codes, scales: zeros(mul(cap, blocks)?)? })
+    }
+
+    /// The matrix input of tokens `xs` ([n, cols] values): f32 as is (f32 tier), or each
+    /// token quantized (integer tier; done by the calling thread, before the phase's units
+    /// start, so every worker reads the same codes).
+    fn acts<'a>(&'a mut self, tier: Tier, xs: &'a [f32], cols: usize) -> TrReturn<kernels::Acts<'a>> {
+        if tier == Tier::F32 {
+            return Ok(kernels::Acts::F32(xs));
+        }
+        let n = xs.len() / cols;
+        let blocks = crate::quant::row_blocks(cols);
+        if blocks > self.blocks || n * self.blocks > self.scales.len() {
+            return Err(TrResult::InternalInvariant);
+        }
+        let (codes, scales) = (&mut self.codes[..n * blocks * 32], &mut self.scales[..n * blocks]);
+        for (t, x) in xs.chunks_exact(cols).enumerate() {
+            kernels::quantize(x, &mut codes[t * blocks * 32..(t + 1) * blocks * 32], &mut scales[t * blocks..(t + 1) * blocks])?;
+        }
+        Ok(kernels::Acts::Int8 { codes, scales })
+    }
 }
 
 impl TileBuffers {
@@ -68,6 +110,7 @@ impl TileBuffers {
             att: zeros(mul(cap, q_dim)?)?,
             hb: zeros(mul(cap, f)?)?,
             hb2: zeros(mul(cap, f)?)?,
+            quant: QuantBuffers::new(c, cap)?,
         })
     }
 }
@@ -325,11 +368,11 @@ impl Session {
         let (d, f) = (c.d_model as usize, c.d_ff as usize);
         let (n_heads, n_kv, hd) = (c.n_heads as usize, c.n_kv_heads as usize, c.head_dim as usize);
         let (q_dim, group, half, ctx) = (n_heads * hd, n_heads / n_kv, hd / 2, self.context);
-        let eps = c.rms_eps;
+        let (eps, tier) = (c.rms_eps, c.tier);
         let rope_cos = model.floats(&model.rope_cos);
         let rope_sin = model.floats(&model.rope_sin);
         let b = &mut self.buf;
-        let (x, xb) = (&mut b.x[..n * d], &mut b.xb[..n * d]);
+        let (x, xb, quant) = (&mut b.x[..n * d], &mut b.xb[..n * d], &mut b.quant);
         for (t, tok) in tokens.iter().enumerate() {
             kernels::dequant_row(model.matrix(&model.embedding), *tok as usize, &mut x[t * d..(t + 1) * d])?;
         }
@@ -340,10 +383,10 @@ impl Session {
         for (l, w) in model.layers.iter().enumerate() {
             kernels::checkpoint()?; // cancellation point between layers (threads lane)
             for t in 0..n {
-                kernels::rmsnorm(&x[t * d..(t + 1) * d], model.floats(&w.attn_norm), eps, &mut xb[t * d..(t + 1) * d])?;
+                kernels::rmsnorm_tier(tier, &x[t * d..(t + 1) * d], model.floats(&w.attn_norm), eps, &mut xb[t * d..(t + 1) * d])?;
             }
             let (wq, wk, wv) = (model.matrix(&w.wq), model.matrix(&w.wk), model.matrix(&w.wv));
-            let xin: &[f32] = xb;
+            let xin = quant.acts(tier, xb, d)?;
             // units = kv heads g: Q rows of g's query heads, K/V rows of g, RoPE, publish K/V at
             // pos0..pos0+n, then attention of g's query heads for every token of the tile
             kernels::partitioned(n_kv, &|units: Range<usize>| {
@@ -354,10 +397,10 @@ impl Session {
                     // its score row; att columns of its heads likewise.
                     let (kc, vc) = unsafe { (keys.slice(cache.clone())?, values.slice(cache)?) };
                     let sc = unsafe { scores.slice(g * ctx..(g + 1) * ctx)? };
-                    kernels::tile_rows(wq, d, qr.clone(), xin, &mut |r, t, v| unsafe { q.set(t * q_dim + qr.start + r, v) })?;
+                    kernels::tile_rows_acts(wq, d, qr.clone(), xin, &mut |r, t, v| unsafe { q.set(t * q_dim + qr.start + r, v) })?;
                     let kv = g * hd..(g + 1) * hd;
-                    kernels::tile_rows(wk, d, kv.clone(), xin, &mut |r, t, v| kc[(pos0 + t) * hd + r] = v)?;
-                    kernels::tile_rows(wv, d, kv, xin, &mut |r, t, v| vc[(pos0 + t) * hd + r] = v)?;
+                    kernels::tile_rows_acts(wk, d, kv.clone(), xin, &mut |r, t, v| kc[(pos0 + t) * hd + r] = v)?;
+                    kernels::tile_rows_acts(wv, d, kv, xin, &mut |r, t, v| vc[(pos0 + t) * hd + r] = v)?;
                     for t in 0..n {
                         let pos = pos0 + t;
                         let (cos, sin) = (&rope_cos[pos * half..(pos + 1) * half], &rope_sin[pos * half..(pos + 1) * half]);
@@ -373,7 +416,7 @@ impl Session {
                             let head = t * q_dim + h * hd..t * q_dim + (h + 1) * hd;
                             // SAFETY: as above; q is only read here, after this unit wrote it.
                             let (qh, out) = unsafe { (q.slice(head.clone())?, att.slice(head)?) };
-                            kernels::attention_head(qh, &kc[..used], &vc[..used], &mut sc[..pos0 + t + 1], out)?;
+                            kernels::attention_head_tier(tier, qh, &kc[..used], &vc[..used], &mut sc[..pos0 + t + 1], out)?;
                         }
                     }
                 }
@@ -382,26 +425,26 @@ impl Session {
             // output rows of every token, residual x = x + y fused (one unit per row)
             let (wo, xs) = (model.matrix(&w.wo), Shared::of(x));
             // SAFETY: att is complete (the phase above ended) and only read from here on.
-            let att_in: &[f32] = unsafe { att.slice(0..n * q_dim)? };
+            let att_in = quant.acts(tier, unsafe { att.slice(0..n * q_dim)? }, q_dim)?;
             kernels::partitioned(d, &|rows: Range<usize>| {
                 let r0 = rows.start;
                 // SAFETY: row r of every token belongs to this unit alone.
-                kernels::tile_rows(wo, q_dim, rows, att_in, &mut |r, t, y| unsafe {
+                kernels::tile_rows_acts(wo, q_dim, rows, att_in, &mut |r, t, y| unsafe {
                     let i = t * d + r0 + r;
                     xs.set(i, xs.get(i) + y)
                 })
             })?;
             for t in 0..n {
-                kernels::rmsnorm(&x[t * d..(t + 1) * d], model.floats(&w.ffn_norm), eps, &mut xb[t * d..(t + 1) * d])?;
+                kernels::rmsnorm_tier(tier, &x[t * d..(t + 1) * d], model.floats(&w.ffn_norm), eps, &mut xb[t * d..(t + 1) * d])?;
             }
             // gated FFN: gate/up rows, then silu(gate) * up on the unit's own rows
             let (wg, wu, wd) = (model.matrix(&w.w_gate), model.matrix(&w.w_up), model.matrix(&w.w_down));
-            let xin: &[f32] = xb;
+            let xin = quant.acts(tier, xb, d)?;
             kernels::partitioned(f, &|rows: Range<usize>| {
                 let r0 = rows.start;
                 // SAFETY: rows r0.. of every token belong to this unit alone.
-                kernels::tile_rows(wg, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb.set(t * f + r0 + r, v) })?;
-                kernels::tile_rows(wu, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb2.set(t * f + r0 + r, v) })?;
+                kernels::tile_rows_acts(wg, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb.set(t * f + r0 + r, v) })?;
+                kernels::tile_rows_acts(wu, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb2.set(t * f + r0 + r, v) })?;
                 for t in 0..n {
                     let own = t * f + rows.start..t * f + rows.end;
                     let (g, u) = unsafe { (hb.slice(own.clone())?, hb2.slice(own)?) };
@@ -410,11 +453,11 @@ impl Session {
                 Ok(())
             })?;
             // SAFETY: hb is complete and only read from here on.
-            let h_in: &[f32] = unsafe { hb.slice(0..n * f)? };
+            let h_in = quant.acts(tier, unsafe { hb.slice(0..n * f)? }, f)?;
             kernels::partitioned(d, &|rows: Range<usize>| {
                 let r0 = rows.start;
                 // SAFETY: as for the output rows.
-                kernels::tile_rows(wd, f, rows, h_in, &mut |r, t, y| unsafe {
+                kernels::tile_rows_acts(wd, f, rows, h_in, &mut |r, t, y| unsafe {
                     let i = t * d + r0 + r;
                     xs.set(i, xs.get(i) + y)
                 })
@@ -422,8 +465,9 @@ impl Session {
         }
         // logits of the tile's last token only (the state a commit leaves)
         let last = (n - 1) * d..n * d;
-        kernels::rmsnorm(&x[last.clone()], model.floats(&model.final_norm), eps, &mut xb[..d])?;
-        kernels::matvec(model.matrix(&model.output), &xb[..d], &mut self.next_logits)?;
+        kernels::rmsnorm_tier(tier, &x[last.clone()], model.floats(&model.final_norm), eps, &mut xb[..d])?;
+        let xin = quant.acts(tier, &xb[..d], d)?;
+        kernels::matvec_acts(model.matrix(&model.output), d, xin, &mut self.next_logits)?;
         kernels::checkpoint()?; // last cancellation point before the commit
         // commit: a failure anywhere above left position, logits and history as they were
         core::mem::swap(&mut self.logits, &mut self.next_logits);

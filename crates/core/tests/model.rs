@@ -42,9 +42,10 @@ fn every_truncation_is_bounds() {
 #[test]
 fn malformed_cases_give_their_codes() {
     type Case = (&'static str, fn(&mut Vec<u8>), TrResult);
-    let cases: [Case; 18] = [
+    let cases: [Case; 19] = [
         ("bad magic", |b| b[0] = b'X', TrResult::InvalidModel),
-        ("format version 2", |b| put_u32(b, 8, 2), TrResult::UnsupportedFeature),
+        ("format version 3", |b| put_u32(b, 8, 3), TrResult::UnsupportedFeature),
+        ("format version 2 with an f32 matrix", |b| put_u32(b, 8, 2), TrResult::UnsupportedQuantization),
         ("unknown flag bit", |b| put_u32(b, 12, 1 | 4), TrResult::UnsupportedFeature),
         ("trailing byte", |b| {
             b.push(0);

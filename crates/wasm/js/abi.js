@@ -162,13 +162,26 @@ export const SESSION_CONFIG_BYTES = 40;
 /** Bytes of a model file's fixed header (what tr_model_prefix_bytes needs to see). */
 export const MODEL_HEADER_BYTES = 64;
 
-/** { maxContext, vocab, layouts (non-f32 layout names, sorted) } from a model's header + directory. */
-export function modelFacts(prefix, layoutNames) {
+/**
+ * A model header's format_version (bytes 8..12, after the magic: the kernel tier, CONTRACT.md
+ * §1), or null when the header is shorter or lacks `magic` (then it is no model at all).
+ */
+export function modelFormatVersion(header, magic) {
+  if (header.length < 12 || new TextDecoder().decode(header.subarray(0, 8)) !== magic) return null;
+  return new DataView(header.buffer, header.byteOffset, header.byteLength).getUint32(8, true);
+}
+
+/**
+ * { maxContext, vocab, layouts (non-f32 layout names, sorted), tier } from a model's header +
+ * directory; `tierNames` maps format_version -> tier (an unknown one was refused before).
+ */
+export function modelFacts(prefix, layoutNames, tierNames) {
   const v = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
   const count = v.getUint32(52, true);
   const layouts = new Set();
   for (let i = 0; i < count; i++) layouts.add(layoutNames[v.getUint32(64 + 32 * i + 4, true)] || 'unknown');
-  return { maxContext: v.getUint32(44, true), vocab: v.getUint32(28, true), layouts: [...layouts].filter((l) => l !== 'f32').sort() };
+  const tier = tierNames[v.getUint32(8, true)] || 'f32';
+  return { maxContext: v.getUint32(44, true), vocab: v.getUint32(28, true), layouts: [...layouts].filter((l) => l !== 'f32').sort(), tier };
 }
 
 /** tr_model_prefix_bytes over the first bytes of a model: the length of header + directory (0 = bad). */

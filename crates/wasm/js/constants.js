@@ -3,6 +3,12 @@
 
 /** `tr_lane()` -> kernel set (crates/wasm/src/lib.rs LANE_*, crates/core/src/kernels/mod.rs KERNEL_SET). */
 export const KERNEL_SETS = Object.freeze(['scalar-v1', 'simd128-v1', 'simd128-threads-v1']);
+/** `tr_lane()` -> kernel set of the integer tier (crates/core/src/kernels/mod.rs KERNEL_SET_INT8). */
+export const KERNEL_SETS_INT8 = Object.freeze(['scalar-int8-v1', 'simd128-int8-v1', 'simd128-threads-int8-v1']);
+/** A model file's first 8 bytes (crates/core/src/model.rs MAGIC). */
+export const MODEL_MAGIC = 'TRLMODEL';
+/** Model format_version -> kernel tier (crates/core/src/model.rs Tier::from_version, Tier::name). */
+export const MODEL_TIERS = Object.freeze({ 1: 'f32', 2: 'int8' });
 /** Self-test category ids of `tr_self_test_detail` (crates/core/src/selftest/categories.rs NAMES). */
 export const CATEGORIES = Object.freeze(['scalar', 'simd128', 'atomics', 'thread_participation', 'tokenizer', 'prng']);
 /** Model format v1 layout ids -> receipt names (crates/core/src/quant.rs LAYOUTS). */

@@ -30,6 +30,7 @@ export type LoaderErrorCode =
   | 'NoLaneLeft'
   | 'ModelTooLarge'
   | 'ModelInvalid'
+  | 'UnsupportedModelTier'
   | 'MemoryBudget'
   | 'MemoryGrew'
   | 'RuntimeError'
@@ -246,7 +247,13 @@ export function compareVersions(a: string, b: string): -1 | 0 | 1;
 /** DSSE v1 pre-authentication encoding. */
 export function pae(payloadType: string, payload: Uint8Array): Uint8Array;
 
-export const SUPPORTED: { readonly schema: string; readonly runtimeSemantics: readonly number[]; readonly abiVersions: readonly number[] };
+export const SUPPORTED: {
+  readonly schema: string;
+  readonly runtimeSemantics: readonly number[];
+  readonly abiVersions: readonly number[];
+  /** model format_version -> kernel tier ('f32', 'int8'); a model of any other is UnsupportedModelTier */
+  readonly modelTiers: Readonly<Record<number, string>>;
+};
 export const MANIFEST_PAYLOAD_TYPE: string;
 export const RECEIPT_SCHEMA: 'tinyrustlm.capability-receipt.v1';
 export const DEFAULT_MEMORY_BUDGET: number;

@@ -1,8 +1,13 @@
 // TinyRustLM loader, the receipt room: tinyrustlm.capability-receipt.v1 from observations only.
 import { isNode, sha256Hex } from './host.js';
-import { KERNEL_SETS, CATEGORIES } from './constants.js';
+import { KERNEL_SETS, KERNEL_SETS_INT8, CATEGORIES } from './constants.js';
 
 export const RECEIPT_SCHEMA = 'tinyrustlm.capability-receipt.v1';
+/** Per model tier (SUPPORTED.modelTiers): the receipt's numerical mode (CONTRACT.md §10) and kernel set per lane. */
+const TIER_SELECTION = Object.freeze({
+  f32: Object.freeze({ numericalMode: 'strict-f32-v1', kernelSets: KERNEL_SETS }),
+  int8: Object.freeze({ numericalMode: 'int8-exact-v1', kernelSets: KERNEL_SETS_INT8 }),
+});
 const utf8 = new TextEncoder();
 
 /** Coarse, already-exposed values only (no high-entropy hints, no core counts). */
@@ -32,6 +37,7 @@ export async function buildReceipt({ signed, artifact, probes, lane, observed, t
   for (const c of CATEGORIES) selfTestOut[c] = test.categories[c] || 'not-run';
   if (test.failedTest) selfTestOut.failed_test = test.failedTest;
   const compiler = signed.manifest.compiler || {};
+  const tier = TIER_SELECTION[model.tier || 'f32'];
   return {
     schema: RECEIPT_SCHEMA,
     created_utc: new Date().toISOString(),
@@ -47,7 +53,7 @@ export async function buildReceipt({ signed, artifact, probes, lane, observed, t
       compile_features: [...artifact.required_features],
     },
     observed: { cross_origin_isolated: globalThis.crossOriginIsolated === true || isNode, feature_probes: probesOut, ...observed },
-    selection: { numerical_mode: 'strict-f32-v1', kernel_set: KERNEL_SETS[lane], quant_layouts: model.layouts, kv_format: 'f32' },
+    selection: { numerical_mode: tier.numericalMode, kernel_set: tier.kernelSets[lane], quant_layouts: model.layouts, kv_format: 'f32' },
     self_test: selfTestOut,
     executed_path_evidence: { scalar_kernel_calls: counters.scalar, simd_kernel_calls: counters.simd, worker_ids_participating: counters.participating },
     attempts,

@@ -2,10 +2,10 @@
 // admitted and streamed into Wasm memory (step 8), and `Loaded`, what an integrator uses (10).
 import { instantiate, memoryImport, HostError, TR_CANCELLED } from './host.js';
 import {
-  encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelPrefixBytes, preflightHeader,
+  encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, preflightHeader,
   modelLoadAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES,
 } from './abi.js';
-import { KERNEL_SETS, CATEGORIES, LAYOUTS, REQUIRED_EXPORTS, THREADS_EXPORTS } from './constants.js';
+import { KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS } from './constants.js';
 import { LoaderError, LaneFailure, stats } from './errors.js';
 import { isolated } from './choice.js';
 import { drain, fetchSigned, fromStore, memoryStream, open, storeQuietly } from './fetch.js';
@@ -247,7 +247,22 @@ async function readHead(source, n, head) {
 }
 
 /**
- * Step 8: preflight from the header and directory against `budget`, then the model streamed
+ * The model's kernel tier from its header, before anything enters the runtime: a format_version
+ * this loader does not know (MODEL_TIERS, from crates/core/src/model.rs) is UnsupportedModelTier.
+ * A header too short to hold one, or without the model magic, is left to the runtime's own check
+ * (ModelInvalid): it is no model of any tier.
+ */
+export function checkModelTier(header) {
+  const version = modelFormatVersion(header, MODEL_MAGIC);
+  if (version !== null && !Object.hasOwn(MODEL_TIERS, version)) {
+    const known = Object.entries(MODEL_TIERS).map(([v, t]) => `${v} = ${t}`).join(', ');
+    throw new LoaderError('UnsupportedModelTier', `model format_version ${version} declares a kernel tier this loader does not know (known: ${known})`, { formatVersion: version });
+  }
+}
+
+/**
+ * Step 8: the kernel tier checked on the header (nothing has entered the runtime; a streamed
+ * model is not downloaded further), preflight from the header and directory against `budget`, then the model streamed
  * into a window of Wasm memory (hashed while it arrives, bounded by its declared size; no whole
  * JS copy), then tr_model_load — only when the hash is the expected one. Returns { handle, facts,
  * plan, context }.
@@ -263,16 +278,18 @@ export async function admitAndLoad(o, rt, store, model, budgetFor) {
   try {
     if (head.length > model.size) throw new LoaderError('BoundExceeded', `model ${model.url} is larger than its declared size of ${model.size} bytes; the download was stopped there`, { url: String(model.url), limit: model.size });
     const header = head.subarray(0, Math.min(MODEL_HEADER_BYTES, head.length));
+    checkModelTier(header); // first: an unknown tier is refused before the runtime sees a byte
     const prefixLen = await modelPrefixBytes(rt, header);
     if (!model.bytes && prefixLen > head.length && prefixLen <= model.size) head = await readHead(source, prefixLen, head);
     if (prefixLen === 0 || prefixLen > model.size || prefixLen > head.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
     const prefix = head.subarray(0, prefixLen);
-    const facts = modelFacts(prefix, LAYOUTS);
+    const facts = modelFacts(prefix, LAYOUTS, MODEL_TIERS);
     const context = o.context || facts.maxContext;
     const budget = budgetFor();
     const p = await preflightHeader(rt, prefix, model.size, context, budget);
     const plan = { peakPrefill: p.peakPrefill, steadyDecode: p.steadyDecode, budget };
     if (p.code === 9) throw new LoaderError('ModelTooLarge', `model + context ${context} need ${plan.peakPrefill} bytes (prefill) / ${plan.steadyDecode} (decode), over the budget of ${budget}`, plan);
+    if (p.code === 3) throw new LoaderError('UnsupportedModelTier', 'this runtime module refuses the model\'s format/tier (TrResult UnsupportedFeature): it predates the model\'s kernel tier or flags', { code: p.code });
     if (p.code !== 0) throw new LoaderError('ModelInvalid', `tr_preflight_header refused the model (TrResult ${p.code})`, { code: p.code });
     // admitted: now, and only now, the model's bytes enter the runtime
     const handle = await withWindow(rt, model.size + 8, async (ptr) => {

@@ -2,12 +2,15 @@
 import { isNode, sha256Hex } from './host.js';
 import { LoaderError } from './errors.js';
 import { fetchCapped, MANIFEST_CAP, SIGNATURE_CAP } from './fetch.js';
+import { MODEL_TIERS } from './constants.js';
 
-/** What this loader understands of a manifest. */
+/** What this loader understands of a manifest (and of a model: its kernel tiers). */
 export const SUPPORTED = Object.freeze({
   schema: 'tinyrustlm.module-manifest.v1',
   runtimeSemantics: Object.freeze([1]),
   abiVersions: Object.freeze([1]),
+  // model format_version -> kernel tier (crates/core/CONTRACT.md §1, §10); any other is refused
+  modelTiers: MODEL_TIERS,
 });
 export const MANIFEST_PAYLOAD_TYPE = 'application/vnd.tinyrustlm.module-manifest.v1+json';
 const TRUSTED_KEYS_SCHEMA = 'tinyrustlm.trusted-keys.v1';

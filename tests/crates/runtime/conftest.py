@@ -82,5 +82,13 @@ def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def int8_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The integer-tier twin of `small` (pack-model --preset small-int8 --seed 7)."""
+    path = tmp_path_factory.mktemp("models") / "small-int8.trlm"
+    path.write_bytes(pack(PRESETS["small-int8"], 7))
+    return path
+
+
+@pytest.fixture(scope="session")
 def tiny_bytes() -> bytes:
     return pack(PRESETS["tiny"], 7)

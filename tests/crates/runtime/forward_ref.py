@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from tests.crates.runtime import f32ref, sampler_ref
+from tests.crates.runtime import f32ref, int8ref, sampler_ref
 from tests.crates.runtime.f32ref import Pcg32
 
 F32 = np.float32
@@ -195,8 +195,32 @@ class Simd128:
         return F32(self.dot_rows(x[None, :], x)[0])
 
 
+class Int8:
+    """The integer tier (CONTRACT.md §10): every matrix quantizes its input (int8ref) and sums
+    integer products per block; RMSNorm and attention scores reduce in the §8 lane order."""
+
+    def matvec(self, m: Matrix, x: Vec) -> Vec:
+        assert m.codes is not None and m.scales is not None, "the tier has no f32 matrices"
+        codes, scales = int8ref.quantize(x)
+        blocks = m.scales.shape[1]
+        acodes = codes.reshape(blocks, BLOCK).astype(np.int64)
+        isum = np.einsum("rbj,bj->rb", m.codes.astype(np.int64), acodes)
+        acc = np.zeros(m.rows, F32)
+        with np.errstate(all="ignore"):
+            for b in range(blocks):
+                acc = acc + (m.scales[:, b] * scales[b]) * isum[:, b].astype(F32)
+        return acc
+
+    def dot_rows(self, rows: Vec, x: Vec) -> Vec:
+        return SIMD128.dot_rows(rows, x)
+
+    def sum_of_squares(self, x: Vec) -> np.float32:
+        return SIMD128.sum_of_squares(x)
+
+
 ORACLE = Oracle()
 SIMD128 = Simd128()
+INT8 = Int8()
 
 
 def rmsnorm(k: Kernels, x: Vec, w: Vec, eps: np.float32) -> Vec:

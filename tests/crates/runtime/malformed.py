@@ -68,7 +68,7 @@ class Case:
 
 CASES: tuple[Case, ...] = (
     Case("bad-magic", lambda b: b.__setitem__(0, ord("X")), "InvalidModel"),
-    Case("format-version-2", lambda b: put_u32(b, 8, 2), "UnsupportedFeature"),
+    Case("format-version-3", lambda b: put_u32(b, 8, 3), "UnsupportedFeature"),
     Case("unknown-flag", lambda b: put_u32(b, 12, 0x80), "UnsupportedFeature"),
     Case("trailing-bytes", _append, "InvalidModel"),
     Case("declared-length-too-long", lambda b: put_u64(b, 56, len(b) + 1), "Bounds"),

@@ -22,7 +22,9 @@ def small_model() -> forward_ref.Model:
     return forward_ref.load_model(pack(PRESETS["small"], 7))
 
 
-def reference_run(vector: GoldenVector, kernels: forward_ref.Kernels) -> forward_ref.Generated:
+def reference_run(
+    vector: GoldenVector, kernels: forward_ref.Kernels, model: forward_ref.Model | None = None
+) -> forward_ref.Generated:
     p = vector.params
 
     def f(name: str) -> float:
@@ -36,7 +38,13 @@ def reference_run(vector: GoldenVector, kernels: forward_ref.Kernels) -> forward
     assert isinstance(prompt, U32Input)
     config = sampler_ref.Config(f("temperature"), top_k, f("top_p"), f("repetition_penalty"))
     return forward_ref.generate(
-        small_model(), kernels, prompt.values, config, seed, stream, vector.shape["max_tokens"]
+        model or small_model(),
+        kernels,
+        prompt.values,
+        config,
+        seed,
+        stream,
+        vector.shape["max_tokens"],
     )
 
 

@@ -39,6 +39,10 @@ OPERATORS = (
     "pcg32",
     "sampler",
     "e2e_decode",
+    "int8_quantize",
+    "int8_q8_matvec",
+    "int8_q4_matvec",
+    "int8_e2e_decode",
 )
 
 

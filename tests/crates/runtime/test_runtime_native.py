@@ -41,7 +41,7 @@ def _without_provenance(text: str) -> list[dict[str, Any]]:
 
 
 def test_golden_regeneration_reproduces_the_committed_vectors(
-    cli: Path, small_model: Path, tmp_path: Path
+    cli: Path, small_model: Path, int8_model: Path, tmp_path: Path
 ) -> None:
     done = run(
         cli,
@@ -50,6 +50,8 @@ def test_golden_regeneration_reproduces_the_committed_vectors(
         str(tmp_path),
         "--small-model",
         str(small_model),
+        "--int8-model",
+        str(int8_model),
         "--source-revision",
         "test",
         "--generated-utc",
@@ -126,6 +128,14 @@ def test_inspect_model_describes_the_small_model(cli: Path, small_model: Path) -
     assert info["header"]["tied_embeddings"] is False
     assert {t["layout"] for t in info["tensors"]} == {"f32", "q8-block-v1", "q4-block-v1"}
     assert info["peak_prefill_bytes"] > small_model.stat().st_size
+    assert info["header"]["kernel_tier"] == "f32"
+
+
+def test_inspect_model_names_the_integer_tier(cli: Path, int8_model: Path) -> None:
+    done = run(cli, "inspect-model", str(int8_model), "--json")
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert info["header"]["kernel_tier"] == "int8"
 
 
 def _inspect(cli: Path, path: Path) -> tuple[int, dict[str, Any]]:

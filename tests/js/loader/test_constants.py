@@ -17,6 +17,7 @@ SOURCES = (
     jsconstants.KERNELS_RS,
     jsconstants.CATEGORIES_RS,
     jsconstants.QUANT_RS,
+    jsconstants.MODEL_RS,
 )
 
 
@@ -61,6 +62,23 @@ def test_a_new_layout_reaches_the_js(tree: Path) -> None:
         "LAYOUTS: [(u32, Layout, &str); 4]",
     )
     assert jsconstants.layouts(tree) == ["f32", "q8-block-v1", "q4-block-v1", "q2-block-v1"]
+
+
+def test_the_model_tiers_and_integer_kernel_sets_come_from_rust(tree: Path) -> None:
+    assert jsconstants.model_tiers(tree) == {1: "f32", 2: "int8"}
+    assert jsconstants.model_magic(tree) == "TRLMODEL"
+    assert jsconstants.kernel_sets(tree, "KERNEL_SET_INT8", "int8-v1")[0] == "scalar-int8-v1"
+    edit(
+        tree, jsconstants.MODEL_RS, "FORMAT_VERSION_INT8: u32 = 2;", "FORMAT_VERSION_INT8: u32 = 7;"
+    )
+    assert jsconstants.model_tiers(tree) == {1: "f32", 7: "int8"}
+    assert "MODEL_TIERS = Object.freeze({ 1: 'f32', 7: 'int8' })" in jsconstants.render(tree)
+
+
+def test_a_tier_from_version_does_not_map_is_an_error(tree: Path) -> None:
+    edit(tree, jsconstants.MODEL_RS, "FORMAT_VERSION_INT8 => Ok(Tier::Int8),", "")
+    with pytest.raises(PipelineError, match="does not name every tier"):
+        jsconstants.model_tiers(tree)
 
 
 def test_a_lane_without_its_kernel_set_is_an_error(tree: Path) -> None:

@@ -10,18 +10,27 @@
 use core::ops::Range;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-use crate::quant::{row_blocks, Layout, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
+use crate::quant::{row_blocks, Layout, BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
 use crate::result::{TrResult, TrReturn};
 
+pub mod int8;
 pub mod scalar;
 #[cfg(target_feature = "simd128")]
 pub mod simd128;
+#[cfg(target_feature = "simd128")]
+pub mod simd128_int;
 pub mod tolerance;
 
+#[cfg(not(target_feature = "simd128"))]
+use int8 as active_int;
 #[cfg(not(target_feature = "simd128"))]
 use scalar as active;
 #[cfg(target_feature = "simd128")]
 use simd128 as active;
+#[cfg(target_feature = "simd128")]
+use simd128_int as active_int;
+
+use crate::model::Tier;
 
 /// Kernel set identity reported by receipts; changes with `active` (and the row runner).
 pub const KERNEL_SET: &str = if cfg!(target_feature = "atomics") {
@@ -31,6 +40,72 @@ pub const KERNEL_SET: &str = if cfg!(target_feature = "atomics") {
 } else {
     "scalar-v1"
 };
+
+/// Kernel set of the integer tier (format v2 models, CONTRACT.md §10); receipts name both.
+pub const KERNEL_SET_INT8: &str = if cfg!(target_feature = "atomics") {
+    "simd128-threads-int8-v1"
+} else if cfg!(target_feature = "simd128") {
+    "simd128-int8-v1"
+} else {
+    "scalar-int8-v1"
+};
+
+/// The kernel set a model of `tier` runs on this build.
+pub fn kernel_set(tier: Tier) -> &'static str {
+    match tier {
+        Tier::F32 => KERNEL_SET,
+        Tier::Int8 => KERNEL_SET_INT8,
+    }
+}
+
+/// Matrix input: f32 activations (format v1) or int8-quantized ones (format v2, §10), for one
+/// token or a tile of T tokens ([T, cols] values; [T, blocks * 32] codes and [T, blocks] scales).
+#[derive(Clone, Copy)]
+pub enum Acts<'a> {
+    F32(&'a [f32]),
+    Int8 { codes: &'a [i8], scales: &'a [f32] },
+}
+
+impl<'a> Acts<'a> {
+    /// Tokens of `cols` elements held (None when the lengths do not fit `cols`).
+    fn tokens(&self, cols: usize) -> Option<usize> {
+        let blocks = row_blocks(cols);
+        match self {
+            Acts::F32(x) => (cols > 0 && x.len() % cols == 0).then(|| x.len() / cols),
+            Acts::Int8 { codes, scales } => {
+                let t = scales.len().checked_div(blocks)?;
+                (scales.len() == t * blocks && codes.len() == t * blocks * BLOCK).then(|| t)
+            }
+        }
+    }
+}
+
+/// Quantizes one token's activations `x` for the integer tier (int8::quantize, every lane):
+/// codes [⌈n/32⌉ * 32], scales [⌈n/32⌉]; non-finite input -> `NumericalFailure`.
+pub fn quantize(x: &[f32], codes: &mut [i8], scales: &mut [f32]) -> TrReturn<()> {
+    int8::quantize(x, codes, scales)
+}
+
+/// RMSNorm of the model's tier: the f32 tier's active kernel, or the integer tier's (lane
+/// order in every kernel set, so all lanes agree bit for bit).
+pub fn rmsnorm_tier(tier: Tier, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) -> TrReturn<()> {
+    require(!x.is_empty() && weight.len() == x.len() && out.len() == x.len())?;
+    match tier {
+        Tier::F32 => active::rmsnorm(x, weight, eps, out),
+        Tier::Int8 => active_int::rmsnorm(x, weight, eps, out),
+    }
+    Ok(())
+}
+
+/// `attention_head` of the model's tier (see `rmsnorm_tier`).
+pub fn attention_head_tier(tier: Tier, q: &[f32], keys: &[f32], values: &[f32], scores: &mut [f32], out: &mut [f32]) -> TrReturn<()> {
+    let n = scores.len().checked_mul(q.len()).ok_or(TrResult::IntegerOverflow)?;
+    require(!q.is_empty() && out.len() == q.len() && keys.len() == n && values.len() == n)?;
+    match tier {
+        Tier::F32 => active::attention_head(q, keys, values, scores, out),
+        Tier::Int8 => active_int::attention_head(q, keys, values, scores, out),
+    }
+}
 
 // Executed-path evidence: every kernel implementation bumps exactly one of these per call.
 static SCALAR_CALLS: AtomicU64 = AtomicU64::new(0);
@@ -105,7 +180,13 @@ impl<'a> Matrix<'a> {
 /// With a row runner installed, each output row is computed by exactly one worker, with the
 /// same kernel and the same per-row arithmetic: results equal the single-threaded lane's.
 pub fn matvec(w: Matrix<'_>, x: &[f32], out: &mut [f32]) -> TrReturn<()> {
-    require(w.len_for(out.len(), x.len()) == Some(w.stored_len()))?;
+    matvec_acts(w, x.len(), Acts::F32(x), out)
+}
+
+/// `matvec` of one token's activations of either tier (`cols` elements).
+pub fn matvec_acts(w: Matrix<'_>, cols: usize, x: Acts<'_>, out: &mut [f32]) -> TrReturn<()> {
+    require(w.len_for(out.len(), cols) == Some(w.stored_len()) && x.tokens(cols) == Some(1))?;
+    require(!matches!((w, x), (Matrix::F32(_), Acts::Int8 { .. })))?;
     let parallel = match parallel() {
         Some(p) => p,
         None => {
@@ -132,6 +213,7 @@ pub fn matvec_many<const N: usize>(x: &[f32], parts: [(Matrix<'_>, &mut [f32]); 
     for (w, out) in parts.iter() {
         require(w.len_for(out.len(), x.len()) == Some(w.stored_len()))?;
     }
+    let x = Acts::F32(x);
     let parallel = match parallel() {
         Some(p) => p,
         None => {
@@ -169,11 +251,16 @@ pub fn matvec_many<const N: usize>(x: &[f32], parts: [(Matrix<'_>, &mut [f32]); 
     })
 }
 
-fn matvec_rows(w: Matrix<'_>, x: &[f32], out: &mut [f32]) {
-    match w {
-        Matrix::F32(w) => active::matvec_f32(w, x, out),
-        Matrix::Q8(w) => active::matvec_q8(w, x, out),
-        Matrix::Q4(w) => active::matvec_q4(w, x, out),
+/// Rows of one token (shapes checked by the callers; an f32 matrix never meets int8 input:
+/// model.rs refuses it in a format v2 model and `matvec_acts` checks it).
+fn matvec_rows(w: Matrix<'_>, x: Acts<'_>, out: &mut [f32]) {
+    match (w, x) {
+        (Matrix::F32(w), Acts::F32(x)) => active::matvec_f32(w, x, out),
+        (Matrix::Q8(w), Acts::F32(x)) => active::matvec_q8(w, x, out),
+        (Matrix::Q4(w), Acts::F32(x)) => active::matvec_q4(w, x, out),
+        (Matrix::Q8(w), Acts::Int8 { codes, scales }) => active_int::matvec_q8(w, codes, scales, out),
+        (Matrix::Q4(w), Acts::Int8 { codes, scales }) => active_int::matvec_q4(w, codes, scales, out),
+        (Matrix::F32(_), Acts::Int8 { .. }) => out.iter_mut().for_each(|o| *o = f32::NAN),
     }
 }
 
@@ -330,12 +417,25 @@ pub fn tile_rows(
     xs: &[f32],
     emit: &mut dyn FnMut(usize, usize, f32),
 ) -> TrReturn<()> {
+    tile_rows_acts(w, cols, rows, Acts::F32(xs), emit)
+}
+
+/// `tile_rows` for a tile of either tier's activations.
+pub fn tile_rows_acts(
+    w: Matrix<'_>,
+    cols: usize,
+    rows: Range<usize>,
+    xs: Acts<'_>,
+    emit: &mut dyn FnMut(usize, usize, f32),
+) -> TrReturn<()> {
     let row_len = w.len_for(1, cols).ok_or(TrResult::IntegerOverflow)?;
-    require(cols > 0 && xs.len() % cols == 0 && rows.start <= rows.end)?;
+    let tokens = xs.tokens(cols).ok_or(TrResult::InternalInvariant)?;
+    require(cols > 0 && rows.start <= rows.end)?;
+    require(!matches!((w, xs), (Matrix::F32(_), Acts::Int8 { .. })))?;
     let start = rows.start.checked_mul(row_len).ok_or(TrResult::IntegerOverflow)?;
     let end = rows.end.checked_mul(row_len).ok_or(TrResult::IntegerOverflow)?;
     let part = w.rows(start..end).ok_or(TrResult::InternalInvariant)?;
-    if xs.len() == cols {
+    if tokens == 1 {
         let mut buf = [0.0f32; MATVEC_CHUNK];
         let n = rows.end - rows.start;
         let mut r = 0;
@@ -350,10 +450,14 @@ pub fn tile_rows(
         }
         return Ok(());
     }
-    match part {
-        Matrix::F32(w) => active::matmul_f32(w, xs, cols, emit),
-        Matrix::Q8(w) => active::matmul_q8(w, xs, cols, emit),
-        Matrix::Q4(w) => active::matmul_q4(w, xs, cols, emit),
+    let blocks = row_blocks(cols);
+    match (part, xs) {
+        (Matrix::F32(w), Acts::F32(xs)) => active::matmul_f32(w, xs, cols, emit),
+        (Matrix::Q8(w), Acts::F32(xs)) => active::matmul_q8(w, xs, cols, emit),
+        (Matrix::Q4(w), Acts::F32(xs)) => active::matmul_q4(w, xs, cols, emit),
+        (Matrix::Q8(w), Acts::Int8 { codes, scales }) => active_int::matmul_q8(w, codes, scales, blocks, emit),
+        (Matrix::Q4(w), Acts::Int8 { codes, scales }) => active_int::matmul_q4(w, codes, scales, blocks, emit),
+        (Matrix::F32(_), Acts::Int8 { .. }) => return Err(TrResult::InternalInvariant),
     }
     Ok(())
 }

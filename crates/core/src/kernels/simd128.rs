@@ -42,7 +42,7 @@ fn load4(x: &[f32], at: usize) -> v128 {
 
 /// Sixteen bytes from `b[at..at + 16]`.
 #[inline(always)]
-fn load16(b: &[u8], at: usize) -> v128 {
+pub(super) fn load16(b: &[u8], at: usize) -> v128 {
     let sixteen = &b[at..at + 16];
     // SAFETY: as `load4`.
     unsafe { v128_load(sixteen.as_ptr() as *const v128) }
@@ -105,7 +105,7 @@ fn scale4(block: &[u8]) -> v128 {
 }
 
 #[inline(always)]
-fn scale_of(block: &[u8]) -> f32 {
+pub(super) fn scale_of(block: &[u8]) -> f32 {
     f32::from_le_bytes([block[0], block[1], block[2], block[3]])
 }
 
@@ -113,13 +113,13 @@ fn scale_of(block: &[u8]) -> f32 {
 /// next pair. Measured on the bench machine (x86-64, V8): streaming a 72 MiB q8 matrix goes
 /// from ~6 to ~9-12 GB/s; the kernel alone issues too few loads per instruction for the
 /// out-of-order window to keep enough cache misses in flight.
-const PREFETCH_AHEAD: usize = 4096;
+pub(super) const PREFETCH_AHEAD: usize = 4096;
 
 /// Software prefetch (Wasm has no prefetch instruction): one byte load per 64-byte line of
 /// `w[start..start + len]`, clipped to `w` (never a byte outside the stored weights). The loads
 /// are volatile so they are not removed; their values are unused and cannot affect a result.
 #[inline(always)]
-fn touch_lines(w: &[u8], start: usize, len: usize) {
+pub(super) fn touch_lines(w: &[u8], start: usize, len: usize) {
     let end = start.saturating_add(len).min(w.len());
     let mut at = start;
     while at < end {
@@ -242,7 +242,7 @@ pub fn matvec_q4(w: &[u8], x: &[f32], out: &mut [f32]) {
 
 /// The 32 q4 codes of a block (bytes 4..20) as two i8x16 vectors in element order.
 #[inline(always)]
-fn q4_codes(block: &[u8]) -> (v128, v128) {
+pub(super) fn q4_codes(block: &[u8]) -> (v128, v128) {
     let packed = load16(block, 4);
     let low = v128_and(packed, u8x16_splat(0x0f));
     let high = u8x16_shr(packed, 4);

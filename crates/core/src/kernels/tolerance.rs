@@ -26,7 +26,7 @@ pub struct Tolerance {
 const REDUCTION: Tolerance = Tolerance { abs: 1.0 / 16384.0, rel: 1.0 / 65536.0, max_ulp: 64 };
 
 /// THE table: operator (as in golden vectors) -> tier for alternate lanes.
-pub const ALTERNATE_TOLERANCE: [(&str, Option<Tolerance>); 13] = [
+pub const ALTERNATE_TOLERANCE: [(&str, Option<Tolerance>); 17] = [
     ("q8_matvec", Some(REDUCTION)),
     ("q4_matvec", Some(REDUCTION)),
     ("f32_matvec", Some(REDUCTION)),
@@ -42,6 +42,11 @@ pub const ALTERNATE_TOLERANCE: [(&str, Option<Tolerance>); 13] = [
     ("pcg32", None),
     ("sampler", None),
     ("e2e_decode", None),
+    // the integer tier (CONTRACT.md §10): exact integer sums, bit-identical in every lane
+    ("int8_quantize", None),
+    ("int8_q8_matvec", None),
+    ("int8_q4_matvec", None),
+    ("int8_e2e_decode", None),
 ];
 
 /// The declared tier of `operator`; unknown operators are bit-exact (fail closed).

@@ -195,3 +195,54 @@ pub extern "C" fn h_attention_head_mismatches(n_heads: u32, n_kv_heads: u32, hea
     }
     differ
 }
+
+// ---- the integer tier (CONTRACT.md §10) -------------------------------------------------------
+
+/// `kernels::quantize` of x [n] into codes [⌈n/32⌉ * 32] (i8) and scales [⌈n/32⌉] (f32).
+#[no_mangle]
+pub extern "C" fn h_quantize(x: u32, n: u32, codes: u32, scales: u32) -> i32 {
+    let blocks = (n + 31) / 32;
+    code(kernels::quantize(slice(x, n), slice_mut(codes, blocks * 32), slice_mut(scales, blocks)))
+}
+
+/// Integer-tier rows of W [rows, cols] (layout 1 q8, 2 q4) against `tokens` quantized tokens
+/// (codes [tokens, blocks * 32], scales [tokens, blocks]) into out [tokens, rows]:
+/// `set` 0 the oracle (`kernels::int8`, one row per call), 1 the active set's matvec per token
+/// (`kernels::matvec_acts`), 2 the active set's tile (`kernels::tile_rows_acts`, rows r0..rows).
+#[no_mangle]
+pub extern "C" fn h_int_rows(set: u32, layout: u32, w: u32, w_len: u32, codes: u32, scales: u32, cols: u32, tokens: u32, rows: u32, r0: u32, out: u32) -> i32 {
+    use tinyrustlm_core::kernels::{int8, Acts};
+    let blocks = (cols + 31) / 32;
+    let (w, out) = (slice::<u8>(w, w_len), slice_mut::<f32>(out, tokens * rows));
+    let (codes, scales) = (slice::<i8>(codes, tokens * blocks * 32), slice::<f32>(scales, tokens * blocks));
+    let (cb, b) = ((blocks * 32) as usize, blocks as usize);
+    let m = if layout == 1 { Matrix::Q8(w) } else { Matrix::Q4(w) };
+    let row_bytes = w.len() / rows.max(1) as usize;
+    for t in 0..tokens as usize {
+        let (tc, ts) = (&codes[t * cb..(t + 1) * cb], &scales[t * b..(t + 1) * b]);
+        let o = &mut out[t * rows as usize..(t + 1) * rows as usize];
+        match set {
+            0 => {
+                for (r, v) in o.iter_mut().enumerate() {
+                    let row = &w[r * row_bytes..(r + 1) * row_bytes];
+                    *v = if layout == 1 { int8::row_q8(row, tc, ts) } else { int8::row_q4(row, tc, ts) };
+                }
+            }
+            1 => {
+                let r = kernels::matvec_acts(m, cols as usize, Acts::Int8 { codes: tc, scales: ts }, o);
+                if r.is_err() {
+                    return code(r);
+                }
+            }
+            _ => {}
+        }
+    }
+    if set >= 2 {
+        let rows_n = rows as usize;
+        let r = kernels::tile_rows_acts(m, cols as usize, r0 as usize..rows_n, Acts::Int8 { codes, scales }, &mut |r, t, v| {
+            out[t * rows_n + r0 as usize + r] = v
+        });
+        return code(r);
+    }
+    0
+}

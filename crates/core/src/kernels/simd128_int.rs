@@ -1,0 +1,196 @@
+//! The integer tier's SIMD128 kernels (CONTRACT.md §10), bit-identical to `int8.rs` by
+//! construction: a block's integer sum is exact whatever the order of its products, and the
+//! per-row f32 work `acc = acc + (wscale_b * ascale_b) * (isum_b as f32)` runs per lane with
+//! the oracle's operations, four rows in the four lanes.
+//!
+//! Per block: weight and activation codes are widened i8 -> i16 (`i16x8_extend_*_i8x16`), then
+//! four `i32x4_dot_i16x8` give a row's eight partial sums, added in i32; the partials of four
+//! rows are transposed and added to one i32x4 (row r in lane r), converted exactly to f32
+//! (|isum| < 2^24). Whole blocks only: the tail block's padded weight codes are stored bytes of
+//! the block (so the loads stay inside the row) and meet activation codes that are zero.
+
+use core::arch::wasm32::*;
+
+use super::simd128::{load16, q4_codes, scale_of, touch_lines, PREFETCH_AHEAD};
+use super::{count_simd, int8};
+use crate::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
+
+// The tier's f32 reductions are the SIMD128 set's own lane-order kernels.
+pub use super::simd128::{attention_head, rmsnorm};
+
+#[inline(always)]
+fn load16_i8(b: &[i8], at: usize) -> v128 {
+    let sixteen = &b[at..at + 16];
+    // SAFETY: `sixteen` is 16 readable bytes; v128_load has no alignment requirement.
+    unsafe { v128_load(sixteen.as_ptr() as *const v128) }
+}
+
+/// The 32 codes of one block as two i8x16 (elements 0..16, 16..32). A generic parameter, not
+/// a fn pointer: each layout's kernel is monomorphized and the code load inlined (an indirect
+/// call per row and block measured 2x slower than the f32 tier).
+trait Codes: Copy {
+    const BLOCK_BYTES: usize;
+    fn codes(block: &[u8]) -> (v128, v128);
+    fn tail(row: &[u8], ac: &[i8], asc: &[f32]) -> f32;
+}
+
+#[derive(Clone, Copy)]
+struct Q8;
+#[derive(Clone, Copy)]
+struct Q4;
+
+impl Codes for Q8 {
+    const BLOCK_BYTES: usize = Q8_BLOCK_BYTES;
+    #[inline(always)]
+    fn codes(block: &[u8]) -> (v128, v128) {
+        q8_codes(block)
+    }
+    fn tail(row: &[u8], ac: &[i8], asc: &[f32]) -> f32 {
+        int8::row_q8(row, ac, asc)
+    }
+}
+
+impl Codes for Q4 {
+    const BLOCK_BYTES: usize = Q4_BLOCK_BYTES;
+    #[inline(always)]
+    fn codes(block: &[u8]) -> (v128, v128) {
+        q4_codes(block)
+    }
+    fn tail(row: &[u8], ac: &[i8], asc: &[f32]) -> f32 {
+        int8::row_q4(row, ac, asc)
+    }
+}
+
+#[inline(always)]
+fn q8_codes(block: &[u8]) -> (v128, v128) {
+    (load16(block, 4), load16(block, 20))
+}
+
+/// The activation codes of one block (32) widened to four i16x8.
+#[inline(always)]
+fn widen_acts(codes: &[i8]) -> [v128; 4] {
+    let a0 = load16_i8(codes, 0);
+    let a1 = load16_i8(codes, 16);
+    [i16x8_extend_low_i8x16(a0), i16x8_extend_high_i8x16(a0), i16x8_extend_low_i8x16(a1), i16x8_extend_high_i8x16(a1)]
+}
+
+/// Eight i32 partial sums of one row's block (their sum is the block's isum).
+#[inline(always)]
+fn partials(w: (v128, v128), a: &[v128; 4]) -> v128 {
+    let d0 = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w.0), a[0]);
+    let d1 = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w.0), a[1]);
+    let d2 = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w.1), a[2]);
+    let d3 = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w.1), a[3]);
+    i32x4_add(i32x4_add(d0, d1), i32x4_add(d2, d3))
+}
+
+/// [sum(p0), sum(p1), sum(p2), sum(p3)] (integer adds: exact in any order).
+#[inline(always)]
+fn transpose_sum(p0: v128, p1: v128, p2: v128, p3: v128) -> v128 {
+    let s01 = i32x4_add(i32x4_shuffle::<0, 4, 2, 6>(p0, p1), i32x4_shuffle::<1, 5, 3, 7>(p0, p1));
+    let s23 = i32x4_add(i32x4_shuffle::<0, 4, 2, 6>(p2, p3), i32x4_shuffle::<1, 5, 3, 7>(p2, p3));
+    i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(s01, s23), i32x4_shuffle::<2, 3, 6, 7>(s01, s23))
+}
+
+/// Four rows (`rows`, whole stored rows) against one token: the rows' values in lanes 0..4.
+/// Iterators, not index arithmetic: the release profile keeps overflow checks, which would
+/// check every `b * block_bytes`.
+#[inline(always)]
+fn quad<C: Codes>(rows: &[u8], row_bytes: usize, ac: &[i8], asc: &[f32]) -> v128 {
+    let (r01, r23) = rows.split_at(2 * row_bytes);
+    let (r0, r1) = r01.split_at(row_bytes);
+    let (r2, r3) = r23.split_at(row_bytes);
+    let bb = C::BLOCK_BYTES;
+    let blocks = r0.chunks_exact(bb).zip(r1.chunks_exact(bb)).zip(r2.chunks_exact(bb)).zip(r3.chunks_exact(bb));
+    let mut acc = f32x4_splat(0.0);
+    for ((((b0, b1), b2), b3), (a, a_scale)) in blocks.zip(ac.chunks_exact(BLOCK).zip(asc)) {
+        let a = widen_acts(a);
+        let isum = transpose_sum(
+            partials(C::codes(b0), &a),
+            partials(C::codes(b1), &a),
+            partials(C::codes(b2), &a),
+            partials(C::codes(b3), &a),
+        );
+        let ws = f32x4(scale_of(b0), scale_of(b1), scale_of(b2), scale_of(b3));
+        // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
+        acc = f32x4_add(acc, f32x4_mul(f32x4_mul(ws, f32x4_splat(*a_scale)), f32x4_convert_i32x4(isum)));
+    }
+    acc
+}
+
+#[inline(always)]
+fn store_quad(four: &mut [f32], v: v128) {
+    let four = &mut four[..4];
+    // SAFETY: `four` is 16 writable bytes.
+    unsafe { v128_store(four.as_mut_ptr() as *mut v128, v) }
+}
+
+fn rows<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
+    let row_bytes = asc.len() * C::BLOCK_BYTES;
+    if row_bytes == 0 {
+        out.iter_mut().for_each(|o| *o = 0.0);
+        return;
+    }
+    let mut quads = out.chunks_exact_mut(4);
+    let mut groups = w.chunks_exact(4 * row_bytes);
+    let mut start = 0usize;
+    for (o, four) in (&mut quads).zip(&mut groups) {
+        touch_lines(w, start.saturating_add((4 * row_bytes).max(PREFETCH_AHEAD)), 4 * row_bytes);
+        start += 4 * row_bytes;
+        store_quad(o, quad::<C>(four, row_bytes, ac, asc));
+    }
+    for (o, row) in quads.into_remainder().iter_mut().zip(groups.remainder().chunks_exact(row_bytes)) {
+        *o = C::tail(row, ac, asc);
+    }
+}
+
+/// See `int8::matvec_q8`.
+pub fn matvec_q8(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
+    count_simd();
+    rows::<Q8>(w, ac, asc, out);
+}
+
+/// See `int8::matvec_q4`.
+pub fn matvec_q4(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
+    count_simd();
+    rows::<Q4>(w, ac, asc, out);
+}
+
+fn tile<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    if blocks == 0 {
+        return;
+    }
+    let row_bytes = blocks * C::BLOCK_BYTES;
+    let groups = w.chunks_exact(4 * row_bytes);
+    let rest = groups.remainder();
+    let tokens = || ac.chunks_exact(blocks * BLOCK).zip(asc.chunks_exact(blocks)).enumerate();
+    let mut r = 0;
+    for four in groups {
+        for (t, (tc, ts)) in tokens() {
+            let v = quad::<C>(four, row_bytes, tc, ts);
+            emit(r, t, f32x4_extract_lane::<0>(v));
+            emit(r + 1, t, f32x4_extract_lane::<1>(v));
+            emit(r + 2, t, f32x4_extract_lane::<2>(v));
+            emit(r + 3, t, f32x4_extract_lane::<3>(v));
+        }
+        r += 4;
+    }
+    for row in rest.chunks_exact(row_bytes) {
+        for (t, (tc, ts)) in tokens() {
+            emit(r, t, C::tail(row, tc, ts));
+        }
+        r += 1;
+    }
+}
+
+/// See `int8::matmul_q8`.
+pub fn matmul_q8(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_simd();
+    tile::<Q8>(w, ac, asc, blocks, emit);
+}
+
+/// See `int8::matmul_q4`.
+pub fn matmul_q4(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+    count_simd();
+    tile::<Q4>(w, ac, asc, blocks, emit);
+}

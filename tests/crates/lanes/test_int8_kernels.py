@@ -1,0 +1,234 @@
+"""The integer tier's kernels (CONTRACT.md §10) in the scalar and simd128 kernel harnesses
+(wasmtime): the quantizer against the independent numpy reference (tests/crates/runtime/int8ref.py)
+on the contract's worked examples and edge values (all-zero block, ±max, rounding ties,
+subnormals, non-finite refused); and the integer q8/q4 rows — the oracle, the lane's matvec
+and the lane's prefill tile — bit-identical to each other and to the reference for every tail
+length 1..64 of a row, rows 1..9 (every remainder of the SIMD set's groups of four) and tiles
+of 1..16 tokens."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import wasmtime
+
+from tests.crates.runtime import int8ref
+
+LANES = ["scalar-wasm32", "simd128-wasm32"]
+NUMERICAL_FAILURE = 18
+F32 = np.float32
+TINY = float(np.float32(2.0**-149))  # the least subnormal
+
+
+class Harness:
+    """pipeline/bench/harness in wasmtime: h_alloc'd windows, h_quantize, h_int_rows."""
+
+    def __init__(self, path: Path) -> None:
+        cfg = wasmtime.Config()
+        cfg.wasm_simd = True
+        cfg.wasm_relaxed_simd = False
+        self.store = wasmtime.Store(wasmtime.Engine(cfg))
+        module = wasmtime.Module.from_file(self.store.engine, str(path))
+        self.instance = wasmtime.Instance(self.store, module, [])
+        memory = self.instance.exports(self.store)["memory"]
+        assert isinstance(memory, wasmtime.Memory)
+        self.memory = memory
+
+    def call(self, name: str, *args: int) -> int:
+        f = self.instance.exports(self.store)[name]
+        assert isinstance(f, wasmtime.Func)
+        r = f(self.store, *args)
+        return int(r) if r is not None else 0
+
+    def put(self, data: bytes) -> int:
+        ptr = self.call("h_alloc", max(len(data), 1))
+        self.memory.write(self.store, data, ptr)
+        return ptr
+
+    def get(self, ptr: int, n: int) -> bytes:
+        return bytes(self.memory.read(self.store, ptr, ptr + n))
+
+    def quantize(self, x: np.ndarray) -> tuple[int, bytes, bytes]:
+        x = np.asarray(x, dtype="<f4")
+        blocks = -(-x.size // 32)
+        codes, scales = self.put(bytes(blocks * 32)), self.put(bytes(blocks * 4))
+        rc = self.call("h_quantize", self.put(x.tobytes()), x.size, codes, scales)
+        return rc, self.get(codes, blocks * 32), self.get(scales, blocks * 4)
+
+    def rows(
+        self,
+        kernel_set: int,
+        layout: int,
+        w: bytes,
+        codes: bytes,
+        scales: bytes,
+        cols: int,
+        tokens: int,
+        rows: int,
+        r0: int = 0,
+    ) -> tuple[int, list[int]]:
+        """h_int_rows: set 0 the oracle, 1 the lane's matvec, 2 its tile over rows r0.."""
+        out = self.put(struct.pack("<f", float("nan")) * (tokens * rows))
+        args = (
+            kernel_set,
+            layout,
+            self.put(w),
+            len(w),
+            self.put(codes),
+            self.put(scales),
+            cols,
+            tokens,
+            rows,
+            r0,
+            out,
+        )
+        return self.call("h_int_rows", *args), list(
+            struct.unpack(f"<{tokens * rows}I", self.get(out, 4 * tokens * rows))
+        )
+
+
+@pytest.fixture(scope="module", params=LANES)
+def lane(request: pytest.FixtureRequest, harness: Callable[[str], Path]) -> Harness:
+    h = Harness(harness(request.param))
+    assert h.call("h_simd") == (request.param != "scalar-wasm32")
+    return h
+
+
+def _bits(a: np.ndarray) -> bytes:
+    return np.asarray(a, dtype="<f4").tobytes()
+
+
+# (name, vector) — the contract's worked examples and the edge values the issue lists
+EDGES: list[tuple[str, list[float]]] = [
+    ("all-zero block", [0.0] * 32),
+    ("all-zero tail block", [0.0] * 5),
+    ("negative zeros", [-0.0] * 7),
+    ("ties at d = 1", [127.0, -127.0, 63.5, -63.5, 0.5, 1.5, -0.5, 0.0, 2.5, -2.5, 126.5]),
+    ("ties at d = 2", [254.0, 1.0, -1.0, 3.0, -3.0, 5.0, 251.0]),
+    (
+        "just below a tie",
+        [127.0, float(np.nextafter(F32(0.5), F32(0))), float(np.nextafter(F32(2.5), F32(0)))],
+    ),
+    ("d = 1/127", [1.0, 0.3]),
+    ("plus/minus max", [float(np.finfo(F32).max), -float(np.finfo(F32).max), 1.0]),
+    ("subnormal clamp", [190 * TINY, TINY]),
+    ("subnormal underflow to a zero block", [63 * TINY, -TINY]),
+    ("subnormal smallest scale", [64 * TINY, -3 * TINY]),
+    ("mixed blocks", [1e-30] * 32 + [0.0] * 32 + [-1e30, 1.0] + [5.0] * 3),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("name", "x"), EDGES, ids=[e[0] for e in EDGES])
+def test_quantizer_edge_values_equal_the_reference(
+    lane: Harness, name: str, x: list[float]
+) -> None:
+    rc, codes, scales = lane.quantize(np.array(x, dtype=F32))
+    ref_codes, ref_scales = int8ref.quantize(np.array(x, dtype=F32))
+    assert rc == 0, name
+    assert codes == ref_codes.tobytes(), f"{name}: codes {list(np.frombuffer(codes, np.int8))[:12]}"
+    assert scales == _bits(ref_scales), name
+
+
+@pytest.mark.integration
+def test_the_contracts_worked_examples(lane: Harness) -> None:
+    _, codes, scales = lane.quantize(np.array(EDGES[3][1], dtype=F32))
+    assert list(np.frombuffer(codes, np.int8)[:11]) == [127, -127, 64, -64, 1, 2, -1, 0, 3, -3, 127]
+    assert np.frombuffer(scales, "<f4")[0] == 1.0
+    _, codes, scales = lane.quantize(np.array([1.0, 0.3], dtype=F32))
+    assert list(np.frombuffer(codes, np.int8)[:3]) == [127, 38, 0]
+    assert struct.unpack("<I", scales)[0] == 0x3C010204
+    _, codes, scales = lane.quantize(np.array([190 * TINY, TINY], dtype=F32))
+    assert (
+        list(np.frombuffer(codes, np.int8)[:2]) == [127, 1] and struct.unpack("<I", scales)[0] == 1
+    )
+    _, codes, scales = lane.quantize(np.array([63 * TINY], dtype=F32))
+    assert struct.unpack("<I", scales)[0] == 0 and set(codes) == {0}
+    # the integer dot example: q8 block (scale 0.5, codes [2, -3, 0...]) . [1.0, 0.3]
+    w = struct.pack("<f", 0.5) + bytes([2, 256 - 3]) + bytes(30)
+    _, codes, scales = lane.quantize(np.array([1.0, 0.3], dtype=F32))
+    for kernel_set in (0, 1, 2):
+        rc, got = lane.rows(kernel_set, 1, w, codes, scales, cols=2, tokens=1, rows=1)
+        assert rc == 0 and got == [int(np.float32(0.5511811).view(np.uint32))], kernel_set
+    assert int8ref.row_dot(
+        "q8", w, np.frombuffer(codes, np.int8), np.frombuffer(scales, "<f4")
+    ) == F32(0.5511811)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"]
+)
+def test_non_finite_activations_are_refused(lane: Harness, bad: float) -> None:
+    x = np.array([1.0] * 40 + [bad] + [2.0], dtype=F32)
+    assert lane.quantize(x)[0] == NUMERICAL_FAILURE
+    with pytest.raises(int8ref.NonFinite):
+        int8ref.quantize(x)
+
+
+@pytest.mark.integration
+def test_random_vectors_quantize_like_the_reference(lane: Harness) -> None:
+    rng = np.random.default_rng(25)
+    for n in [*range(1, 66), 97, 1024, 2816]:
+        scale = F32(2.0) ** rng.integers(-20, 20)
+        x = (rng.standard_normal(n) * scale).astype(F32)
+        rc, codes, scales = lane.quantize(x)
+        ref_codes, ref_scales = int8ref.quantize(x)
+        assert rc == 0 and codes == ref_codes.tobytes() and scales == _bits(ref_scales), n
+
+
+def _weights(rng: np.random.Generator, layout: str, rows: int, cols: int) -> bytes:
+    blocks = -(-cols // 32)
+    body = 32 if layout == "q8" else 16
+    out = bytearray()
+    for _ in range(rows * blocks):
+        out += struct.pack(
+            "<f", float(rng.uniform(2.0**-9, 2.0**-3)) * (1 if rng.random() < 0.8 else -1)
+        )
+        out += rng.integers(
+            0, 256, body, dtype=np.uint8
+        ).tobytes()  # tail padding too: never matters
+    return bytes(out)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("layout", ["q8", "q4"])
+def test_integer_rows_are_bit_identical_for_every_tail_row_count_and_tile(
+    lane: Harness, layout: str
+) -> None:
+    rng = np.random.default_rng(7 if layout == "q8" else 8)
+    kind = 1 if layout == "q8" else 2
+    for cols in [*range(1, 65), 100, 1024]:
+        rows = 1 + cols % 9
+        tokens = 1 + cols % 16
+        w = _weights(rng, layout, rows, cols)
+        xs = (rng.standard_normal((tokens, cols)) * 2.0 ** float(rng.integers(-6, 6))).astype(F32)
+        qs = [int8ref.quantize(x) for x in xs]
+        codes = b"".join(c.tobytes() for c, _ in qs)
+        scales = b"".join(_bits(s) for _, s in qs)
+        row_bytes = len(w) // rows
+        want = [
+            int(
+                int8ref.row_dot(layout, w[r * row_bytes : (r + 1) * row_bytes], c, s).view(
+                    np.uint32
+                )
+            )
+            for c, s in qs
+            for r in range(rows)
+        ]
+        where = f"{layout} cols {cols} rows {rows} tokens {tokens}"
+        for kernel_set in (0, 1, 2):
+            rc, got = lane.rows(kernel_set, kind, w, codes, scales, cols, tokens, rows)
+            assert rc == 0 and got == want, f"{where}: set {kernel_set}"
+        # a tile over rows r0.. only (the threads lane's row partitions)
+        r0 = rows // 2
+        rc, got = lane.rows(2, kind, w, codes, scales, cols, tokens, rows, r0)
+        assert rc == 0
+        for t in range(tokens):
+            assert got[t * rows + r0 : (t + 1) * rows] == want[t * rows + r0 : (t + 1) * rows], (
+                where
+            )
