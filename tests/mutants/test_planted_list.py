@@ -15,8 +15,8 @@ BUGS = planted.load()
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_twelve_bugs_with_unique_ids() -> None:
-    assert len(BUGS) == 12 and len({b.id for b in BUGS}) == 12
+def test_twenty_bugs_with_unique_ids() -> None:
+    assert len(BUGS) == 20 and len({b.id for b in BUGS}) == 20
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
