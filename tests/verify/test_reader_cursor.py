@@ -169,3 +169,28 @@ def test_sub_reader_and_expect_end() -> None:
     _refused(lambda: left.expect_end("body"), "body: 2 unread bytes at the end", len(PAD) + 1)
     exact = _reader(b"ab")
     assert exact.sub(2, "all").end == len(PAD) + 2 and exact.at_end()
+
+
+# method -> the shortest encoding one bit too wide for that method's width (fits one more bit)
+ONE_BIT_TOO_WIDE = {
+    "u32": (b"\xff\xff\xff\xff\x1f", "u32"),
+    "u64": (b"\xff" * 9 + b"\x03", "u64"),
+    "s32": (b"\xff\xff\xff\xff\x0f", "s32"),
+    "s33": (b"\x80\x80\x80\x80\x10", "s33"),
+    "s64": (b"\x80" * 9 + b"\x01", "s64"),
+}
+
+
+@pytest.mark.parametrize("method", list(ONE_BIT_TOO_WIDE))
+def test_each_read_refuses_a_value_one_bit_too_wide(method: str) -> None:
+    data, width = ONE_BIT_TOO_WIDE[method]
+    r = _reader(data)
+    _refused(lambda: getattr(r, method)("imm"), f"imm: LEB128 value out of range for {width}",
+             len(PAD))  # fmt: skip
+
+
+def test_a_seven_bit_signed_leb_is_one_byte() -> None:
+    assert leb_signed(b"\x3f", 0, 1, 7, "w") == (63, 1)
+    assert leb_signed(b"\x40", 0, 1, 7, "w") == (-64, 1)
+    _refused(lambda: leb_signed(b"\x80\x00", 0, 2, 7, "w"), "w: LEB128 longer than 1 bytes", 0)
+    _refused(lambda: leb_unsigned(b"\x80\x00", 0, 2, 7, "w"), "w: LEB128 longer than 1 bytes", 0)
