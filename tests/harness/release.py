@@ -261,14 +261,20 @@ def pristine() -> tuple[Harness, Path]:
     if _PRISTINE is None or not _PRISTINE[1].is_dir():
         tmp = Path(tempfile.mkdtemp(prefix="tinyrustlm-pristine-"))
         atexit.register(_remove_pristine, tmp, os.getpid())
-        commit_time = int(time.time()) // 86400 * 86400 - 86400
-        repo = make_repo(tmp, commit_time)
-        key = generate_key_files(tmp / "keys", "release", "release")
-        h = Harness(tmp, repo, key, commit_time)
-        bundle = h.release().bundle
-        assert bundle is not None
-        _PRISTINE = (h, bundle)
+        _PRISTINE = released(tmp)
     return _PRISTINE
+
+
+def released(tmp: Path) -> tuple[Harness, Path]:
+    """A fake source tree committed yesterday at midnight UTC under `tmp`, a release key, and
+    the bundle released from it: (harness, bundle)."""
+    commit_time = int(time.time()) // 86400 * 86400 - 86400
+    repo = make_repo(tmp, commit_time)
+    key = generate_key_files(tmp / "keys", "release", "release")
+    h = Harness(tmp, repo, key, commit_time)
+    bundle = h.release().bundle
+    assert bundle is not None
+    return h, bundle
 
 
 def copy_pristine(pristine: tuple[Harness, Path], tmp_path: Path) -> Path:
