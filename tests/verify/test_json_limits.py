@@ -151,3 +151,29 @@ def test_json_file_at_the_limit_then_over(tmp_path: Path) -> None:
     with pytest.raises(VerifyError) as caught:
         read_json_file(path, "json")
     assert caught.value.error_id == "input.too-large"
+
+
+def test_too_large_names_the_document() -> None:
+    with pytest.raises(JsonTooLarge) as caught:
+        parse_json(b"[1, 2]", "the/doc.json", max_bytes=5)
+    assert caught.value.where == "the/doc.json"
+    assert caught.value.message == "JSON document is 6 bytes, more than the limit of 5"
+
+
+def test_a_scalar_has_depth_zero() -> None:
+    assert nesting_depth('"[{"') == 0
+    assert parse_json(b'"[{"', "doc", max_depth=0) == "[{"
+    with pytest.raises(JsonTooDeep):
+        parse_json(b"[]", "doc", max_depth=0)
+
+
+def test_the_recursion_fallback_is_typed_too() -> None:
+    """With the depth check lifted, the parser's own recursion limit still ends in a typed
+    error (the fallback), never a RecursionError."""
+    deep = _nested(100_000)
+    with pytest.raises(JsonTooDeep) as caught:
+        parse_json(deep, "doc", max_depth=len(deep))
+    assert (caught.value.message, caught.value.where) == (
+        "JSON nested too deep for the parser",
+        "doc",
+    )
