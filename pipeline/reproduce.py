@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.documents.assemble import documents_of
 from pipeline.documents.attest import Compared, rebuild_statement, write_attestation
 from pipeline.documents.keys import SigningKey, load_private_key
@@ -37,7 +38,6 @@ from pipeline.lanebuild.driver import build_lanes
 from pipeline.release.bundle import bundle_contents
 from pipeline.release.steps import step_smoke, step_verify
 from pipeline.toolchain.check import check_installed
-from pipeline.tree import paths
 from pipeline.tree.snapshot import read_tree
 from verify.bundle.dsse import keyid_of, parse_sigstore_bundle
 from verify.bundle.layout import (

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.documents.keys import SigningKey
 from pipeline.documents.sign import sign_to_sigstore_bundle
 from pipeline.io.atomic import write_atomic
@@ -80,7 +81,7 @@ def rebuild_statement(
                 "resolvedDependencies": [
                     {"name": "source", "digest": {"gitCommit": manifest.source_revision}},
                     {
-                        "name": "toolchain.lock",
+                        "name": str(paths.LOCK_FILE),
                         "digest": {"sha256": manifest.toolchain_lock_sha256},
                     },
                     *(

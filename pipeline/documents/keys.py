@@ -23,9 +23,9 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
+from pipeline import paths
 from pipeline.errors import EXIT_OK, PipelineError
 from pipeline.io.atomic import write_atomic
-from pipeline.tree import paths
 from verify.bundle.dsse import keyid_of
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.formats.manifest import KeyClass

@@ -14,6 +14,7 @@ from typing import Any
 from sigstore.dsse import Statement
 from sigstore.errors import Error as SigstoreError
 
+from pipeline import paths
 from pipeline.documents.sbom import BuildStep, ToolchainPackage, purl
 from pipeline.errors import PipelineError
 from pipeline.tree.sources import CrateSource
@@ -43,7 +44,7 @@ class ProvenanceInputs:
 def statement_document(inputs: ProvenanceInputs) -> dict[str, Any]:
     dependencies: list[dict[str, Any]] = [
         {"name": "source", "digest": {"gitCommit": inputs.source_revision}},
-        {"name": "toolchain.lock", "digest": {"sha256": inputs.toolchain_lock_sha256}},
+        {"name": str(paths.LOCK_FILE), "digest": {"sha256": inputs.toolchain_lock_sha256}},
     ]
     dependencies += [
         {

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.errors import CheckFailed
 from pipeline.io.inputs import load_model
 from pipeline.lanebuild.records import BuildIndex, BuildRecord
-from pipeline.tree import paths
 from pipeline.tree.snapshot import Tree
 
 

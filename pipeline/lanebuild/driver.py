@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.io.atomic import write_atomic
 from pipeline.io.inputs import load_model
@@ -23,7 +24,6 @@ from pipeline.lanebuild.cargo import CompileError, as_recorded, plan_run, run_ca
 from pipeline.lanebuild.inputs import sha256_file, tree_inputs
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.toolchain.lockfile import ToolchainLock
-from pipeline.tree import paths
 from pipeline.tree.lanes import Lane
 from pipeline.tree.snapshot import Tree
 from verify.wasm.sections import parse_module

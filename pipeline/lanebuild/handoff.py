@@ -21,13 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.io.atomic import write_atomic
 from pipeline.io.inputs import load_model
 from pipeline.lanebuild import inputs
 from pipeline.lanebuild.built import Built
 from pipeline.lanebuild.records import BuildIndex, BuildInputs, BuildRecord, IndexEntry
-from pipeline.tree import paths
 from pipeline.tree.snapshot import Tree
 from verify.errors import VerifyError
 from verify.inputs import read_regular_file

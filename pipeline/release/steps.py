@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from pipeline import paths
 from pipeline.documents.assemble import MANIFEST_VALIDITY_SECONDS, Documents, documents_of
 from pipeline.documents.keys import SigningKey, resolve_signing_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
@@ -49,7 +50,6 @@ from pipeline.release.bundle import (
     write_bundle,
 )
 from pipeline.toolchain.check import check_installed
-from pipeline.tree import paths
 from pipeline.tree.snapshot import Tree, read_tree
 from pipeline.tree.sources import require_clean
 from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE

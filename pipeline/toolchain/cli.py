@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from pipeline import paths
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK
 from pipeline.toolchain.check import as_json, compare, drifted, render_table
 from pipeline.toolchain.install import install
@@ -20,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lock",
         type=Path,
-        default=Path("toolchain.lock"),
+        default=Path(paths.LOCK_FILE),
         help="lock file (default: ./toolchain.lock)",
     )
     parser.add_argument(

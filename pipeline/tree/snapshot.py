@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from pipeline import paths
 from pipeline.toolchain.lockfile import ToolchainLock, read_lock
-from pipeline.tree import paths
 from pipeline.tree.lanes import LanesFile, load_lanes
 from pipeline.tree.sources import (
     CrateSource,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline import paths
 from pipeline.errors import CheckFailed, PipelineError
-from pipeline.tree import paths
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
+import shlex
+import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from pipeline.errors import CheckFailed
+from pipeline.release.cli import summary
 from pipeline.release.steps import STEP_TITLES
 from tests.harness.release import LANES, VERSION, Harness
 
@@ -110,3 +114,22 @@ def test_disable_lane_refuses_a_lane_that_is_not_a_wasm_lane(harness: Harness) -
     with pytest.raises(CheckFailed, match="names no wasm lane of this release: no-such-lane"):
         harness.release(disabled_lanes=("no-such-lane",))
     assert not (harness.tmp / "dist").exists() or not any((harness.tmp / "dist").iterdir())
+
+
+def test_the_printed_verify_command_runs_as_printed(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary's last line is a command a fresh machine can run from the checkout: the
+    verifier beside this interpreter (not on PATH there), the bundle and the dev trust file."""
+    monkeypatch.chdir(harness.repo)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # a fresh machine: the venv is not on PATH
+    done = harness.release(key_path=None, key_class="development")
+    line = summary(done).splitlines()[-1]
+    assert line.startswith("verify it:  ")
+    argv = shlex.split(line.removeprefix("verify it:  "))
+    program = Path(argv[0])
+    assert program.is_file() and os.access(program, os.X_OK), argv[0]
+    assert argv[1] == "bundle" and Path(argv[2]).resolve() == done.bundle.resolve()
+    assert Path(argv[argv.index("--trusted-keys") + 1]).is_file() and "--allow-dev-key" in argv
+    ran = subprocess.run([*argv, "--help"], capture_output=True, text=True, check=False)
+    assert ran.returncode == 0 and "--trusted-keys" in ran.stdout
