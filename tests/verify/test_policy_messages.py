@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,6 +63,7 @@ def test_the_other_lane_kinds_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(PolicyError) as caught:
         load_wasm_policies(tmp_path)
     assert caught.value.message == "format is 'native': this is not wasm.json"
+    assert caught.value.where == str(tmp_path / "wasm.json")
     (tmp_path / "native.json").write_text((DEFAULT_POLICY_DIR / "wasm.json").read_text())
     with pytest.raises(PolicyError) as caught:
         load_native_policies(tmp_path)
@@ -81,4 +83,18 @@ def test_unreadable_and_malformed_files_say_which(tmp_path: Path) -> None:
     assert caught.value.message == (
         "policy is not valid JSON: not JSON: Expecting property name enclosed in double quotes "
         "(json.malformed)"
+    )
+    assert caught.value.where == str(tmp_path / "wasm.json")
+
+
+def test_a_repeated_entry_is_named(tmp_path: Path) -> None:
+    def repeat(doc: dict[str, Any]) -> None:
+        allowed = doc["lanes"]["scalar-wasm32"]["allowed_proposals"]
+        allowed.append(allowed[0])
+
+    (tmp_path / "wasm.json").write_text(json.dumps(_edit(repeat)))
+    with pytest.raises(PolicyError) as caught:
+        load_wasm_policies(tmp_path)
+    assert caught.value.message == (
+        "field 'wasm.lanes.scalar-wasm32.allowed_proposals': repeated entries"
     )
