@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
-from pipeline.documents.keys import generate_key_files
-from tests.harness.release import Harness, fake_report, make_repo
+from tests.harness.release import fake_report, released
 from verify.bundle import verifier
 from verify.cli import main as verify_main
 
@@ -90,16 +89,6 @@ MUTATIONS: dict[str, Mutation] = {
 }
 
 
-def _release(tmp: Path) -> tuple[Harness, Path]:
-    commit_time = int(time.time()) // 86400 * 86400 - 86400
-    repo = make_repo(tmp, commit_time)
-    key = generate_key_files(tmp / "keys", "release", "release")
-    harness = Harness(tmp, repo, key, commit_time)
-    bundle = harness.release().bundle
-    assert bundle is not None
-    return harness, bundle
-
-
 def _verify(path: Path, trusted: Path) -> tuple[str, str]:
     """(outcome, detail): ("refused", error id) | ("accepted", "") | ("crashed", why)."""
     out, err = io.StringIO(), io.StringIO()
@@ -133,7 +122,7 @@ def run(seed: int, count: int, out: dict[str, Any] | None = None) -> dict[str, A
         tempfile.TemporaryDirectory(prefix="tinyrustlm-fuzz-bundle-") as tmp_name,
     ):
         tmp = Path(tmp_name)
-        harness, pristine = _release(tmp / "release")
+        harness, pristine = released(tmp / "release")
         work = tmp / "work" / pristine.name
         shutil.copytree(pristine, work)
         names = sorted(p.relative_to(work).as_posix() for p in work.rglob("*") if p.is_file())

@@ -6,12 +6,16 @@ refuses as MALFORMED (binary structure: encoding, sizes, opcodes, control-frame 
 is accepted by our parser. Our parser does not type-check, so a module wasm-tools refuses
 only for a typing/validation reason (`TYPE_ONLY` below: operand types, unknown indices,
 alignment, constant expressions ...) and we accept is counted as `type-only`, not a
-failure. Every module we accept is compared; of those we refuse, every `compare_every`-th.
+failure. Every mutant is compared by default (`compare_every`=1: of those we refuse, every
+`compare_every`-th). wasm-tools is asked in batches, one `wasm-tools wast` run per `BATCH`
+modules (`wasm_tools_verdicts`), since a process per module would cost most of the run; a
+sample is asked of `validate` alone as well and any disagreement fails the campaign.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +30,15 @@ from verify.wasm.reader import Reader
 from verify.wasm.tools import executable
 
 NAME = "parser_mutation"
-DEFAULT_COUNT = 20_000
+DEFAULT_COUNT = 100_000  # every one compared with wasm-tools (issue 26)
+BATCH = 500  # modules per `wasm-tools wast` run
+# larger modules (the built lanes) go to `validate` one by one: wast lexes escaped text, which
+# costs more than a process for a 100 KiB module
+BATCH_MAX_BYTES = 64 * 1024
+CROSS_CHECK_EVERY = 500  # of the compared: also asked of `wasm-tools validate` alone
+# the pseudo mutation class under `outcomes` counting how the batched verdicts compare with
+# `wasm-tools validate` asked alone (agree / differs) and the ones it had to be asked instead
+REFERENCE = "(wast vs validate)"
 REPO = Path(__file__).resolve().parents[2]
 
 # wasm-tools messages that name a validation (typing) rule, not the binary structure. Our
@@ -208,43 +220,130 @@ def wasm_tools_verdict(tool: Path, data: bytes) -> tuple[bool, str]:
     return done.returncode == 0, ": ".join(errors).removeprefix("error: ")
 
 
+_FAILED = re.compile(r"^failed directive on <stdin>:(\d+):\d+$")
+_CAUSE = re.compile(r"^\s+\d+: (.*)$")
+_INVALID = "wasm isn't valid"
+
+
+def wasm_tools_verdicts(tool: Path, modules: list[bytes]) -> list[tuple[bool, str] | None]:
+    """The same verdicts for many modules from one `wasm-tools wast --features=all` run.
+
+    Each module is one `(module binary "...")` directive on its own line; wast validates it
+    with the same wasmparser validator and features as `validate` (same binary) and reports
+    every failing directive by line, with the validator's error chain under "wasm isn't
+    valid". A failure reported any other way, or a module over `BATCH_MAX_BYTES`, is None:
+    the caller asks `validate` itself.
+    `run` re-checks a sample against `validate` (`cross-check` counts) to keep this honest.
+    """
+    small = [i for i, m in enumerate(modules) if len(m) <= BATCH_MAX_BYTES]
+    verdicts: list[tuple[bool, str] | None] = [None] * len(modules)
+    if not small:
+        return verdicts
+    # one directive per line, every byte escaped; no-test-folded: skip wast's own text
+    # round-trip test of valid modules (a check of wasm-tools' printer, not of the module)
+    lines = ['(module binary "' + "".join(f"\\{b:02x}" for b in modules[i]) + '")'
+             for i in small]  # fmt: skip
+    done = subprocess.run([str(tool), "wast", "--features=all", "--color=never",
+                           "--assert", "no-test-folded", "-"],
+                          input=("\n".join(lines) + "\n").encode("ascii"),
+                          capture_output=True, timeout=1800, check=False)  # fmt: skip
+    by_line: list[tuple[bool, str] | None] = [(True, "")] * len(small)
+    if done.returncode == 0:
+        for line_index, i in enumerate(small):
+            verdicts[i] = by_line[line_index]
+        return verdicts
+    failed = 0
+    line_no: int | None = None
+    causes: list[str] = []
+
+    def close() -> None:
+        if line_no is None:
+            return
+        if _INVALID in causes:
+            by_line[line_no - 1] = (False, ": ".join(causes[causes.index(_INVALID) + 1 :]))
+        else:
+            by_line[line_no - 1] = None
+
+    for text in done.stderr.decode("utf-8", "replace").splitlines():
+        match = _FAILED.match(text)
+        if match:
+            close()
+            line_no, causes, failed = int(match.group(1)), [], failed + 1
+            continue
+        cause = _CAUSE.match(text)
+        if cause and line_no is not None:
+            causes.append(cause.group(1).strip())
+    close()
+    if failed == 0:  # the run failed without naming a directive: trust none of it
+        return verdicts
+    for line_index, i in enumerate(small):
+        verdicts[i] = by_line[line_index]
+    return verdicts
+
+
 def classify(message: str) -> str:
     """`type` for a typing/validation refusal (see TYPE_ONLY), else `structure`."""
     low = message.lower()
     return "type" if any(fragment in low for fragment in TYPE_ONLY) else "structure"
 
 
-def run(seed: int, count: int, compare_every: int = 10,
-        include_lanes: bool = True) -> FuzzCampaign:  # fmt: skip
+def run(seed: int, count: int, compare_every: int = 1, include_lanes: bool = True, *,
+        batch: int = BATCH, cross_check_every: int = CROSS_CHECK_EVERY
+        ) -> FuzzCampaign:  # fmt: skip
+    """`count` mutants through our parser; every module we accept and every
+    `compare_every`-th one we refuse compared with wasm-tools (in batches of `batch`), and
+    every `cross_check_every`-th compared one also asked of `wasm-tools validate` alone."""
     seeds = corpus(include_lanes)
     tool = executable()
     tally = Tally(NAME, seed)
-    for index in range(count):
-        name, data = mutant(seed, index, seeds)
-        tally.count += 1
-        try:
-            inventory_bytes(data)
-            ours = "accepted"
-        except VerifyError as exc:
-            ours = "malformed"
-            if exc.offset is None or not 0 <= exc.offset <= len(data):
-                tally.fail(index, name, "offset-outside-input", exc.diagnostics())
-        except Exception as exc:  # any other exception is the finding
-            ours = "crash"
-            tally.fail(index, name, "crash", f"{type(exc).__name__}: {exc}")
-        tally.outcome(name, ours)
-        if ours == "crash" or (ours == "malformed" and index % compare_every):
-            continue
-        valid, message = wasm_tools_verdict(tool, data)
-        if valid and ours == "accepted":
-            tally.compare("agree-valid")
-        elif not valid and ours == "malformed":
-            tally.compare("agree-invalid")
-        elif valid:  # we refuse what the reference accepts: stricter, counted and shown
-            tally.compare("stricter")
-        elif classify(message) == "type":
-            tally.compare("type-only")
-        else:
-            tally.compare("structure-mismatch")
-            tally.fail(index, name, "structure-mismatch", f"wasm-tools: {message}")
+    for first in range(0, count, batch):
+        pending: list[tuple[int, str, str, bytes]] = []
+        for index in range(first, min(count, first + batch)):
+            name, data = mutant(seed, index, seeds)
+            tally.count += 1
+            ours = _ours(tally, index, name, data)
+            tally.outcome(name, ours)
+            if ours == "crash" or (ours == "malformed" and index % compare_every):
+                continue
+            pending.append((index, name, ours, data))
+        verdicts = wasm_tools_verdicts(tool, [data for *_, data in pending]) if pending else []
+        for (index, name, ours, data), verdict in zip(pending, verdicts, strict=True):
+            if verdict is None:
+                tally.outcome(REFERENCE, "asked-validate")
+                verdict = wasm_tools_verdict(tool, data)
+            elif index % cross_check_every == 0:
+                alone = wasm_tools_verdict(tool, data)
+                tally.outcome(REFERENCE, "agree" if alone[0] == verdict[0] else "differs")
+                if alone[0] != verdict[0]:
+                    tally.fail(index, name, "reference-disagrees",
+                               f"wast says {verdict}, validate says {alone}")  # fmt: skip
+            _judge(tally, index, name, ours, verdict)
     return tally.result()
+
+
+def _ours(tally: Tally, index: int, name: str, data: bytes) -> str:
+    try:
+        inventory_bytes(data)
+        return "accepted"
+    except VerifyError as exc:
+        if exc.offset is None or not 0 <= exc.offset <= len(data):
+            tally.fail(index, name, "offset-outside-input", exc.diagnostics())
+        return "malformed"
+    except Exception as exc:  # any other exception is the finding
+        tally.fail(index, name, "crash", f"{type(exc).__name__}: {exc}")
+        return "crash"
+
+
+def _judge(tally: Tally, index: int, name: str, ours: str, verdict: tuple[bool, str]) -> None:
+    valid, message = verdict
+    if valid and ours == "accepted":
+        tally.compare("agree-valid")
+    elif not valid and ours == "malformed":
+        tally.compare("agree-invalid")
+    elif valid:  # we refuse what the reference accepts: stricter, counted and shown
+        tally.compare("stricter")
+    elif classify(message) == "type":
+        tally.compare("type-only")
+    else:
+        tally.compare("structure-mismatch")
+        tally.fail(index, name, "structure-mismatch", f"wasm-tools: {message}")

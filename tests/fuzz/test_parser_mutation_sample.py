@@ -25,3 +25,23 @@ def test_a_structure_mismatch_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> N
     result = parser_mutation.run(11, 60, include_lanes=False)
     assert result.failed > 0
     assert {e.outcome for e in result.examples} == {"structure-mismatch"}
+
+
+def test_batched_verdicts_are_validate_s_verdicts() -> None:
+    """Every batched (`wasm-tools wast`) verdict of a sample asked of `validate` alone too."""
+    result = parser_mutation.run(13, 120, include_lanes=False, batch=40, cross_check_every=1)
+    assert result.failed == 0
+    checks = result.outcomes[parser_mutation.REFERENCE]
+    assert checks.get("agree", 0) + checks.get("asked-validate", 0) == sum(result.compared.values())
+    assert checks.get("differs", 0) == 0 and checks.get("agree", 0) > 100
+    assert result.compared.get("agree-invalid", 0) > 0 and result.compared.get("agree-valid", 0) > 0
+
+
+def test_a_wrong_batched_verdict_is_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plant the bug: a batch runner that calls every module valid must fail the campaign."""
+    monkeypatch.setattr(
+        parser_mutation, "wasm_tools_verdicts", lambda tool, modules: [(True, "")] * len(modules)
+    )
+    result = parser_mutation.run(13, 60, include_lanes=False, cross_check_every=1)
+    assert result.failed > 0
+    assert "reference-disagrees" in {e.outcome for e in result.examples}

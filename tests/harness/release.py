@@ -9,6 +9,7 @@ machine probe, the build loads the hand-made index, and verification uses `fake_
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import io
@@ -16,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -252,15 +254,38 @@ def harness(tmp_path: Path) -> Harness:
     return Harness(tmp_path, repo, key, commit_time)
 
 
+# The pristine release of this process, made once and shared read-only by every module (and
+# by processes forked from this one: mutmut runs each mutant in a fork, so the release is made
+# by the unmutated code once instead of by every mutant). Removed when its maker exits.
+_PRISTINE: tuple[Harness, Path] | None = None
+
+
+def _remove_pristine(folder: Path, maker: int) -> None:
+    if os.getpid() == maker:  # a fork exiting must not take it from its siblings
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Harness, Path]:
-    """One released bundle per test module; tests copy it before tampering."""
-    tmp = tmp_path_factory.mktemp("pristine")
+def pristine() -> tuple[Harness, Path]:
+    """The released bundle every module shares; tests copy it before tampering, never write it."""
+    global _PRISTINE
+    if _PRISTINE is None or not _PRISTINE[1].is_dir():
+        tmp = Path(tempfile.mkdtemp(prefix="tinyrustlm-pristine-"))
+        atexit.register(_remove_pristine, tmp, os.getpid())
+        _PRISTINE = released(tmp)
+    return _PRISTINE
+
+
+def released(tmp: Path) -> tuple[Harness, Path]:
+    """A fake source tree committed yesterday at midnight UTC under `tmp`, a release key, and
+    the bundle released from it: (harness, bundle)."""
     commit_time = int(time.time()) // 86400 * 86400 - 86400
     repo = make_repo(tmp, commit_time)
     key = generate_key_files(tmp / "keys", "release", "release")
     h = Harness(tmp, repo, key, commit_time)
-    return h, h.release().bundle
+    bundle = h.release().bundle
+    assert bundle is not None
+    return h, bundle
 
 
 def copy_pristine(pristine: tuple[Harness, Path], tmp_path: Path) -> Path:

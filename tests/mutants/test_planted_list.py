@@ -15,9 +15,9 @@ BUGS = planted.load()
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_fifteen_bugs_with_unique_ids() -> None:
-    # issue 17's twelve and issue 25's three (the integer tier)
-    assert len(BUGS) == 15 and len({b.id for b in BUGS}) == 15
+def test_twenty_three_bugs_with_unique_ids() -> None:
+    # issue 17's twelve, issue 25's three (the integer tier), issue 26's eight (boundaries)
+    assert len(BUGS) == 23 and len({b.id for b in BUGS}) == 23
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])

@@ -1,0 +1,148 @@
+"""Steps 9 and 10 on their own: the SBOM's file components against the files, and no builder
+path in a signed document. The SBOM is itself listed in the signed manifest, so a changed SBOM
+stops at step 6 in a whole run; these tests give the step a state (the pristine bundle's files
+and manifest) with one document changed, and require each refusal's words and place."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness.release import Harness
+from verify.bundle import errors as e
+from verify.bundle.dsse import parse_sigstore_bundle
+from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE, SBOM
+from verify.bundle.verifier import _check_builder_paths, _check_sbom, _State
+from verify.formats.manifest import ModuleManifest
+
+
+def _state(bundle: Path, sbom: Any = None) -> _State:
+    files = {
+        p.relative_to(bundle).as_posix(): p.read_bytes() for p in bundle.rglob("*") if p.is_file()
+    }
+    if sbom is not None:
+        files[SBOM] = sbom if isinstance(sbom, bytes) else json.dumps(sbom).encode()
+    state = _State(bundle, files, True)
+    state.manifest = ModuleManifest.model_validate_json(files[MANIFEST])
+    for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE):
+        state.signed[name] = parse_sigstore_bundle(files[name], name)
+    return state
+
+
+def _sbom(bundle: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((bundle / SBOM).read_text())
+    return doc
+
+
+def test_the_pristine_sbom_passes(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    files = [c for c in _sbom(bundle)["components"] if c.get("type") == "file"]
+    assert _check_sbom(_state(bundle)) == f"{len(files)} file components"
+    assert _check_builder_paths(_state(bundle)) == "4 documents"
+
+
+def _edit(fn: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def edit(doc: dict[str, Any]) -> dict[str, Any]:
+        fn(doc)
+        return doc
+
+    return edit
+
+
+def _first_file(doc: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = next(c for c in doc["components"] if c.get("type") == "file")
+    return found
+
+
+NOT_CYCLONEDX: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "a-list": lambda d: [d],
+    "bom-format": _edit(lambda d: d.update(bomFormat="SPDX")),
+    "spec-version": _edit(lambda d: d.update(specVersion="1.5")),
+    "components-not-a-list": _edit(lambda d: d.update(components={})),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_CYCLONEDX))
+def test_not_cyclonedx_16(pristine: tuple[Harness, Path], case: str) -> None:
+    bundle = pristine[1]
+    with pytest.raises(e.SbomInvalid) as caught:
+        _check_sbom(_state(bundle, NOT_CYCLONEDX[case](_sbom(bundle))))
+    assert (caught.value.message, caught.value.where) == (
+        "not a CycloneDX 1.6 JSON document", SBOM
+    )  # fmt: skip
+
+
+def test_sbom_not_json(pristine: tuple[Harness, Path]) -> None:
+    with pytest.raises(e.SbomInvalid) as caught:
+        _check_sbom(_state(pristine[1], b'{"bomFormat": }'))
+    assert caught.value.message.startswith("not JSON: ")
+    assert (caught.value.where, caught.value.offset) == (SBOM, 14)
+
+
+BAD_FILE: dict[str, Callable[[dict[str, Any]], None]] = {
+    "no-name": lambda c: c.pop("name"),
+    "two-sha256": lambda c: c["hashes"].append(dict(c["hashes"][0])),
+    "no-sha256": lambda c: c.update(hashes=[{"alg": "SHA-512", "content": "0"}]),
+    "hash-not-text": lambda c: c.update(hashes=[{"alg": "SHA-256", "content": 5}]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILE))
+def test_a_file_component_needs_a_name_and_one_sha256(
+    pristine: tuple[Harness, Path], case: str
+) -> None:
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    index = doc["components"].index(_first_file(doc))
+    BAD_FILE[case](doc["components"][index])
+    with pytest.raises(e.SbomInvalid) as caught:
+        _check_sbom(_state(bundle, doc))
+    assert (caught.value.message, caught.value.where) == (
+        "file component needs a name and one SHA-256", f"{SBOM}: components[{index}]"
+    )  # fmt: skip
+
+
+def test_other_components_and_other_hashes_are_ignored(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    doc["components"].append({"type": "library", "name": 7, "hashes": "anything"})
+    doc["components"].append("not even an object")
+    _first_file(doc)["hashes"].append({"alg": "SHA-512", "content": "ab"})
+    _first_file(doc)["hashes"].append("not a hash object")
+    assert _check_sbom(_state(bundle, doc)).endswith(" file components")
+
+
+def test_a_component_of_other_bytes_is_named(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    component = _first_file(doc)
+    component["hashes"] = [{"alg": "SHA-256", "content": "0" * 64}]
+    with pytest.raises(e.SbomMismatch) as caught:
+        _check_sbom(_state(bundle, doc))
+    assert caught.value.where == SBOM
+    assert caught.value.message.startswith("file components do not match the files: ")
+    assert component["name"] in caught.value.message
+
+
+def test_a_builder_path_in_a_signed_document(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    doc["metadata"] = {"note": "/home/builder/src/x.rs", "other": "/root/y"}
+    with pytest.raises(e.BuilderPathLeaked) as caught:
+        _check_builder_paths(_state(bundle, doc))
+    assert caught.value.message == (
+        "names the builder's absolute path '/home/builder/src/x.rs' (2 in all); signed "
+        "documents name locations as $WORKSPACE/... or $CARGO_HOME/..."
+    )
+    assert caught.value.where == f"{SBOM}: metadata.note"
+
+
+def test_a_signed_document_that_is_not_json(pristine: tuple[Harness, Path]) -> None:
+    with pytest.raises(e.BuilderPathLeaked) as caught:
+        _check_builder_paths(_state(pristine[1], b"[1,"))
+    assert (caught.value.where, caught.value.offset) == (SBOM, 3)
+    assert caught.value.message.startswith("not JSON: ")
