@@ -5,8 +5,7 @@
 
 use alloc::vec::Vec;
 
-use crate::kernels::Matrix;
-use crate::quant::{read_f32, Layout};
+use crate::quant::{read_f32, Layout, Matrix};
 use crate::result::{add64, mul, mul64, to_usize, TrResult, TrReturn};
 use crate::sampler::reserved;
 use crate::tokenizer::MIN_VOCAB;

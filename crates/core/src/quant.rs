@@ -82,3 +82,12 @@ mod tests {
         assert_eq!(Layout::from_id(7), Err(TrResult::UnsupportedQuantization));
     }
 }
+
+/// A weight matrix [rows, cols] in one of the layouts: f32 values or packed blocks (the
+/// kernels' methods on it are in crate::kernels).
+#[derive(Clone, Copy)]
+pub enum Matrix<'a> {
+    F32(&'a [f32]),
+    Q8(&'a [u8]),
+    Q4(&'a [u8]),
+}

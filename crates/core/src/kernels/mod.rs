@@ -134,13 +134,10 @@ fn require(ok: bool) -> TrReturn<()> {
     }
 }
 
-/// A weight matrix [rows, cols] in one of the layouts: f32 values or packed blocks.
-#[derive(Clone, Copy)]
-pub enum Matrix<'a> {
-    F32(&'a [f32]),
-    Q8(&'a [u8]),
-    Q4(&'a [u8]),
-}
+// `Matrix` (a weight matrix in one of the layouts) is defined beside the layouts, in
+// crate::quant, so that model.rs can hand one out without importing the kernels (no module
+// cycle); its methods for the kernels stay here.
+pub use crate::quant::Matrix;
 
 impl<'a> Matrix<'a> {
     pub fn layout(&self) -> Layout {
