@@ -89,7 +89,6 @@ def _qemu(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
 
 def _wine(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
     prefix = scratch / "wine-prefix"
-    prefix.mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(scratch / "home"),
@@ -97,6 +96,14 @@ def _wine(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
         "WINEDEBUG": "-all",
         "DISPLAY": "",
     }
+    if not (prefix / "system.reg").is_file():
+        # Make the prefix first and wait until wineserver has written it: a first run that
+        # makes it on the fly was seen to fail ("could not load kernel32.dll") on a busy machine.
+        prefix.mkdir(parents=True, exist_ok=True)
+        made = _run([WINE, "wineboot", "--init"], "wine64", env=env)
+        if made.status != "pass":
+            return made
+        _run([str(Path(WINE).parent / "wineserver"), "-w"], "wine64", env=env)
     return _run([WINE, str(artifact), "self-test"], "wine64", env=env)
 
 
