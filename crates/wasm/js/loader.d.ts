@@ -15,7 +15,12 @@ export type LoaderErrorCode =
   | 'UntrustedKey'
   | 'KeyHintMismatch'
   | 'KeyExpired'
+  | 'KeyNotYetValid'
+  | 'KeyRevoked'
+  | 'KeyNotAllowed'
   | 'DevelopmentKey'
+  | 'DuplicateSignature'
+  | 'SignatureThreshold'
   | 'SignatureInvalid'
   | 'PayloadMismatch'
   | 'BadManifest'
@@ -63,11 +68,44 @@ export class HostError extends Error {
   readonly code: number;
 }
 
-/** A `tinyrustlm.trusted-keys.v1` document (as written by `tinyrustlm-release keygen`). */
-export interface TrustedKeys {
-  schema: 'tinyrustlm.trusted-keys.v1';
-  keys: Array<{ keyid: string; role: 'release' | 'development'; not_after: string; public_key_pem: string; [k: string]: unknown }>;
+/** One trusted key (v1: no `not_before`). Dates are RFC 3339 with a zone, e.g. `2031-01-01T00:00:00Z`. */
+export interface TrustedKeyEntry {
+  keyid: string;
+  public_key_pem: string;
+  role: 'release' | 'development';
+  /** The key counts until the second before this instant. */
+  not_after: string;
+  /** v2 only: the key counts from this instant on (inclusive). */
+  not_before?: string | null;
 }
+
+/** A `tinyrustlm.trusted-keys.v1` document (as written by `tinyrustlm-release keygen`): threshold 1 of its keys. */
+export interface TrustedKeysV1 {
+  schema?: 'tinyrustlm.trusted-keys.v1';
+  keys: TrustedKeyEntry[];
+  signers?: 'one-key' | 'any-trusted-key';
+}
+
+/** Which keys may sign a document, and how many distinct ones must. */
+export interface SigningRule {
+  keyids: string[];
+  threshold: number;
+}
+
+/**
+ * A `tinyrustlm.trusted-keys.v2` trust policy (as written by `tinyrustlm-release trust-policy`):
+ * the loader enforces `policy.manifest` (the provenance rule is checked, not used), the keys'
+ * windows and `revoked`; a policy with `keyless` is refused (`TrustedKeysInvalid`).
+ */
+export interface TrustedKeysV2 {
+  schema: 'tinyrustlm.trusted-keys.v2';
+  keys: TrustedKeyEntry[];
+  policy: { manifest: SigningRule; provenance: SigningRule };
+  revoked?: Array<{ keyid: string; reason: string }>;
+  keyless?: { identity: string; issuer: string; instance?: 'production' | 'staging' } | null;
+}
+
+export type TrustedKeys = TrustedKeysV1 | TrustedKeysV2;
 
 /** Which download a progress event is about. */
 export type ProgressPhase = 'manifest' | 'signature' | 'probes' | 'module' | 'model';
@@ -96,14 +134,14 @@ export interface SessionConfig {
 }
 
 export interface LoadOptions {
-  /** The trusted keys (a `tinyrustlm.trusted-keys.v1` object). */
+  /** The trusted keys: a `tinyrustlm.trusted-keys.v1` object or a v2 trust policy (threshold co-signing). */
   trustedKeys: TrustedKeys;
   model: ModelSource;
   /** The bundle root (URL; in node also a path or file: URL, read from disk). Default: the folder above js/. */
   baseUrl?: string | URL;
   /** Resolves relative URLs (default: the page's location). */
   pageUrl?: string | URL;
-  /** Accept a manifest signed by a development key. */
+  /** Count signatures by development keys (a local trial build). */
   allowDevKey?: boolean;
   /** Refuse (`Rollback`) a release older than this major.minor.patch. */
   minVersion?: string | null;
@@ -137,7 +175,7 @@ export interface LoadOptions {
   /** Threads lane: the worker entry (default: js/worker.js). */
   workerUrl?: string | URL;
   fetch?: (url: URL) => Promise<Response>;
-  /** The clock (epoch seconds) for expiry checks. */
+  /** The clock (epoch seconds) for expiry and key-window checks. */
   now?: number;
 }
 
@@ -264,7 +302,7 @@ export const SIGNATURE_CAP: number;
 export const CACHE_NAME: string;
 
 // The steps, for harnesses that run them one by one (the conformance page).
-export function verifySignedManifest(options: { baseUrl: URL; trustedKeys: TrustedKeys; allowDevKey?: boolean; now: number; fetch: (url: URL) => Promise<Response>; onProgress?: ((p: Progress) => void) | null }): Promise<{ manifest: any; bytes: Uint8Array; sha256: string; keyid: string; keyClass: 'release' | 'development' }>;
+export function verifySignedManifest(options: { baseUrl: URL; trustedKeys: TrustedKeys; allowDevKey?: boolean; now: number; fetch: (url: URL) => Promise<Response>; onProgress?: ((p: Progress) => void) | null }): Promise<{ manifest: any; bytes: Uint8Array; sha256: string; keyid: string; keyids: string[]; keyClass: 'release' | 'development' }>;
 export function checkVersionFloor(options: { trustedKeys: TrustedKeys; minVersion?: string | null; allowDowngrade?: boolean; versionFile?: string | null; rememberVersion?: boolean }, manifest: { version: string }): Promise<{ floor: string | null; remembered: string | null }>;
 export function trustRootId(trustedKeys: TrustedKeys): Promise<string>;
 export function runProbes(probes?: readonly any[], onProgress?: ((p: Progress) => void) | null): Promise<Record<string, { version: number; sha256: string; validates: boolean }>>;

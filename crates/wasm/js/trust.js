@@ -13,8 +13,15 @@ export const SUPPORTED = Object.freeze({
   modelTiers: MODEL_TIERS,
 });
 export const MANIFEST_PAYLOAD_TYPE = 'application/vnd.tinyrustlm.module-manifest.v1+json';
-const TRUSTED_KEYS_SCHEMA = 'tinyrustlm.trusted-keys.v1';
+const TRUSTED_KEYS_V1 = 'tinyrustlm.trusted-keys.v1';
+const TRUSTED_KEYS_V2 = 'tinyrustlm.trusted-keys.v2';
+/** The documents a v2 policy must rule (the loader checks the manifest; both must be there). */
+const SIGNED_DOCUMENTS = Object.freeze(['manifest', 'provenance']);
 const SIGSTORE_MEDIA_TYPE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+// A date with a time zone, as the verifier's AwareDatetime reads one from text: T, t, space or _
+// between date and time, seconds and their fraction optional, Z or an offset (+01:00, +0100)
+const AWARE_DATETIME = /^(\d{4})-(\d{2})-(\d{2})[Tt _](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
 const utf8 = new TextEncoder();
 
 function base64Bytes(text, where) {
@@ -50,35 +57,142 @@ export function pae(payloadType, payload) {
 }
 
 function pemToDer(pem, where) {
-  const m = /-----BEGIN PUBLIC KEY-----([A-Za-z0-9+/=\s]+)-----END PUBLIC KEY-----/.exec(pem || '');
+  const m = /-----BEGIN PUBLIC KEY-----([A-Za-z0-9+/=\s]+)-----END PUBLIC KEY-----/.exec(typeof pem === 'string' ? pem : '');
   if (!m) throw new LoaderError('TrustedKeysInvalid', `${where}: public_key_pem is not a PEM public key`);
   return base64Bytes(m[1].replace(/\s+/g, ''), where);
 }
 
-/** keyid -> { key (CryptoKey), role, notAfter (epoch s) }; a keyid must be SHA-256(SPKI DER). */
-async function importTrustedKeys(doc) {
-  if (!doc || doc.schema !== TRUSTED_KEYS_SCHEMA || !Array.isArray(doc.keys) || doc.keys.length === 0) {
-    throw new LoaderError('TrustedKeysInvalid', `trusted keys must be a ${TRUSTED_KEYS_SCHEMA} document with at least one key`);
+function invalid(where, message) {
+  return new LoaderError('TrustedKeysInvalid', `${where}: ${message}`, { where });
+}
+
+/** `value` as an object with the `required` fields and no field outside `required` + `optional`. */
+function fields(value, required, optional, where) {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw invalid(where, 'expected an object');
+  for (const name of required) if (!(name in value)) throw invalid(`${where}.${name}`, 'field required');
+  for (const name of Object.keys(value)) {
+    if (!required.includes(name) && !optional.includes(name)) throw invalid(`${where}.${name}`, 'unknown field');
   }
+  return value;
+}
+
+/**
+ * A date with a time zone -> { seconds, micros } since the epoch (micros: 0..999999, the
+ * fraction to the microsecond like Python's datetime). A date without a zone, a date that does
+ * not exist (02-30, 24:00), or anything but a string is refused.
+ */
+function awareInstant(value, where) {
+  const m = typeof value === 'string' ? AWARE_DATETIME.exec(value) : null;
+  const refuse = () => invalid(where, 'not a date with a time zone (RFC 3339, e.g. 2031-01-01T00:00:00Z)');
+  if (!m) throw refuse();
+  const [y, mo, d, h, mi, s = 0] = m.slice(1, 7).map((x) => Number(x || 0));
+  const day = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  const exists = day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d && day.getUTCHours() === h && day.getUTCMinutes() === mi && day.getUTCSeconds() === s;
+  const [oh, om] = [Number(m[10] || 0), Number(m[11] || 0)];
+  if (!exists || oh > 23 || om > 59) throw refuse();
+  const offset = m[8] ? 0 : (m[9] === '-' ? -1 : 1) * (oh * 3600 + om * 60);
+  return { seconds: Date.UTC(y, mo - 1, d, h, mi, s) / 1000 - offset, micros: Number((m[7] || '').padEnd(6, '0').slice(0, 6)) };
+}
+
+/** Whole epoch seconds as the verifier takes them: Python's int(datetime.timestamp()), toward zero. */
+const epochSeconds = (t) => (t.seconds < 0 && t.micros > 0 ? t.seconds + 1 : t.seconds);
+const before = (a, b) => a.seconds < b.seconds || (a.seconds === b.seconds && a.micros < b.micros);
+
+/** One key entry -> { keyid, key (CryptoKey), role, notBefore (epoch s or null), notAfter }. */
+async function trustedKey(entry, v2, where) {
+  fields(entry, ['keyid', 'public_key_pem', 'role', 'not_after'], v2 ? ['not_before'] : [], where);
+  if (typeof entry.keyid !== 'string' || !SHA256_HEX.test(entry.keyid)) throw invalid(`${where}.keyid`, 'not a lowercase hex SHA-256');
+  if (entry.role !== 'release' && entry.role !== 'development') throw invalid(`${where}.role`, 'must be release or development');
+  const notAfter = awareInstant(entry.not_after, `${where}.not_after`);
+  const notBefore = entry.not_before === undefined || entry.not_before === null ? null : awareInstant(entry.not_before, `${where}.not_before`);
+  const der = pemToDer(entry.public_key_pem, where);
+  if ((await sha256Hex(der)) !== entry.keyid) throw invalid(`${where}.keyid`, "not the SHA-256 of the key's SPKI DER");
+  let key;
+  try {
+    key = await globalThis.crypto.subtle.importKey('spki', der, { name: 'Ed25519' }, false, ['verify']);
+  } catch (e) {
+    // An engine without Ed25519 in WebCrypto cannot check a signature at all: say so.
+    if (e && e.name === 'NotSupportedError') throw new LoaderError('CryptoUnsupported', `this engine's WebCrypto has no Ed25519 (${e.message || e})`);
+    throw invalid(where, `not an Ed25519 public key (${e.message || e})`);
+  }
+  if (notBefore !== null && !before(notBefore, notAfter)) throw invalid(`${where}.not_before`, 'not_before is not before not_after');
+  return {
+    keyid: entry.keyid,
+    key,
+    role: entry.role,
+    notBefore: notBefore === null ? null : epochSeconds(notBefore),
+    notAfter: epochSeconds(notAfter),
+  };
+}
+
+/** The keys of a v1 or v2 document, keyid -> key; none, or a keyid twice, is refused. */
+async function trustedKeysOf(doc, v2) {
+  if (!Array.isArray(doc.keys) || doc.keys.length === 0) throw invalid('trustedKeys.keys', 'no keys: an empty trust root trusts nothing');
   const keys = new Map();
   for (const [i, entry] of doc.keys.entries()) {
-    const where = `trustedKeys.keys[${i}]`;
-    const der = pemToDer(entry.public_key_pem, where);
-    if ((await sha256Hex(der)) !== entry.keyid) throw new LoaderError('TrustedKeysInvalid', `${where}.keyid is not the SHA-256 of the key's SPKI DER`);
-    if (entry.role !== 'release' && entry.role !== 'development') throw new LoaderError('TrustedKeysInvalid', `${where}.role must be release or development`);
-    const notAfter = Date.parse(entry.not_after) / 1000;
-    if (!Number.isFinite(notAfter)) throw new LoaderError('TrustedKeysInvalid', `${where}.not_after is not a date`);
-    let key;
-    try {
-      key = await globalThis.crypto.subtle.importKey('spki', der, { name: 'Ed25519' }, false, ['verify']);
-    } catch (e) {
-      // An engine without Ed25519 in WebCrypto cannot check a signature at all: say so.
-      if (e && e.name === 'NotSupportedError') throw new LoaderError('CryptoUnsupported', `this engine's WebCrypto has no Ed25519 (${e.message || e})`);
-      throw new LoaderError('TrustedKeysInvalid', `${where}: not an Ed25519 public key (${e.message || e})`);
-    }
-    keys.set(entry.keyid, { key, role: entry.role, notAfter });
+    const key = await trustedKey(entry, v2, `trustedKeys.keys[${i}]`);
+    if (keys.has(key.keyid)) throw invalid(`trustedKeys.keys[${i}].keyid`, 'duplicate keyid');
+    keys.set(key.keyid, key);
   }
   return keys;
+}
+
+/** A v2 signing rule -> { keyids (Set), threshold }, checked against the file's keys. */
+function signingRule(rule, keys, where) {
+  fields(rule, ['keyids', 'threshold'], [], where);
+  const { keyids, threshold } = rule;
+  if (!Array.isArray(keyids) || keyids.length === 0) throw invalid(`${where}.keyids`, 'at least one key');
+  for (const keyid of keyids) {
+    if (typeof keyid !== 'string' || !SHA256_HEX.test(keyid)) throw invalid(`${where}.keyids`, `${JSON.stringify(keyid)} is not a lowercase hex SHA-256`);
+  }
+  if (!Number.isInteger(threshold) || threshold < 1) throw invalid(`${where}.threshold`, 'an integer >= 1');
+  const unknown = keyids.filter((k) => !keys.has(k)).sort();
+  if (unknown.length) throw invalid(`${where}.keyids`, `keyid ${unknown[0]} is not one of the file's keys`);
+  if (new Set(keyids).size !== keyids.length) throw invalid(`${where}.keyids`, 'a keyid is listed twice');
+  if (threshold > keyids.length) throw invalid(`${where}.threshold`, `threshold ${threshold} of ${keyids.length} key(s) can never be met`);
+  return { keyids: new Set(keyids), threshold };
+}
+
+/**
+ * The loader's trust root from a trusted-keys document (verify/bundle/trusted_keys.py
+ * `trust_root_of`, the same rules): { keys, rule (the manifest's), revoked (keyid -> reason) }.
+ * v1 (or no schema): threshold 1 of its keys. v2: the policy's manifest rule, revocations;
+ * the provenance rule is checked too (the loader does not read the provenance). A v2 policy
+ * asking for a keyless (Sigstore) identity is refused: the loader cannot verify one.
+ */
+export async function trustRootOf(doc) {
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw invalid('trustedKeys', `expected a ${TRUSTED_KEYS_V1} or ${TRUSTED_KEYS_V2} object`);
+  if (doc.schema !== TRUSTED_KEYS_V2) {
+    fields(doc, ['keys'], ['schema', 'signers'], 'trustedKeys');
+    if ('schema' in doc && doc.schema !== TRUSTED_KEYS_V1) throw invalid('trustedKeys.schema', `neither ${TRUSTED_KEYS_V1} nor ${TRUSTED_KEYS_V2}`);
+    if ('signers' in doc && doc.signers !== 'one-key' && doc.signers !== 'any-trusted-key') throw invalid('trustedKeys.signers', "must be 'one-key' or 'any-trusted-key'");
+    const keys = await trustedKeysOf(doc, false);
+    return { keys, rule: { keyids: new Set(keys.keys()), threshold: 1 }, revoked: new Map() };
+  }
+  fields(doc, ['schema', 'keys', 'policy'], ['revoked', 'keyless'], 'trustedKeys');
+  const keys = await trustedKeysOf(doc, true);
+  fields(doc.policy, [], SIGNED_DOCUMENTS, 'trustedKeys.policy');
+  const rules = {};
+  for (const document of SIGNED_DOCUMENTS) {
+    const where = `trustedKeys.policy.${document}`;
+    if (!(document in doc.policy)) throw invalid(where, `no signing rule for the ${document}`);
+    rules[document] = signingRule(doc.policy[document], keys, where);
+  }
+  const revoked = new Map();
+  const list = doc.revoked === undefined ? [] : doc.revoked;
+  if (!Array.isArray(list)) throw invalid('trustedKeys.revoked', 'expected a list');
+  for (const [i, entry] of list.entries()) {
+    const where = `trustedKeys.revoked[${i}]`;
+    fields(entry, ['keyid', 'reason'], [], where);
+    if (typeof entry.keyid !== 'string' || !SHA256_HEX.test(entry.keyid)) throw invalid(`${where}.keyid`, 'not a lowercase hex SHA-256');
+    if (typeof entry.reason !== 'string' || entry.reason.length === 0) throw invalid(`${where}.reason`, 'a reason is required');
+    if (revoked.has(entry.keyid)) throw invalid(`${where}.keyid`, 'revoked twice');
+    revoked.set(entry.keyid, entry.reason);
+  }
+  if (doc.keyless !== undefined && doc.keyless !== null) {
+    throw invalid('trustedKeys.keyless', 'the policy requires a keyless (Sigstore) signature, which this loader cannot verify; give the loader the same policy without `keyless`');
+  }
+  return { keys, rule: rules.manifest, revoked };
 }
 
 function parseSigstoreBundle(bytes) {
@@ -93,44 +207,94 @@ function parseSigstoreBundle(bytes) {
   if (!doc || doc.mediaType !== SIGSTORE_MEDIA_TYPE || !env || typeof hint !== 'string') {
     throw new LoaderError('MalformedSignature', `manifest.sigstore.json is not a ${SIGSTORE_MEDIA_TYPE} DSSE bundle with a key hint`);
   }
-  if (typeof env.payloadType !== 'string' || !Array.isArray(env.signatures) || env.signatures.length !== 1) {
-    throw new LoaderError('MalformedSignature', 'the DSSE envelope must carry a payloadType and exactly one signature');
+  if (typeof env.payloadType !== 'string' || !Array.isArray(env.signatures) || env.signatures.length === 0) {
+    throw new LoaderError('MalformedSignature', 'the DSSE envelope must carry a payloadType and at least one signature');
   }
-  const sig = env.signatures[0];
-  if (typeof sig.keyid !== 'string') throw new LoaderError('MalformedSignature', 'dsseEnvelope.signatures[0].keyid must be a string');
-  return {
-    hint,
-    payloadType: env.payloadType,
-    payload: base64Bytes(env.payload, 'dsseEnvelope.payload'),
-    keyid: sig.keyid,
-    sig: base64Bytes(sig.sig, 'dsseEnvelope.signatures[0].sig'),
-  };
+  const signatures = env.signatures.map((sig, i) => {
+    const where = `dsseEnvelope.signatures[${i}]`;
+    if (!sig || typeof sig.keyid !== 'string') throw new LoaderError('MalformedSignature', `${where}.keyid must be a string`);
+    return { keyid: sig.keyid, sig: base64Bytes(sig.sig, `${where}.sig`) };
+  });
+  return { hint, payloadType: env.payloadType, payload: base64Bytes(env.payload, 'dsseEnvelope.payload'), signatures };
+}
+
+/** Why a signature (already verified when its key is listed) does not count, or null. */
+function refusalOf(keyid, root, o, where) {
+  const key = root.keys.get(keyid);
+  const short = `${keyid.slice(0, 16)}…`;
+  if (key === undefined) return new LoaderError('UntrustedKey', `signed by key ${keyid} which is not in the trusted keys`, { keyid, where });
+  if (root.revoked.has(keyid)) return new LoaderError('KeyRevoked', `key ${short} is revoked (${root.revoked.get(keyid)})`, { keyid, where });
+  if (key.notBefore !== null && o.now < key.notBefore) {
+    return new LoaderError('KeyNotYetValid', `key ${short} is trusted only from epoch ${key.notBefore} (now ${o.now})`, { keyid, where, not_before: key.notBefore });
+  }
+  if (o.now >= key.notAfter) return new LoaderError('KeyExpired', `key ${short} is trusted only until epoch ${key.notAfter}`, { keyid, where, not_after: key.notAfter });
+  if (!root.rule.keyids.has(keyid)) return new LoaderError('KeyNotAllowed', `key ${short} is trusted but the policy does not let it sign the manifest`, { keyid, where });
+  if (key.role === 'development' && !o.allowDevKey) {
+    return new LoaderError('DevelopmentKey', `signed by development key ${short}; pass allowDevKey: true to accept a local trial build`, { keyid, where });
+  }
+  return null;
 }
 
 /**
- * Step 1. Returns { manifest, bytes, sha256, keyid, keyClass }. Order of refusals: the bundle's
- * shape, payload type, trusted key, key validity, development key, signature, payload equals
- * manifest.json, schema/semantics/ABI, key class, expiry.
+ * The signatures of the manifest's envelope judged against the manifest's rule, in envelope
+ * order (verify/bundle/trusted_keys.py `check_envelope`): a key signing twice is refused
+ * (`DuplicateSignature`); every signature by a listed key must verify (`SignatureInvalid`);
+ * a signature counts when its key is listed, not revoked, inside [not_before, not_after),
+ * allowed to sign the manifest and not a development key unless `allowDevKey`. Returns the
+ * counted keys; below the threshold `SignatureThreshold` names how many of how many (with
+ * threshold 1 and one signature, that signature's own refusal).
+ */
+export async function countSignatures(signed, root, o) {
+  const message = pae(signed.payloadType, signed.payload);
+  const seen = new Set();
+  const counted = [];
+  const refused = [];
+  for (const [i, signature] of signed.signatures.entries()) {
+    const where = `dsseEnvelope.signatures[${i}]`;
+    const short = `${signature.keyid.slice(0, 16)}…`;
+    if (seen.has(signature.keyid)) {
+      throw new LoaderError('DuplicateSignature', `key ${short} signed this envelope twice; a threshold counts distinct keys`, { keyid: signature.keyid, where });
+    }
+    seen.add(signature.keyid);
+    const key = root.keys.get(signature.keyid);
+    if (key !== undefined && !(await globalThis.crypto.subtle.verify({ name: 'Ed25519' }, key.key, signature.sig, message))) {
+      throw new LoaderError('SignatureInvalid', `the signature by key ${short} does not verify over PAE(payloadType, payload)`, { keyid: signature.keyid, where });
+    }
+    const refusal = refusalOf(signature.keyid, root, o, where);
+    if (refusal === null) counted.push(key);
+    else refused.push(refusal);
+  }
+  const { threshold, keyids } = root.rule;
+  if (counted.length >= threshold) return counted;
+  if (threshold === 1 && refused.length === 1) throw refused[0];
+  const reasons = refused.map((r) => r.message.slice(r.code.length + 2)).join('; ') || 'no other signatures';
+  throw new LoaderError(
+    'SignatureThreshold',
+    `${counted.length} of ${threshold} required signatures on the manifest (distinct trusted keys out of ${keyids.size} allowed); not counted: ${reasons}`,
+    { counted: counted.map((k) => k.keyid), threshold, allowed: keyids.size, refused: refused.map((r) => ({ code: r.code, keyid: r.detail.keyid })) },
+  );
+}
+
+/**
+ * Step 1. Returns { manifest, bytes, sha256, keyid, keyids, keyClass }. Order of refusals: the
+ * trusted keys, the bundle's shape, payload type, the signatures against the manifest's rule
+ * (`countSignatures`), the key hint, payload equals manifest.json, schema/semantics/ABI, key
+ * class of every counted signer, expiry.
  */
 export async function verifySignedManifest(o) {
   const [manifestBytes, signatureBytes] = await Promise.all([
     fetchCapped(o, new URL('manifest.json', o.baseUrl), 'manifest', MANIFEST_CAP, 'manifest'),
     fetchCapped(o, new URL('manifest.sigstore.json', o.baseUrl), 'manifest signature', SIGNATURE_CAP, 'signature'),
   ]);
-  const trusted = await importTrustedKeys(o.trustedKeys);
+  const root = await trustRootOf(o.trustedKeys);
   const signed = parseSigstoreBundle(signatureBytes);
   if (signed.payloadType !== MANIFEST_PAYLOAD_TYPE) {
     throw new LoaderError('WrongPayloadType', `the signed payload is ${JSON.stringify(signed.payloadType)}, not ${MANIFEST_PAYLOAD_TYPE} (swapped signature files?)`);
   }
-  const key = trusted.get(signed.keyid);
-  if (key === undefined) throw new LoaderError('UntrustedKey', `signed by key ${signed.keyid.slice(0, 16)}…, which is not in the trusted keys`, { keyid: signed.keyid });
-  if (signed.hint !== signed.keyid) throw new LoaderError('KeyHintMismatch', `publicKey.hint ${signed.hint.slice(0, 16)}… is not the signing key`);
-  if (o.now >= key.notAfter) throw new LoaderError('KeyExpired', `trusted key ${signed.keyid.slice(0, 16)}… expired`, { keyid: signed.keyid });
-  if (key.role === 'development' && !o.allowDevKey) {
-    throw new LoaderError('DevelopmentKey', 'the manifest is signed by a development key (pass allowDevKey: true to accept it)', { keyid: signed.keyid });
+  const counted = await countSignatures(signed, root, o);
+  if (!signed.signatures.some((s) => s.keyid === signed.hint)) {
+    throw new LoaderError('KeyHintMismatch', `publicKey.hint ${signed.hint.slice(0, 16)}… is not the keyid of any signature`);
   }
-  const ok = await globalThis.crypto.subtle.verify({ name: 'Ed25519' }, key.key, signed.sig, pae(signed.payloadType, signed.payload));
-  if (!ok) throw new LoaderError('SignatureInvalid', 'the Ed25519 signature does not verify over PAE(payloadType, payload)');
   if (!sameBytes(signed.payload, manifestBytes)) {
     throw new LoaderError('PayloadMismatch', 'manifest.json is not byte-identical to the signed payload');
   }
@@ -144,12 +308,15 @@ export async function verifySignedManifest(o) {
   if (!SUPPORTED.runtimeSemantics.includes(manifest.runtime_semantics) || !SUPPORTED.abiVersions.includes(manifest.abi_version)) {
     throw new LoaderError('UnsupportedAbi', `runtime_semantics ${manifest.runtime_semantics} / abi_version ${manifest.abi_version} are not supported by this loader (${SUPPORTED.runtimeSemantics} / ${SUPPORTED.abiVersions})`);
   }
-  if (manifest.key_class !== key.role) throw new LoaderError('KeyClassMismatch', `manifest key_class ${manifest.key_class} but the key's role is ${key.role}`);
+  for (const key of counted) {
+    if (manifest.key_class !== key.role) throw new LoaderError('KeyClassMismatch', `manifest key_class ${manifest.key_class} but the role of signing key ${key.keyid.slice(0, 16)}… is ${key.role}`);
+  }
   if (!(typeof manifest.expires_epoch === 'number') || o.now >= manifest.expires_epoch) {
     throw new LoaderError('ManifestExpired', `the manifest expired at ${new Date(manifest.expires_epoch * 1000).toISOString()}`, { expires_epoch: manifest.expires_epoch });
   }
   if (!Array.isArray(manifest.artifacts)) throw new LoaderError('BadManifest', 'the manifest lists no wasm artifacts');
-  return { manifest, bytes: manifestBytes, sha256: await sha256Hex(manifestBytes), keyid: signed.keyid, keyClass: key.role };
+  const keyids = counted.map((k) => k.keyid);
+  return { manifest, bytes: manifestBytes, sha256: await sha256Hex(manifestBytes), keyid: keyids[0], keyids, keyClass: counted[0].role };
 }
 
 // ---- the version floor --------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from pipeline.modelpack import PRESETS, pack
 from pipeline.serve import STALL, Site, start
 from tests.clones import bundle_and_dev_keys
+from tests.harness.release import pristine  # noqa: F401  (the fake release: test_trust_agreement)
 from tests.js.loader.site import make_site
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
