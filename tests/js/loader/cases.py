@@ -74,6 +74,10 @@ REFUSALS: list[tuple[Case, str]] = [
         "ModelTooLarge",
     ),
     (Case("trusted keys of another signer", keys="other"), "UntrustedKey"),
+    (
+        Case("co-signed 2 of 3 required", variant="cosigned", keys="cosigned-3of3"),
+        "SignatureThreshold",
+    ),
     (Case("a probe's bytes changed", variant="probe-tampered"), "ProbeTampered"),
     (Case("trusted key past its not_after", keys="dev-expired"), "KeyExpired"),
     (
@@ -107,3 +111,7 @@ def golden_case(name: str, prompt: str, **kw: Any) -> Case:
 
 
 LANES = (THREADS_LANE, SIMD_LANE, SCALAR_LANE)
+
+
+# the bundle co-signed by two development keys (`sign`), loaded under a 2-of-2 v2 policy
+COSIGNED = Case("co-signed 2 of 2", variant="cosigned", keys="cosigned-2of2")

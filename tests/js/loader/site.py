@@ -4,7 +4,10 @@
 a few files replaced: a flipped manifest byte, a signature by another key, a manifest re-signed
 with the release's own development key after an edit (expired, unsupported ABI, a lane
 disabled, a module whose embedded self-test model was broken), swapped signature files, a
-changed probe. The same folder is served over HTTP (pipeline.serve.Site) to node and Chromium.
+changed probe. `v/cosigned/` is the bundle co-signed by a second development key with
+`tinyrustlm-release sign` (threshold co-signing, issue 23), trusted by the v2 policies
+keys/cosigned-2of2.json (met) and keys/cosigned-3of3.json (one short). The same folder is
+served over HTTP (pipeline.serve.Site) to node and Chromium.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pipeline.documents.keys import generate_key_files, load_private_key
+from pipeline.documents.policy import trust_policy
 from pipeline.documents.sign import sign_to_sigstore_bundle
+from pipeline.release.cosign import cosign_bundle
 from verify.canonical import canonical_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
 
@@ -180,6 +185,21 @@ VARIANTS: dict[str, Callable[[Path, Signer, Signer], None]] = {
 }
 
 
+def cosigned(root: Path, bundle: Path, dev_trusted: Path, other_trusted: Path) -> None:
+    """v/cosigned/: the bundle co-signed (manifest and provenance) by a second development
+    key, as `tinyrustlm-release sign` does it; and the v2 policies that trust it."""
+    keys = root.parent / f"{root.name}-keys"
+    second = generate_key_files(keys, "codev", "development")
+    copy = root.parent / f"{root.name}-dist" / bundle.name
+    shutil.copytree(bundle, copy)
+    cosign_bundle(copy, second.private_pem)
+    link_tree(copy, root / "v" / "cosigned")
+    (root / "keys").mkdir(exist_ok=True)
+    both = [dev_trusted, second.trusted_keys]
+    (root / "keys/cosigned-2of2.json").write_bytes(trust_policy(both, 2, []))
+    (root / "keys/cosigned-3of3.json").write_bytes(trust_policy([*both, other_trusted], 3, []))
+
+
 def make_site(root: Path, bundle: Path, dev_key_pem: Path, model: bytes) -> Path:
     """The whole test site under `root`; returns it."""
     other_files = generate_key_files(root.parent / f"{root.name}-keys", "other", "release")
@@ -193,7 +213,7 @@ def make_site(root: Path, bundle: Path, dev_key_pem: Path, model: bytes) -> Path
     for name, edit in VARIANTS.items():
         link_tree(bundle, root / "v" / name)
         edit(root / "v" / name, dev, other)
-    (root / "keys").mkdir()
+    (root / "keys").mkdir(exist_ok=True)
     shutil.copy(dev_trusted, root / "keys/dev.json")
     shutil.copy(other_files.trusted_keys, root / "keys/other.json")
     # the release's own key, but past its not_after / written beside another key's id
@@ -203,6 +223,7 @@ def make_site(root: Path, bundle: Path, dev_key_pem: Path, model: bytes) -> Path
     keys = json.loads(dev_trusted.read_bytes())
     keys["keys"][0]["keyid"] = other_files.keyid
     (root / "keys/dev-wrong-keyid.json").write_text(json.dumps(keys))
+    cosigned(root, bundle, dev_trusted, other_files.trusted_keys)
     (root / "model.trlm").write_bytes(model)
     for name in ("runner.mjs", "drive.mjs"):
         shutil.copy(HERE / name, root / name)

@@ -9,6 +9,7 @@ as skipped. Every receipt validates against the JSON Schema.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ import pytest
 from pipeline.conformance import browsers
 from pipeline.conformance.browsers import CHROMIUM_FLAGS
 from pipeline.serve import Site
-from tests.js.loader.cases import AFTER_INSTANTIATION, REFUSALS, Case, Env
+from tests.js.loader.cases import AFTER_INSTANTIATION, COSIGNED, REFUSALS, Case, Env
 from tests.js.loader.checks import by_name, check_ran, check_refused
 from tests.js.loader.conftest import STALLED_WORKER
 from tests.js.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
@@ -116,6 +117,7 @@ def isolated(
             options={"workerUrl": "STALLED", "startupMs": WORKER_START_BOUND_MS},
         ),
         Case("threads disabled by the manifest", variant="threads-disabled", prompt=prompt),
+        dataclasses.replace(COSIGNED, prompt=prompt),
     ]
     page = run_page(
         isolated_server, site, cases, golden["model_sha256"], tmp_path_factory.mktemp("profile")
@@ -222,3 +224,14 @@ def test_cancel_on_the_threads_lane_keeps_the_committed_state(
 def test_the_signed_manifest_can_disable_threads_in_chromium(isolated: dict[str, Any]) -> None:
     receipt = check_ran(isolated["threads disabled by the manifest"], SIMD_LANE)
     assert receipt.attempts[0].error_code == "LaneDisabled"
+
+
+@needs_chromium
+def test_a_cosigned_bundle_loads_in_chromium_under_a_two_of_two_policy(
+    isolated: dict[str, Any], golden: dict[str, Any]
+) -> None:
+    """The release co-signed with `tinyrustlm-release sign` by a second key, trusted by a v2
+    policy of both keys with threshold 2: WebCrypto checks both signatures, the threads lane
+    runs to the golden tokens (one short of 3 of 3 is refused: REFUSALS)."""
+    receipt = check_ran(isolated[COSIGNED.name], THREADS_LANE, golden["tokens"])
+    assert receipt.host_reported.browser_brand != "node"

@@ -4,6 +4,7 @@ cancellation, receipts valid against the schema."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from pipeline.serve import Site
 from pipeline.toolchain import nodejs
-from tests.js.loader.cases import AFTER_INSTANTIATION, REFUSALS, Case, Env
+from tests.js.loader.cases import AFTER_INSTANTIATION, COSIGNED, REFUSALS, Case, Env
 from tests.js.loader.checks import by_name, check_ran, check_refused
 from tests.js.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
 
@@ -53,6 +54,7 @@ def node_cases(prompt: str) -> list[Case]:
             options={"workerUrl": "STALLED", "startupMs": WORKER_START_BOUND_MS},
         ),
         Case("threads disabled by the manifest", variant="threads-disabled", prompt=prompt),
+        dataclasses.replace(COSIGNED, prompt=prompt),
     ]
     return cases
 
@@ -185,3 +187,11 @@ def test_every_lane_reports_the_same_self_test_vector_set(
         for lane in (THREADS_LANE, SIMD_LANE, SCALAR_LANE)
     }
     assert len(digests) == 1
+
+
+def test_a_cosigned_bundle_loads_under_a_two_of_two_policy(
+    results: dict[str, dict[str, Any]], golden: dict[str, Any]
+) -> None:
+    """The release co-signed with `tinyrustlm-release sign` (two development keys), trusted by
+    a v2 policy of both with threshold 2: verified, then run to the golden tokens."""
+    check_ran(results[COSIGNED.name], THREADS_LANE, golden["tokens"])
