@@ -48,8 +48,8 @@ SPEED_PROMPT = "Once upon a time"
 
 @dataclass(frozen=True)
 class Trust:
-    """What the loader is told to trust: a tinyrustlm.trusted-keys.v1 document, and whether a
-    development key is acceptable (`--allow-dev-key`)."""
+    """What the loader is told to trust: a tinyrustlm.trusted-keys.v1 document or v2 trust
+    policy, and whether a development key is acceptable (`--allow-dev-key`)."""
 
     trusted_keys: Mapping[str, Any]
     allow_dev_key: bool = False
@@ -109,7 +109,7 @@ def _plan(job: Job, base: str) -> dict[str, Any]:
         raise PipelineError(
             "the JS engines run every lane through js/loader.js, which needs trusted keys",
             where="--trusted-keys",
-            hint="a tinyrustlm.trusted-keys.v1 file whose key signed the bundle's manifest",
+            hint="the trusted keys (v1) or trust policy (v2) of the keys that signed the manifest",
         )
     return {
         "lanes": [_plan_lane(w) for w in job.subject.wasm],

@@ -30,8 +30,8 @@ class TrustRefused(PipelineError):
         super().__init__(
             f"[{exc.error_id}] {exc.message}",
             where=exc.where,
-            hint="pass the tinyrustlm.trusted-keys.v1 file of the key that signed this bundle "
-            "(and --allow-dev-key for a development build)",
+            hint="pass the trusted keys (v1) or trust policy (v2) of the keys that signed this "
+            "bundle (and --allow-dev-key for a development build)",
         )
         self.error_id = exc.error_id
 
@@ -41,11 +41,11 @@ def load_trust(path: Path, allow_dev_key: bool) -> tuple[Trust, TrustRoot]:
     try:
         data = read_regular_file(path, "trusted-keys")  # read once: what is checked is what is sent
         root = trust_root_of(data, str(path))
-        if root.rules:  # a v2 file: js/loader.js reads v1 only (one signature, no threshold)
+        if root.keyless is not None:  # js/loader.js cannot verify a Sigstore keyless bundle
             raise e.TrustedKeysInvalid(
-                "js/loader.js does not read trusted-keys v2 (thresholds) yet; give the matrix "
-                "a v1 file of the key that made the release",
-                where=str(path),
+                "js/loader.js cannot verify the keyless (Sigstore) signature this policy "
+                "requires; give the matrix the same policy without `keyless`",
+                where=f"{path}: keyless",
             )
     except VerifyError as exc:
         raise TrustRefused(exc) from exc

@@ -235,3 +235,5 @@ def test_a_cosigned_bundle_loads_in_chromium_under_a_two_of_two_policy(
     runs to the golden tokens (one short of 3 of 3 is refused: REFUSALS)."""
     receipt = check_ran(isolated[COSIGNED.name], THREADS_LANE, golden["tokens"])
     assert receipt.host_reported.browser_brand != "node"
+    short = isolated["co-signed 2 of 3 required"]["error"]["message"]
+    assert "2 of 3 required signatures on the manifest" in short

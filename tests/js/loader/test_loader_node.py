@@ -195,3 +195,5 @@ def test_a_cosigned_bundle_loads_under_a_two_of_two_policy(
     """The release co-signed with `tinyrustlm-release sign` (two development keys), trusted by
     a v2 policy of both with threshold 2: verified, then run to the golden tokens."""
     check_ran(results[COSIGNED.name], THREADS_LANE, golden["tokens"])
+    short = results["co-signed 2 of 3 required"]["error"]["message"]
+    assert "2 of 3 required signatures on the manifest" in short

@@ -81,9 +81,7 @@ class Verdict:
 
 
 @pytest.fixture(scope="module")
-def material(
-    pristine: tuple[Harness, Path], tmp_path_factory: pytest.TempPathFactory
-) -> Material:
+def material(pristine: tuple[Harness, Path], tmp_path_factory: pytest.TempPathFactory) -> Material:
     harness, bundle = pristine
     tmp = tmp_path_factory.mktemp("trust")
     files = {"alice": (harness.key.private_pem, harness.key.trusted_keys)}
@@ -112,7 +110,7 @@ def material(
 
 
 def _stamp(base: int, spec: str) -> str:
-    """"+100" -> base+100 as an RFC 3339 UTC stamp; "+100.5" with a fraction; "+100 +01:00"
+    """ "+100" -> base+100 as an RFC 3339 UTC stamp; "+100.5" with a fraction; "+100 +01:00"
     the same instant in that zone; "+100 naive" without a zone."""
     offset, _, zone = spec.partition(" ")
     seconds, _, fraction = offset.lstrip("+").partition(".")
@@ -125,7 +123,7 @@ def _stamp(base: int, spec: str) -> str:
     text = instant.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "")
     if zone == "naive":
         return text
-    return text + ("Z" if not zone else zone)
+    return text + (zone or "Z")
 
 
 def _trusted_keys(case: TrustCase, m: Material) -> bytes:

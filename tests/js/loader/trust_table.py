@@ -17,6 +17,7 @@ both verifiers take whole seconds toward zero, Python's int(timestamp())) or "+1
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +59,8 @@ class TrustCase:
     keys: tuple[str, ...] = ("alice",)  # the trusted-keys file's keys
     threshold: int | None = 1  # the v2 policy's threshold (both documents); None: a v1 file
     allowed: tuple[str, ...] | None = None  # policy.manifest.keyids (default: every key)
-    windows: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # not_before, not_after
+    # key -> (not_before, not_after)
+    windows: Mapping[str, tuple[str | None, str]] = field(default_factory=dict)
     revoked: tuple[str, ...] = ()
     at: int = 0  # now = BASE + at
     allow_dev_key: bool = False
@@ -69,22 +71,23 @@ class TrustCase:
     edit: dict[str, Any] = field(default_factory=dict)
 
 
-TWO_OF_THREE = {"keys": ("alice", "bob", "carol"), "threshold": 2}
+THREE = ("alice", "bob", "carol")
 BOB_WINDOW = {"bob": ("+100", "+1100")}
 
+# fmt: off
 CASES: list[TrustCase] = [
     # threshold met, short by one, not met by a key the file does not list
-    TrustCase("2 of 3, co-signed with sign", COSIGNED, ACCEPTED, **TWO_OF_THREE,
+    TrustCase("2 of 3, co-signed with sign", COSIGNED, ACCEPTED, keys=THREE, threshold=2,
               counted=("alice", "bob")),
     TrustCase("2 of 2, co-signed with sign", COSIGNED, ACCEPTED, keys=("alice", "bob"),
               threshold=2, counted=("alice", "bob")),
     TrustCase("3 of 3, all three signed", ("alice", "bob", "carol"), ACCEPTED,
-              keys=("alice", "bob", "carol"), threshold=3, counted=("alice", "bob", "carol")),
+              keys=THREE, threshold=3, counted=("alice", "bob", "carol")),
     TrustCase("short by one: 2 of 3 signed, 3 required", COSIGNED, "signature.threshold",
-              keys=("alice", "bob", "carol"), threshold=3,
+              keys=THREE, threshold=3,
               message="2 of 3 required signatures on the manifest"),
     TrustCase("short by one: alone, 2 required", ("alice",), "signature.threshold",
-              **TWO_OF_THREE, message="1 of 2 required signatures on the manifest"),
+              keys=THREE, threshold=2, message="1 of 2 required signatures on the manifest"),
     TrustCase("a co-signer the file does not list", COSIGNED, "signature.threshold",
               keys=("alice", "carol"), threshold=2, message="1 of 2 required"),
     TrustCase("an unlisted extra signature is ignored", ("eve", "alice"), ACCEPTED,
@@ -96,9 +99,10 @@ CASES: list[TrustCase] = [
               keys=("alice", "bob"), threshold=2, message="signed this envelope twice"),
     TrustCase("the same key twice, threshold 1", ("alice", "alice"), "signature.duplicate-key"),
     TrustCase("the same key twice after another", ("bob", "alice", "bob"),
-              "signature.duplicate-key", **TWO_OF_THREE),
+              "signature.duplicate-key", keys=THREE, threshold=2),
     # every signature by a listed key verifies, counted or not
-    TrustCase("a bad co-signature", ("alice", "bob~"), "signature.invalid", **TWO_OF_THREE),
+    TrustCase("a bad co-signature", ("alice", "bob~"), "signature.invalid", keys=THREE,
+              threshold=2),
     TrustCase("a bad signature by a revoked key", ("alice", "bob~"), "signature.invalid",
               keys=("alice", "bob"), revoked=("bob",)),
     TrustCase("a bad signature by an unlisted key is never checked", ("alice", "eve~"),
@@ -143,7 +147,7 @@ CASES: list[TrustCase] = [
     TrustCase("trusted, not allowed to sign the manifest", ("bob",), "signature.key-not-allowed",
               keys=("alice", "bob"), allowed=("alice",)),
     TrustCase("a co-signer not allowed for the manifest", COSIGNED, "signature.threshold",
-              keys=("alice", "bob", "carol"), threshold=2, allowed=("alice", "carol"),
+              keys=THREE, threshold=2, allowed=("alice", "carol"),
               message="does not let it sign the manifest"),
     # development keys
     TrustCase("development key, not allowed", ("dora",), "signature.development-key",
@@ -188,3 +192,4 @@ CASES: list[TrustCase] = [
     TrustCase("no keys", ("alice",), "trusted-keys.invalid", threshold=None,
               edit={"keys": []}),
 ]
+# fmt: on

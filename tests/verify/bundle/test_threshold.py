@@ -256,12 +256,23 @@ def test_trust_policy_cli(
     assert "at least one key must sign" in capsys.readouterr().err
 
 
-def test_the_conformance_matrix_refuses_a_v2_file_its_loader_cannot_read(
+def test_the_conformance_matrix_takes_a_v2_policy_but_not_a_keyless_one(
     team: Maintainers, tmp_path: Path
 ) -> None:
-    from pipeline.conformance.trust import TrustRefused, load_trust
+    """js/loader.js reads trust policies (threshold, windows, revocations: the agreement is
+    tests/js/loader/test_trust_agreement.py) but cannot verify a Sigstore keyless signature."""
+    from pipeline.conformance.trust import TrustRefused, check_signed_manifest, load_trust
 
-    with pytest.raises(TrustRefused, match="does not read trusted-keys v2") as info:
-        load_trust(policy(tmp_path, [team.a, team.b], 2), allow_dev_key=False)
+    cosign_bundle(team.bundle, team.b.private_pem)
+    path = policy(tmp_path, [team.a, team.b], 2)
+    trust, root = load_trust(path, allow_dev_key=False)
+    assert trust.trusted_keys == json.loads(path.read_text())
+    signers = check_signed_manifest(team.bundle, root, allow_dev_key=False)
+    assert set(signers.split(", ")) == {team.a.keyid, team.b.keyid}
+    doc = json.loads(path.read_text())
+    doc["keyless"] = {"identity": "https://ci.example/wf", "issuer": "https://issuer.example"}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TrustRefused, match="cannot verify the keyless") as info:
+        load_trust(path, allow_dev_key=False)
     assert info.value.error_id == "trusted-keys.invalid"
     load_trust(team.a.trusted_keys, allow_dev_key=False)  # v1: as before
