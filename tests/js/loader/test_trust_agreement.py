@@ -32,6 +32,7 @@ from tests.js.loader.trust_table import (
     CASES,
     COSIGNED,
     LOADER_CODE,
+    LOADER_FURTHER,
     ROLES,
     TrustCase,
 )
@@ -177,7 +178,8 @@ def _signature(case: TrustCase, m: Material) -> bytes:
             signature = type(signature)(signature.keyid, flipped)
         signatures.append(signature)
     envelope = Envelope(MANIFEST_PAYLOAD_TYPE, payload, tuple(signatures))
-    return sigstore_bundle_json(envelope, hint=signatures[0].keyid)
+    hint = m.keys[case.hint].keyid if case.hint else signatures[0].keyid
+    return sigstore_bundle_json(envelope, hint=hint)
 
 
 def inputs_of(case: TrustCase, m: Material) -> Inputs:
@@ -210,7 +212,7 @@ def loader_verdicts(
     from pipeline.toolchain import nodejs
 
     rows = []
-    for case in CASES:
+    for case in [*CASES, *(c for c, _ in LOADER_FURTHER)]:
         given = inputs_of(case, material)
         rows.append({
             "name": case.name,
@@ -260,8 +262,18 @@ def test_the_table_has_every_verdict_and_the_cosigned_envelope_is_real(
     material: Material,
 ) -> None:
     assert {c.expect for c in CASES} == LOADER_CODE.keys()
-    assert len({c.name for c in CASES}) == len(CASES)
+    names = [c.name for c in CASES] + [c.name for c, _ in LOADER_FURTHER]
+    assert len(set(names)) == len(names)
     envelope = parse_sigstore_bundle(material.cosigned, MANIFEST_SIGNATURE).envelope
     assert envelope.payload == material.manifests["release"]
     keyids = {material.keys[n].keyid for n in ("alice", "bob")}
     assert {s.keyid for s in envelope.signatures} == keyids
+
+
+@pytest.mark.parametrize(("case", "code"), LOADER_FURTHER, ids=[c.name for c, _ in LOADER_FURTHER])
+def test_the_loader_also_checks_what_later_verifier_steps_do(
+    case: TrustCase, code: str, material: Material, loader_verdicts: dict[str, Verdict]
+) -> None:
+    _check(case, verifier_verdict(inputs_of(case, material)), case.expect, material)
+    got = loader_verdicts[case.name]
+    assert got.outcome == code and case.message in got.message, got.message

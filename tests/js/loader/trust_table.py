@@ -67,6 +67,7 @@ class TrustCase:
     manifest: str = "release"  # the signed manifest's key_class (the signers' role)
     counted: tuple[str, ...] = ()  # accepted: the counted keys (as a set)
     message: str = ""  # both refusals' messages contain it
+    hint: str | None = None  # the bundle's publicKey.hint (default: the first signer)
     # fields of the document set ("policy.provenance": a nested one; None: removed)
     edit: dict[str, Any] = field(default_factory=dict)
 
@@ -81,6 +82,8 @@ CASES: list[TrustCase] = [
               counted=("alice", "bob")),
     TrustCase("2 of 2, co-signed with sign", COSIGNED, ACCEPTED, keys=("alice", "bob"),
               threshold=2, counted=("alice", "bob")),
+    TrustCase("the hint names the co-signer", ("alice", "bob"), ACCEPTED, keys=("alice", "bob"),
+              threshold=2, hint="bob", counted=("alice", "bob")),
     TrustCase("3 of 3, all three signed", ("alice", "bob", "carol"), ACCEPTED,
               keys=THREE, threshold=3, counted=("alice", "bob", "carol")),
     TrustCase("short by one: 2 of 3 signed, 3 required", COSIGNED, "signature.threshold",
@@ -191,5 +194,28 @@ CASES: list[TrustCase] = [
               edit={"schema": "tinyrustlm.trusted-keys.v3"}),
     TrustCase("no keys", ("alice",), "trusted-keys.invalid", threshold=None,
               edit={"keys": []}),
+]
+# fmt: on
+
+# Rows the loader refuses although verify/'s step 2 accepts them: its step 1 also does what
+# the verifier does in later steps (3: the hint names one of the signatures; 5: the manifest's
+# key_class is every counted signer's role), and it cannot verify a keyless signature at all,
+# so a policy requiring one is refused. `expect` is verify/'s step-2 verdict; the code and
+# `message` are the loader's.
+# fmt: off
+LOADER_FURTHER: list[tuple[TrustCase, str]] = [
+    (TrustCase("the hint names none of the signatures", ("alice", "bob"), ACCEPTED,
+               keys=("alice", "bob"), threshold=2, hint="carol", counted=("alice", "bob"),
+               message="publicKey.hint"),
+     "KeyHintMismatch"),
+    (TrustCase("a development co-signer counted with allowDevKey", ("alice", "dora"), ACCEPTED,
+               keys=("alice", "dora"), threshold=2, allow_dev_key=True,
+               counted=("alice", "dora"), message="key_class release"),
+     "KeyClassMismatch"),
+    (TrustCase("a policy requiring a keyless identity", ("alice",), ACCEPTED,
+               edit={"keyless": {"identity": "https://ci.example/release.yml",
+                                 "issuer": "https://token.actions.githubusercontent.com"}},
+               counted=("alice",), message="cannot verify"),
+     "TrustedKeysInvalid"),
 ]
 # fmt: on
