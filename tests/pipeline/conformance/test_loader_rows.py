@@ -167,6 +167,41 @@ def test_node_a_lane_the_signed_manifest_disables_is_refused_not_failed(
     assert {r.outcome for lane, r in rows.items() if lane != simd} == {"pass"}
 
 
+def test_node_a_cosigned_bundle_under_a_trust_policy(
+    conformance_bundle: tuple[Path, Path], small_model: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The bundle co-signed with `sign` by a second development key: the matrix takes the v2
+    policy (`load_trust`, as the CLI reads it) and every node row passes at 2 of 2; at 3 of 3
+    every row fails with the loader's SignatureThreshold naming 2 of 3."""
+    from pipeline.conformance.trust import check_signed_manifest, load_trust
+    from pipeline.documents.keys import generate_key_files
+    from pipeline.documents.policy import trust_policy
+    from pipeline.release.cosign import cosign_bundle
+
+    bundle, dev_keys = conformance_bundle
+    copy = tmp_path / "dist" / bundle.name
+    shutil.copytree(bundle, copy)
+    second = generate_key_files(tmp_path / "keys", "codev", "development")
+    third = generate_key_files(tmp_path / "keys", "third", "release")
+    cosign_bundle(copy, second.private_pem)
+    policies = {}
+    for threshold, keys in ((2, [dev_keys, second.trusted_keys]),
+                            (3, [dev_keys, second.trusted_keys, third.trusted_keys])):  # fmt: skip
+        path = tmp_path / f"policy-{threshold}.json"
+        path.write_bytes(trust_policy(keys, threshold, []))
+        policies[threshold] = load_trust(path, allow_dev_key=True)
+    trust, root = policies[2]
+    assert len(check_signed_manifest(copy, root, allow_dev_key=True).split(", ")) == 2
+    for run in ("met", "short"):
+        (tmp_path / run).mkdir()
+    rows = _matrix(copy, small_model, trust, tmp_path / "met")
+    assert rows and {r.outcome for r in rows} == {"pass"}, rows
+    rows = _matrix(copy, small_model, policies[3][0], tmp_path / "short")
+    assert rows and all(r.outcome == "fail" for r in rows), rows
+    for row in rows:
+        assert row.detail.startswith("SignatureThreshold: 2 of 3 required"), row.detail
+
+
 @pytest.mark.skipif(CHROMIUM.executable() is None, reason="chromium is not installed")
 def test_chromium_a_tampered_signature_fails_every_row_with_the_loaders_code(
     conformance_bundle: tuple[Path, Path],
