@@ -154,9 +154,9 @@ def _trusted_keys(case: TrustCase, m: Material) -> bytes:
         }
     for path, value in case.edit.items():
         *parents, last = path.split(".")
-        target = doc
+        target: Any = doc
         for part in parents:
-            target = target[part]
+            target = target[int(part)] if part.isdigit() else target[part]
         if value is None:
             del target[last]
         else:

@@ -68,7 +68,8 @@ class TrustCase:
     counted: tuple[str, ...] = ()  # accepted: the counted keys (as a set)
     message: str = ""  # both refusals' messages contain it
     hint: str | None = None  # the bundle's publicKey.hint (default: the first signer)
-    # fields of the document set ("policy.provenance": a nested one; None: removed)
+    # fields of the document set ("policy.provenance", "keys.0.not_after": nested ones;
+    # None: removed)
     edit: dict[str, Any] = field(default_factory=dict)
 
 
@@ -200,8 +201,10 @@ CASES: list[TrustCase] = [
 # Rows the loader refuses although verify/'s step 2 accepts them: its step 1 also does what
 # the verifier does in later steps (3: the hint names one of the signatures; 5: the manifest's
 # key_class is every counted signer's role), and it cannot verify a keyless signature at all,
-# so a policy requiring one is refused. `expect` is verify/'s step-2 verdict; the code and
-# `message` are the loader's.
+# so a policy requiring one is refused. The loader also reads dates and thresholds only as
+# they are written (RFC 3339 text, a JSON integer), where pydantic's lax mode takes epoch
+# numbers and digit strings too. `expect` is verify/'s step-2 verdict; the code and `message`
+# are the loader's.
 # fmt: off
 LOADER_FURTHER: list[tuple[TrustCase, str]] = [
     (TrustCase("the hint names none of the signatures", ("alice", "bob"), ACCEPTED,
@@ -216,6 +219,14 @@ LOADER_FURTHER: list[tuple[TrustCase, str]] = [
                edit={"keyless": {"identity": "https://ci.example/release.yml",
                                  "issuer": "https://token.actions.githubusercontent.com"}},
                counted=("alice",), message="cannot verify"),
+     "TrustedKeysInvalid"),
+    (TrustCase("not_after as epoch seconds", ("alice",), ACCEPTED,
+               edit={"keys.0.not_after": 4102444800}, counted=("alice",),
+               message="not a date with a time zone"),
+     "TrustedKeysInvalid"),
+    (TrustCase("a threshold written as a string", ("alice",), ACCEPTED,
+               edit={"policy.manifest.threshold": "1"}, counted=("alice",),
+               message="an integer >= 1"),
      "TrustedKeysInvalid"),
 ]
 # fmt: on
