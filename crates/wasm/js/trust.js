@@ -24,15 +24,13 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 const AWARE_DATETIME = /^(\d{4})-(\d{2})-(\d{2})[Tt _](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
 const utf8 = new TextEncoder();
 
+// base64 as the verifier decodes it (Python's b64decode(validate=True)): the alphabet, padded
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 function base64Bytes(text, where) {
   if (typeof text !== 'string') throw new LoaderError('MalformedSignature', `${where} is not a base64 string`);
-  let binary;
-  try {
-    binary = atob(text);
-  } catch {
-    throw new LoaderError('MalformedSignature', `${where} is not valid base64`);
-  }
-  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  if (!BASE64.test(text)) throw new LoaderError('MalformedSignature', `${where} is not valid base64`);
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 }
 
 function sameBytes(a, b) {
@@ -195,6 +193,17 @@ export async function trustRootOf(doc) {
   return { keys, rule: rules.manifest, revoked };
 }
 
+/** `value` as an object with exactly the fields `names` (dsse.py `_object`), else MalformedSignature. */
+function exactly(value, names, where) {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new LoaderError('MalformedSignature', `${where} is not a JSON object`);
+  const missing = names.filter((n) => !(n in value));
+  const unknown = Object.keys(value).filter((n) => !names.includes(n));
+  if (missing.length) throw new LoaderError('MalformedSignature', `${where}: missing field(s) ${missing.sort().join(', ')}`);
+  if (unknown.length) throw new LoaderError('MalformedSignature', `${where}: unknown field(s) ${unknown.sort().join(', ')}`);
+  return value;
+}
+
+/** manifest.sigstore.json read as strictly as the verifier reads it (verify/bundle/dsse.py). */
 function parseSigstoreBundle(bytes) {
   let doc;
   try {
@@ -202,17 +211,23 @@ function parseSigstoreBundle(bytes) {
   } catch (e) {
     throw new LoaderError('MalformedSignature', `manifest.sigstore.json is not JSON (${e.message})`);
   }
-  const env = doc && doc.dsseEnvelope;
-  const hint = doc && doc.verificationMaterial && doc.verificationMaterial.publicKey && doc.verificationMaterial.publicKey.hint;
-  if (!doc || doc.mediaType !== SIGSTORE_MEDIA_TYPE || !env || typeof hint !== 'string') {
-    throw new LoaderError('MalformedSignature', `manifest.sigstore.json is not a ${SIGSTORE_MEDIA_TYPE} DSSE bundle with a key hint`);
+  const top = exactly(doc, ['mediaType', 'verificationMaterial', 'dsseEnvelope'], 'manifest.sigstore.json');
+  if (top.mediaType !== SIGSTORE_MEDIA_TYPE) throw new LoaderError('MalformedSignature', `mediaType ${JSON.stringify(top.mediaType)} is not ${SIGSTORE_MEDIA_TYPE}`);
+  const material = exactly(top.verificationMaterial, ['publicKey', 'tlogEntries'], 'verificationMaterial');
+  if (!Array.isArray(material.tlogEntries) || material.tlogEntries.length !== 0) {
+    throw new LoaderError('MalformedSignature', 'verificationMaterial.tlogEntries must be empty (releases are signed with a local key, no log)');
   }
-  if (typeof env.payloadType !== 'string' || !Array.isArray(env.signatures) || env.signatures.length === 0) {
-    throw new LoaderError('MalformedSignature', 'the DSSE envelope must carry a payloadType and at least one signature');
+  const { hint } = exactly(material.publicKey, ['hint'], 'verificationMaterial.publicKey');
+  if (typeof hint !== 'string') throw new LoaderError('MalformedSignature', 'verificationMaterial.publicKey.hint must be a string');
+  const env = exactly(top.dsseEnvelope, ['payload', 'payloadType', 'signatures'], 'dsseEnvelope');
+  if (typeof env.payloadType !== 'string') throw new LoaderError('MalformedSignature', 'dsseEnvelope.payloadType must be a string');
+  if (!Array.isArray(env.signatures) || env.signatures.length === 0) {
+    throw new LoaderError('MalformedSignature', 'dsseEnvelope.signatures must be a non-empty list');
   }
-  const signatures = env.signatures.map((sig, i) => {
+  const signatures = env.signatures.map((raw, i) => {
     const where = `dsseEnvelope.signatures[${i}]`;
-    if (!sig || typeof sig.keyid !== 'string') throw new LoaderError('MalformedSignature', `${where}.keyid must be a string`);
+    const sig = exactly(raw, ['sig', 'keyid'], where);
+    if (typeof sig.keyid !== 'string') throw new LoaderError('MalformedSignature', `${where}.keyid must be a string`);
     return { keyid: sig.keyid, sig: base64Bytes(sig.sig, `${where}.sig`) };
   });
   return { hint, payloadType: env.payloadType, payload: base64Bytes(env.payload, 'dsseEnvelope.payload'), signatures };

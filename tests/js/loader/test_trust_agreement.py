@@ -152,7 +152,13 @@ def _trusted_keys(case: TrustCase, m: Material) -> bytes:
             },
             "revoked": [{"keyid": m.keys[n].keyid, "reason": "lost"} for n in case.revoked],
         }
-    for path, value in case.edit.items():
+    return json.dumps(edited(doc, case.edit), indent=1).encode()
+
+
+def edited(doc: dict[str, Any], edits: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with each dotted path ("a.0.b") set to its value (None: removed; a callable:
+    applied to the old value)."""
+    for path, value in edits.items():
         *parents, last = path.split(".")
         target: Any = doc
         for part in parents:
@@ -160,11 +166,16 @@ def _trusted_keys(case: TrustCase, m: Material) -> bytes:
         if value is None:
             del target[last]
         else:
-            target[last] = value
-    return json.dumps(doc, indent=1).encode()
+            target[last] = value(target[last]) if callable(value) else value
+    return doc
 
 
 def _signature(case: TrustCase, m: Material) -> bytes:
+    data = _signed(case, m)
+    return json.dumps(edited(json.loads(data), case.envelope)).encode() if case.envelope else data
+
+
+def _signed(case: TrustCase, m: Material) -> bytes:
     if case.signers == COSIGNED:
         return m.cosigned
     payload = m.manifests[case.manifest]

@@ -27,6 +27,7 @@ ACCEPTED = "accepted"
 LOADER_CODE: dict[str, str] = {
     ACCEPTED: ACCEPTED,
     "trusted-keys.invalid": "TrustedKeysInvalid",
+    "signature.malformed": "MalformedSignature",
     "signature.untrusted-key": "UntrustedKey",
     "signature.invalid": "SignatureInvalid",
     "signature.duplicate-key": "DuplicateSignature",
@@ -71,6 +72,8 @@ class TrustCase:
     # fields of the document set ("policy.provenance", "keys.0.not_after": nested ones;
     # None: removed)
     edit: dict[str, Any] = field(default_factory=dict)
+    # fields of manifest.sigstore.json set the same way (a callable: applied to the old value)
+    envelope: dict[str, Any] = field(default_factory=dict)
 
 
 THREE = ("alice", "bob", "carol")
@@ -173,6 +176,17 @@ CASES: list[TrustCase] = [
               threshold=None),
     TrustCase("v1 without a schema field", ("alice",), ACCEPTED, threshold=None,
               edit={"schema": None}, counted=("alice",)),
+    # signature files both refuse to read (dsse.py's strict shape)
+    TrustCase("a transparency-log entry", ("alice",), "signature.malformed",
+              envelope={"verificationMaterial.tlogEntries": [{"logIndex": "1"}]}),
+    TrustCase("an unknown field beside a signature", ("alice",), "signature.malformed",
+              envelope={"dsseEnvelope.signatures.0.comment": "x"}),
+    TrustCase("a signature's base64 without its padding", ("alice",), "signature.malformed",
+              envelope={"dsseEnvelope.signatures.0.sig": lambda v: v.rstrip("=")}),
+    TrustCase("no signatures", ("alice",), "signature.malformed",
+              envelope={"dsseEnvelope.signatures": []}),
+    TrustCase("no key hint", ("alice",), "signature.malformed",
+              envelope={"verificationMaterial.publicKey.hint": None}),
     # trusted-keys documents both refuse to read
     TrustCase("a threshold that can never be met", COSIGNED, "trusted-keys.invalid",
               keys=("alice", "bob"), threshold=3),
