@@ -181,27 +181,38 @@ fn packed(rows: usize, cols: usize, q4: bool, g: &mut Lcg) -> Vec<u8> {
     out
 }
 
-fn matvec_cases() -> Vec<(&'static str, Vec<Record>)> {
-    let mut files = Vec::new();
-    for (operator, layout, q4) in [("q8_matvec", "q8-block-v1", false), ("q4_matvec", "q4-block-v1", true)] {
-        let mut records = Vec::new();
-        // every tail length from 1 to 2x the block size
-        for cols in 1..=2 * BLOCK {
-            let rows = 3;
-            let mut g = Lcg::seeded(cols as u32 + if q4 { 500 } else { 0 });
-            let w = packed(rows, cols, q4, &mut g);
-            let x = g.vec(cols, STEPS);
-            let mut out = vec![0.0f32; rows];
-            let m = if q4 { Matrix::Q4(&w) } else { Matrix::Q8(&w) };
-            let r = kernels::matvec(m, &x, &mut out);
-            let mut rec = Record::new(format!("{operator}.cols-{cols:03}"), operator, oracle(r, out));
-            rec.layout = Some(layout);
-            rec.shape = vec![("rows", rows as u64), ("cols", cols as u64)];
-            rec.inputs = vec![("w", Input::Bytes(w)), ("x", Input::F32(x))];
-            records.push(rec);
-        }
-        files.push((operator, records));
+/// One file of a block-quantized matvec operator: every tail length from 1 to 2x the block
+/// size, `rows` rows of seeded codes (seed `seed + cols`), the product computed by `run`.
+fn block_matvec_file(
+    operator: &'static str,
+    q4: bool,
+    rows: usize,
+    seed: u32,
+    run: impl Fn(Matrix, &[f32], &mut [f32]) -> Result<(), TrResult>,
+) -> (&'static str, Vec<Record>) {
+    let layout = if q4 { "q4-block-v1" } else { "q8-block-v1" };
+    let mut records = Vec::new();
+    for cols in 1..=2 * BLOCK {
+        let mut g = Lcg::seeded(cols as u32 + seed);
+        let w = packed(rows, cols, q4, &mut g);
+        let x = g.vec(cols, STEPS);
+        let mut out = vec![0.0f32; rows];
+        let m = if q4 { Matrix::Q4(&w) } else { Matrix::Q8(&w) };
+        let r = run(m, &x, &mut out);
+        let mut rec = Record::new(format!("{operator}.cols-{cols:03}"), operator, oracle(r, out));
+        rec.layout = Some(layout);
+        rec.shape = vec![("rows", rows as u64), ("cols", cols as u64)];
+        rec.inputs = vec![("w", Input::Bytes(w)), ("x", Input::F32(x))];
+        records.push(rec);
     }
+    (operator, records)
+}
+
+fn matvec_cases() -> Vec<(&'static str, Vec<Record>)> {
+    let mut files = vec![
+        block_matvec_file("q8_matvec", false, 3, 0, |m, x, out| kernels::matvec(m, x, out)),
+        block_matvec_file("q4_matvec", true, 3, 500, |m, x, out| kernels::matvec(m, x, out)),
+    ];
     let mut records = Vec::new();
     for (rows, cols) in [(1, 1), (3, 7), (2, 32), (4, 33), (5, 64)] {
         let mut g = Lcg::seeded((rows * 100 + cols) as u32);
@@ -494,28 +505,19 @@ fn int8_cases(model_path: &str) -> Result<Vec<(&'static str, Vec<Record>)>, CliE
         rec.inputs = vec![("x", Input::F32(x))];
         quant.push(rec);
     }
-    let mut files = vec![("int8_quantize", quant)];
-    for (operator, layout, q4) in [("int8_q8_matvec", "q8-block-v1", false), ("int8_q4_matvec", "q4-block-v1", true)] {
-        let mut records = Vec::new();
-        for cols in 1..=2 * BLOCK {
-            let rows = 5; // one group of four rows and one more (the SIMD set's remainder)
-            let mut g = Lcg::seeded(cols as u32 + if q4 { 1500 } else { 1000 });
-            let w = packed(rows, cols, q4, &mut g);
-            let x = g.vec(cols, STEPS);
-            let blocks = (cols + BLOCK - 1) / BLOCK;
-            let (mut codes, mut scales) = (vec![0i8; blocks * BLOCK], vec![0.0f32; blocks]);
-            let mut out = vec![0.0f32; rows];
-            let m = if q4 { Matrix::Q4(&w) } else { Matrix::Q8(&w) };
-            let r = kernels::quantize(&x, &mut codes, &mut scales)
-                .and_then(|()| kernels::matvec_acts(m, cols, Acts::Int8 { codes: &codes, scales: &scales }, &mut out));
-            let mut rec = Record::new(format!("{operator}.cols-{cols:03}"), operator, oracle(r, out));
-            rec.layout = Some(layout);
-            rec.shape = vec![("rows", rows as u64), ("cols", cols as u64)];
-            rec.inputs = vec![("w", Input::Bytes(w)), ("x", Input::F32(x))];
-            records.push(rec);
-        }
-        files.push((operator, records));
-    }
+    // quantize the activations, then the integer dot
+    let int8 = |m: Matrix, x: &[f32], out: &mut [f32]| {
+        let blocks = (x.len() + BLOCK - 1) / BLOCK;
+        let (mut codes, mut scales) = (vec![0i8; blocks * BLOCK], vec![0.0f32; blocks]);
+        kernels::quantize(x, &mut codes, &mut scales)
+            .and_then(|()| kernels::matvec_acts(m, x.len(), Acts::Int8 { codes: &codes, scales: &scales }, out))
+    };
+    // five rows: one group of four and one more (the SIMD set's remainder)
+    let mut files = vec![
+        ("int8_quantize", quant),
+        block_matvec_file("int8_q8_matvec", false, 5, 1000, int8),
+        block_matvec_file("int8_q4_matvec", true, 5, 1500, int8),
+    ];
     files.extend(e2e_records(model_path, "int8_e2e_decode", "small-int8", INT8_MODEL_FIXTURE)?);
     Ok(files)
 }
