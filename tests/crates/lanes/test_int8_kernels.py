@@ -3,8 +3,8 @@
 on the contract's worked examples and edge values (all-zero block, ±max, rounding ties,
 subnormals, non-finite refused); and the integer q8/q4 rows — the oracle, the lane's matvec
 and the lane's prefill tile — bit-identical to each other and to the reference for every tail
-length 1..64 of a row, rows 1..9 (every remainder of the SIMD set's groups of four) and tiles
-of 1..16 tokens."""
+length 1..64 of a row, rows 1..9 (every remainder of the SIMD set's groups of four rows) and
+tiles of 1..16 tokens and past them (17, 25, 40: every remainder of its groups of 8 tokens)."""
 
 from __future__ import annotations
 
@@ -202,9 +202,11 @@ def test_integer_rows_are_bit_identical_for_every_tail_row_count_and_tile(
 ) -> None:
     rng = np.random.default_rng(7 if layout == "q8" else 8)
     kind = 1 if layout == "q8" else 2
-    for cols in [*range(1, 65), 100, 1024]:
-        rows = 1 + cols % 9
-        tokens = 1 + cols % 16
+    # every tail 1..64 with rows 1..9 and tiles 1..16; then tiles past the SIMD set's token
+    # groups of 8 (17: three groups, the last of one token; 25, 40: remainders 1 and 0)
+    shapes = [(cols, 1 + cols % 9, 1 + cols % 16) for cols in [*range(1, 65), 100, 1024]]
+    shapes += [(33, 5, 17), (100, 8, 25), (64, 4, 40), (1024, 9, 17)]
+    for cols, rows, tokens in shapes:
         w = _weights(rng, layout, rows, cols)
         xs = (rng.standard_normal((tokens, cols)) * 2.0 ** float(rng.integers(-6, 6))).astype(F32)
         qs = [int8ref.quantize(x) for x in xs]

@@ -74,13 +74,20 @@ fn widen_acts(codes: &[i8]) -> [v128; 4] {
     [i16x8_extend_low_i8x16(a0), i16x8_extend_high_i8x16(a0), i16x8_extend_low_i8x16(a1), i16x8_extend_high_i8x16(a1)]
 }
 
-/// Eight i32 partial sums of one row's block (their sum is the block's isum).
+/// One block's 32 weight codes widened to four i16x8.
 #[inline(always)]
-fn partials(w: (v128, v128), a: &[v128; 4]) -> v128 {
-    let d0 = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w.0), a[0]);
-    let d1 = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w.0), a[1]);
-    let d2 = i32x4_dot_i16x8(i16x8_extend_low_i8x16(w.1), a[2]);
-    let d3 = i32x4_dot_i16x8(i16x8_extend_high_i8x16(w.1), a[3]);
+fn widen_weights<C: Codes>(block: &[u8]) -> [v128; 4] {
+    let (lo, hi) = C::codes(block);
+    [i16x8_extend_low_i8x16(lo), i16x8_extend_high_i8x16(lo), i16x8_extend_low_i8x16(hi), i16x8_extend_high_i8x16(hi)]
+}
+
+/// Eight i32 partial sums of one row's block from widened codes (their sum is the isum).
+#[inline(always)]
+fn partials_wide(w: &[v128; 4], a: &[v128; 4]) -> v128 {
+    let d0 = i32x4_dot_i16x8(w[0], a[0]);
+    let d1 = i32x4_dot_i16x8(w[1], a[1]);
+    let d2 = i32x4_dot_i16x8(w[2], a[2]);
+    let d3 = i32x4_dot_i16x8(w[3], a[3]);
     i32x4_add(i32x4_add(d0, d1), i32x4_add(d2, d3))
 }
 
@@ -106,10 +113,10 @@ fn quad<C: Codes>(rows: &[u8], row_bytes: usize, ac: &[i8], asc: &[f32]) -> v128
     for ((((b0, b1), b2), b3), (a, a_scale)) in blocks.zip(ac.chunks_exact(BLOCK).zip(asc)) {
         let a = widen_acts(a);
         let isum = transpose_sum(
-            partials(C::codes(b0), &a),
-            partials(C::codes(b1), &a),
-            partials(C::codes(b2), &a),
-            partials(C::codes(b3), &a),
+            partials_wide(&widen_weights::<C>(b0), &a),
+            partials_wide(&widen_weights::<C>(b1), &a),
+            partials_wide(&widen_weights::<C>(b2), &a),
+            partials_wide(&widen_weights::<C>(b3), &a),
         );
         let ws = f32x4(scale_of(b0), scale_of(b1), scale_of(b2), scale_of(b3));
         // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
@@ -156,6 +163,38 @@ pub fn matvec_q4(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
     rows::<Q4>(w, ac, asc, out);
 }
 
+/// Tokens per group of a prefill tile: a quad of rows keeps one f32x4 accumulator per token of
+/// the group (rows in lanes) across all blocks, so each block's weight codes are loaded and
+/// widened once per group instead of once per token.
+const GROUP: usize = 8;
+
+/// Four rows (`rows`, whole stored rows) against the tokens of `group` (each one token's codes
+/// [blocks * 32] and scales [blocks]): acc[t] = the rows' values for token t in lanes 0..4.
+/// Block-major: per block b the four rows' codes are widened once, then every token of the
+/// group runs the oracle's per-(row, token) step `acc + (s_w * s_a) * isum_b` in its lane, so
+/// each (row, token) still accumulates its blocks in ascending order.
+#[inline(always)]
+fn quad_group<C: Codes>(rows: &[u8], row_bytes: usize, group: &[(&[i8], &[f32])], acc: &mut [v128]) {
+    let (r01, r23) = rows.split_at(2 * row_bytes);
+    let (r0, r1) = r01.split_at(row_bytes);
+    let (r2, r3) = r23.split_at(row_bytes);
+    let bb = C::BLOCK_BYTES;
+    let blocks = r0.chunks_exact(bb).zip(r1.chunks_exact(bb)).zip(r2.chunks_exact(bb)).zip(r3.chunks_exact(bb));
+    acc.iter_mut().for_each(|a| *a = f32x4_splat(0.0));
+    let mut at = 0usize; // the block's first activation code
+    for (b, (((b0, b1), b2), b3)) in blocks.enumerate() {
+        let (w0, w1, w2, w3) = (widen_weights::<C>(b0), widen_weights::<C>(b1), widen_weights::<C>(b2), widen_weights::<C>(b3));
+        let ws = f32x4(scale_of(b0), scale_of(b1), scale_of(b2), scale_of(b3));
+        for (a_acc, (tc, ts)) in acc.iter_mut().zip(group) {
+            let a = widen_acts(&tc[at..at + BLOCK]);
+            let isum = transpose_sum(partials_wide(&w0, &a), partials_wide(&w1, &a), partials_wide(&w2, &a), partials_wide(&w3, &a));
+            // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
+            *a_acc = f32x4_add(*a_acc, f32x4_mul(f32x4_mul(ws, f32x4_splat(ts[b])), f32x4_convert_i32x4(isum)));
+        }
+        at += BLOCK;
+    }
+}
+
 fn tile<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
     if blocks == 0 {
         return;
@@ -163,20 +202,38 @@ fn tile<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dy
     let row_bytes = blocks * C::BLOCK_BYTES;
     let groups = w.chunks_exact(4 * row_bytes);
     let rest = groups.remainder();
-    let tokens = || ac.chunks_exact(blocks * BLOCK).zip(asc.chunks_exact(blocks)).enumerate();
+    let tokens = || ac.chunks_exact(blocks * BLOCK).zip(asc.chunks_exact(blocks));
+    let mut acc = [f32x4_splat(0.0); GROUP];
+    let mut group: [(&[i8], &[f32]); GROUP] = [(&[], &[]); GROUP];
+    let mut start = 0usize;
     let mut r = 0;
     for four in groups {
-        for (t, (tc, ts)) in tokens() {
-            let v = quad::<C>(four, row_bytes, tc, ts);
-            emit(r, t, f32x4_extract_lane::<0>(v));
-            emit(r + 1, t, f32x4_extract_lane::<1>(v));
-            emit(r + 2, t, f32x4_extract_lane::<2>(v));
-            emit(r + 3, t, f32x4_extract_lane::<3>(v));
+        touch_lines(w, start.saturating_add((4 * row_bytes).max(PREFETCH_AHEAD)), 4 * row_bytes);
+        start += 4 * row_bytes;
+        let mut t0 = 0;
+        let mut all = tokens();
+        loop {
+            let mut g = 0;
+            for (slot, tok) in group.iter_mut().zip(&mut all) {
+                *slot = tok;
+                g += 1;
+            }
+            if g == 0 {
+                break;
+            }
+            quad_group::<C>(four, row_bytes, &group[..g], &mut acc[..g]);
+            for (t, v) in acc[..g].iter().enumerate() {
+                emit(r, t0 + t, f32x4_extract_lane::<0>(*v));
+                emit(r + 1, t0 + t, f32x4_extract_lane::<1>(*v));
+                emit(r + 2, t0 + t, f32x4_extract_lane::<2>(*v));
+                emit(r + 3, t0 + t, f32x4_extract_lane::<3>(*v));
+            }
+            t0 += g;
         }
         r += 4;
     }
     for row in rest.chunks_exact(row_bytes) {
-        for (t, (tc, ts)) in tokens() {
+        for (t, (tc, ts)) in tokens().enumerate() {
             emit(r, t, C::tail(row, tc, ts));
         }
         r += 1;
