@@ -1,7 +1,8 @@
 """`tinyrustlm-release conformance BUNDLE --trusted-keys FILE [--allow-dev-key] [--engines ...]
 [--cases N] --out FILE`.
 
-Runs the conformance matrix on a bundle folder and writes `tinyrustlm.conformance-report.v1`
+Runs the conformance matrix on a bundle folder, on a model of each kernel tier (`small`, f32;
+`small-int8`, the integer tier), and writes `tinyrustlm.conformance-report.v2`
 (and the HTML matrix beside it). The browsers and node run every lane through the bundle's
 js/loader.js, which verifies the signed manifest against the trusted keys; the signature is
 checked here first (`TrustRefused`, exit 3, before any engine starts). Exit 0 when no row
@@ -22,6 +23,7 @@ from pipeline.conformance.html import render
 from pipeline.conformance.matrix import (
     ALL_ENGINES,
     LOADER_ENGINES,
+    ModelFile,
     Options,
     run_matrix,
     run_speed,
@@ -31,10 +33,11 @@ from pipeline.conformance.trust import check_signed_manifest, load_trust
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, PipelineError
 from pipeline.io.atomic import write_atomic
 from pipeline.modelpack import PRESETS, pack
-from verify.formats.conformance import ConformanceReport
+from verify.formats.conformance import ConformanceReport, ModelTier
 
 MODEL_SEED = 1
-CASES_MODEL = "small"
+# tier -> the model preset its rows run (the same weights; format v1 and v2: CONTRACT.md §10)
+TIER_MODELS: dict[ModelTier, str] = {"f32": "small", "int8": "small-int8"}
 
 
 class UsageError(PipelineError):
@@ -69,8 +72,8 @@ def report_bytes(report: ConformanceReport) -> bytes:
 def conformance(subject: Subject, opts: Options) -> ConformanceReport:
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-conformance-") as tmp:
         work = Path(tmp)
-        model, model_sha = model_file(CASES_MODEL, work)
-        report = run_matrix(subject, model, CASES_MODEL, model_sha, opts, work)
+        models = [ModelFile(tier, p, *model_file(p, work)) for tier, p in TIER_MODELS.items()]
+        report = run_matrix(subject, models, opts, work)
         speed = []
         for preset in opts.speed_models:
             path, _ = model_file(preset, work)
@@ -147,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     for r in report.rows:
         iso = "" if r.isolated is None else (" isolated" if r.isolated else " not-isolated")
         print(
-            f"  {r.engine + iso:<24} {r.lane:<26} {r.outcome:<8} "
+            f"  {r.engine + iso:<24} {r.lane:<26} {r.tier:<5} {r.outcome:<8} "
             f"{r.cases_passed}/{r.cases_passed + r.cases_failed} {r.detail[:60]}"
         )
     for s in report.speed:

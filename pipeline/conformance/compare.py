@@ -14,7 +14,7 @@ from typing import Any
 
 from pipeline.conformance.results import CaseResult
 from verify.canonical import canonical_json
-from verify.formats.conformance import CaseDiff, ConformanceRow, EngineKind, SamplerCase
+from verify.formats.conformance import CaseDiff, EngineKind, ModelTier, SamplerCase, TierRow
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ class RowKey:
     kind: EngineKind
     version: str
     isolated: bool | None
+    tier: ModelTier  # of the model the row ran
 
 
 def ran_row(
@@ -93,9 +94,10 @@ def ran_row(
     chosen: bool,
     receipt: dict[str, Any] | None = None,
     detail: str = "",
-) -> ConformanceRow:
+) -> TierRow:
     t = tally(cases, oracle, got)
-    return ConformanceRow(
+    return TierRow(
+        tier=key.tier,
         engine=key.engine,
         engine_kind=key.kind,
         engine_version=key.version,
@@ -115,14 +117,15 @@ def ran_row(
 
 def blocked_row(
     key: RowKey, lane: str, sha256: str, cases: Sequence[SamplerCase], *, refused: bool, why: str
-) -> ConformanceRow:
+) -> TierRow:
     """A lane that did not run: `not-run` when that is correct here, else a failure."""
     first = (
         None
         if refused or not cases
         else CaseDiff(case=cases[0].id, field="error", expected="the lane runs", got=why)
     )
-    return ConformanceRow(
+    return TierRow(
+        tier=key.tier,
         engine=key.engine,
         engine_kind=key.kind,
         engine_version=key.version,

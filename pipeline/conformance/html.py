@@ -1,10 +1,11 @@
-"""The report as one static HTML page: engines x lanes, coloured by result, then the details."""
+"""The report as one static HTML page: engines x (lane, tier), coloured by result, then the
+details."""
 
 from __future__ import annotations
 
 from html import escape
 
-from verify.formats.conformance import ConformanceReport, ConformanceRow
+from verify.formats.conformance import ConformanceReport, ConformanceRow, TierRow
 
 COLOURS = {"pass": "#b7e4b0", "fail": "#f4a6a6", "not-run": "#dddddd"}
 
@@ -25,10 +26,14 @@ def _cell(row: ConformanceRow | None) -> str:
     return f'<td style="background:{COLOURS[row.outcome]}" title="{title}">{text}</td>'
 
 
+def _column(row: TierRow) -> str:
+    return f"{row.lane} · {row.tier}"
+
+
 def render(report: ConformanceReport) -> str:
-    lanes = list(dict.fromkeys(r.lane for r in report.rows))
+    lanes = list(dict.fromkeys(_column(r) for r in report.rows))
     engines = list(dict.fromkeys(_engine_label(r) for r in report.rows))
-    grid = {(_engine_label(r), r.lane): r for r in report.rows}
+    grid = {(_engine_label(r), _column(r)): r for r in report.rows}
     versions = {_engine_label(r): r.engine_version for r in report.rows}
     head = "".join(f"<th>{escape(lane)}</th>" for lane in lanes)
     body = "".join(
@@ -39,7 +44,7 @@ def render(report: ConformanceReport) -> str:
     )
     failures = (
         "".join(
-            f"<li><b>{escape(_engine_label(r))} / {escape(r.lane)}</b>: {escape(r.detail)} "
+            f"<li><b>{escape(_engine_label(r))} / {escape(_column(r))}</b>: {escape(r.detail)} "
             f"{escape(r.first_failure.model_dump_json()) if r.first_failure else ''}</li>"
             for r in report.rows
             if r.outcome == "fail"
@@ -54,6 +59,11 @@ def render(report: ConformanceReport) -> str:
         for s in report.speed
     )
     c = report.cases
+    models = ", ".join(
+        f"<code>{escape(m.model)}</code> ({escape(m.tier)} tier; oracle stops "
+        f"{escape(str(m.oracle_stops))})"
+        for m in report.models
+    )
     notes = "".join(f"<li>{escape(n)}</li>" for n in report.notes)
     return f"""<!doctype html>
 <meta charset="utf-8">
@@ -62,9 +72,9 @@ def render(report: ConformanceReport) -> str:
 td,th{{border:1px solid #999;padding:4px 8px;text-align:center}}</style>
 <h1>tinyrustlm {escape(report.release_version)}: conformance matrix</h1>
 <p>revision {escape(report.source_revision)}; {c.count} cases (seed {c.seed}, sha256
-{c.sha256[:16]}…) on model <code>{escape(c.model)}</code>; oracle {escape(c.oracle_lane)}
-({c.oracle_sha256[:16]}…); oracle stops: {escape(str(c.oracle_stops))}. ★ = the lane the
-engine's lane choice picked. Hover a cell for its detail.</p>
+{c.sha256[:16]}…) on the models {models}; oracle {escape(c.oracle_lane)}
+({c.oracle_sha256[:16]}…). ★ = the lane the engine's lane choice picked. Hover a cell for its
+detail.</p>
 <table><tr><th>engine</th>{head}</tr>{body}</table>
 <h2>Failures</h2><ul>{failures}</ul>
 <h2>Speed (medians of runs, min–max; measured, never asserted)</h2>

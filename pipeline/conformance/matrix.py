@@ -1,4 +1,5 @@
-"""Run the matrix: the oracle, then every engine's rows; and the per-engine speed table.
+"""Run the matrix: per model tier, the oracle, then every engine's rows; and the per-engine
+speed table.
 
 Engines: the three browsers (each with and without COOP/COEP), node, wasmtime and the native
 lanes (this machine, qemu-user, wine). Each runner reports lane documents of one shape
@@ -27,12 +28,14 @@ from pipeline.conformance.subject import NativeLane, Subject, WasmLane
 from pipeline.errors import PipelineError
 from pipeline.toolchain import nodejs
 from verify.formats.conformance import (
-    CaseSet,
+    CaseList,
     ConformanceReport,
-    ConformanceRow,
     EngineKind,
+    ModelTier,
     SamplerCase,
     SpeedRow,
+    TierModel,
+    TierRow,
 )
 
 PAGE = Path(__file__).parent / "page"
@@ -80,6 +83,16 @@ class Lanes:
     chosen: str | None
     version: str
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """One tier's model: the preset it was packed from, the file, its SHA-256."""
+
+    tier: ModelTier
+    name: str
+    path: Path
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -240,7 +253,7 @@ def lane_rows(
     lanes: Lanes,
     cases: Sequence[SamplerCase],
     oracle: dict[str, CaseResult],
-) -> list[ConformanceRow]:
+) -> list[TierRow]:
     by_lane = {d.get("lane"): d for d in lanes.docs}
     rows = []
     for w in subject.wasm:
@@ -296,18 +309,18 @@ def oracle_lane(subject: Subject, scratch: Path) -> tuple[NativeLane, native.Nat
 
 def native_rows(
     subject: Subject,
-    model: Path,
+    model: ModelFile,
     cases: Sequence[SamplerCase],
     oracle: dict[str, CaseResult],
     oracle_id: str,
     scratch: Path,
     say: Callable[[str], None],
-) -> list[ConformanceRow]:
+) -> list[TierRow]:
     rows = []
     for lane in subject.native:
         engine = native.engine_for(lane.target, scratch)
         if engine is None:
-            key = compare.RowKey("native", "native", "none", None)
+            key = compare.RowKey("native", "native", "none", None, model.tier)
             rows.append(
                 compare.blocked_row(
                     key,
@@ -319,12 +332,12 @@ def native_rows(
                 )
             )
             continue
-        key = compare.RowKey(engine.name, "native", native.engine_version(engine), None)
+        key = compare.RowKey(engine.name, "native", native.engine_version(engine), None, model.tier)
         if lane.lane == oracle_id:
             got, detail = list(oracle.values()), "the oracle itself"
         else:
-            say(f"  {engine.name}: {lane.lane} ({len(cases)} cases)")
-            got, detail = native.run_cases(engine, lane.path, model, list(cases)), ""
+            say(f"  {engine.name}: {lane.lane} ({len(cases)} cases, {model.tier} tier)")
+            got, detail = native.run_cases(engine, lane.path, model.path, list(cases)), ""
         rows.append(
             compare.ran_row(
                 key, lane.lane, lane.sha256, cases, oracle, got, chosen=True, detail=detail
@@ -333,67 +346,86 @@ def native_rows(
     return rows
 
 
-def run_matrix(
-    subject: Subject, model: Path, model_name: str, model_sha256: str, opts: Options, workdir: Path
-) -> ConformanceReport:
-    cases = case_gen.make_cases(opts.cases, opts.seed)
-    job = Job(subject, model, model_sha256, cases, opts.trust)
-    oracle_native, oracle_engine = oracle_lane(subject, workdir)
-    opts.say(f"oracle: {oracle_native.lane} on {len(cases)} cases")
-    oracle_list = native.run_cases(oracle_engine, oracle_native.path, model, cases)
-    broken = [r for r in oracle_list if r.error is not None]
-    if broken:
-        raise PipelineError(
-            f"the oracle failed on case {broken[0].case}: {broken[0].error}",
-            where=str(oracle_native.path),
-        )
-    oracle = {r.case: r for r in oracle_list}
-    stops: dict[str, int] = {}
-    for r in oracle_list:
-        stops[r.stop] = stops.get(r.stop, 0) + 1
-    rows: list[ConformanceRow] = []
+def engine_rows(
+    subject: Subject,
+    model: ModelFile,
+    cases: Sequence[SamplerCase],
+    oracle: dict[str, CaseResult],
+    oracle_id: str,
+    opts: Options,
+    workdir: Path,
+) -> list[TierRow]:
+    """Every engine's rows of one tier's model."""
+    job, tier = Job(subject, model.path, model.sha256, cases, opts.trust), model.tier
+    rows: list[TierRow] = []
     for name in opts.engines:
         if name in browsers.BROWSERS:
             for isolated in opts.isolation:
-                opts.say(f"{name}: {'with' if isolated else 'without'} COOP/COEP")
+                opts.say(f"{name}: {'with' if isolated else 'without'} COOP/COEP ({tier} tier)")
                 lanes = run_browser(name, job, isolated, opts, workdir)
-                key = compare.RowKey(name, "browser", lanes.version, isolated)
+                key = compare.RowKey(name, "browser", lanes.version, isolated, tier)
                 rows += lane_rows(key, subject, lanes, cases, oracle)
         elif name in RUNTIMES:
             runner, kind = RUNTIMES[name]
-            opts.say(name)
+            opts.say(f"{name} ({tier} tier)")
             lanes = runner(job, workdir)
-            key = compare.RowKey(name, kind, lanes.version, None)
+            key = compare.RowKey(name, kind, lanes.version, None, tier)
             rows += lane_rows(key, subject, lanes, cases, oracle)
         elif name == "native":
-            opts.say("native lanes")
-            rows += native_rows(
-                subject, model, cases, oracle, oracle_native.lane, workdir, opts.say
-            )
+            opts.say(f"native lanes ({tier} tier)")
+            rows += native_rows(subject, model, cases, oracle, oracle_id, workdir, opts.say)
         else:
             raise PipelineError(
                 f"unknown engine {name!r}",
                 where="--engines",
                 hint=f"choose from {', '.join(ALL_ENGINES)}",
             )
+    return rows
+
+
+def run_matrix(
+    subject: Subject, models: Sequence[ModelFile], opts: Options, workdir: Path
+) -> ConformanceReport:
+    """The same cases on a model of each tier (`models`), on every engine and lane."""
+    cases = case_gen.make_cases(opts.cases, opts.seed)
+    oracle_native, oracle_engine = oracle_lane(subject, workdir)
+    rows: list[TierRow] = []
+    declared: list[TierModel] = []
+    for m in models:
+        opts.say(f"oracle: {oracle_native.lane} on {len(cases)} cases, model {m.name} ({m.tier})")
+        oracle_list = native.run_cases(oracle_engine, oracle_native.path, m.path, cases)
+        broken = [r for r in oracle_list if r.error is not None]
+        if broken:
+            raise PipelineError(
+                f"the oracle failed on case {broken[0].case} of model {m.name}: {broken[0].error}",
+                where=str(oracle_native.path),
+            )
+        stops: dict[str, int] = {}
+        for r in oracle_list:
+            stops[r.stop] = stops.get(r.stop, 0) + 1
+        declared.append(
+            TierModel(tier=m.tier, model=m.name, model_sha256=m.sha256, oracle_stops=stops)
+        )
+        oracle = {r.case: r for r in oracle_list}
+        rows += engine_rows(subject, m, cases, oracle, oracle_native.lane, opts, workdir)
     return ConformanceReport(
         release_version=subject.version,
         source_revision=subject.source_revision,
-        cases=CaseSet(
+        cases=CaseList(
             count=len(cases),
             seed=opts.seed,
             sha256=case_gen.cases_sha256(cases),
-            model=model_name,
-            model_sha256=model_sha256,
             oracle_lane=oracle_native.lane,
             oracle_sha256=oracle_native.sha256,
-            oracle_stops=stops,
         ),
+        models=declared,
         rows=rows,
         notes=[
             "compared per case: every token and the final PCG32 state against the native "
-            "scalar oracle; logits are not visible through the tr_* ABI, so the SIMD tier "
-            "and 'threads == simd128 bit for bit' are checked at that level",
+            "scalar oracle, on a model of each kernel tier (f32: format v1; int8: format v2, "
+            "whose lanes equal the oracle bit for bit by construction); logits are not visible "
+            "through the tr_* ABI, so the SIMD tier and 'threads == simd128 bit for bit' are "
+            "checked at that level",
             "browsers and node run every lane through js/loader.js (signed manifest, "
             "probes, self-tests; the other lanes denied): a row's receipt is the loader's "
             "tinyrustlm.capability-receipt.v1, a refusal its LoaderError code",

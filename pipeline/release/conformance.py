@@ -53,15 +53,16 @@ def _isolation(isolated: bool | None) -> str:
 
 
 def unmet(report: ConformanceReport, engines: Sequence[str]) -> list[str]:
-    """Why each required engine fails: a failing row, or no passing row."""
+    """Why each required engine fails, per model tier: a failing row, or no passing row."""
     problems = []
     for engine in engines:
-        rows = [r for r in report.rows if r.engine == engine]
-        failing = [f"{r.lane}{_isolation(r.isolated)}" for r in rows if r.outcome == "fail"]
-        if failing:
-            problems.append(f"{engine}: failing {', '.join(failing)}")
-        elif not any(r.outcome == "pass" for r in rows):
-            problems.append(f"{engine}: no passing row")
+        for tier in report.tiers():
+            rows = [r for r in report.rows if (r.engine, r.tier) == (engine, tier)]
+            failing = [f"{r.lane}{_isolation(r.isolated)}" for r in rows if r.outcome == "fail"]
+            if failing:
+                problems.append(f"{engine} ({tier} tier): failing {', '.join(failing)}")
+            elif not any(r.outcome == "pass" for r in rows):
+                problems.append(f"{engine} ({tier} tier): no passing row")
     return problems
 
 

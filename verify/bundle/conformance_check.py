@@ -1,18 +1,21 @@
 """Step 13: the bundle's conformance report (optional unless engines are required).
 
-When `conformance.json` is present it must be a valid `tinyrustlm.conformance-report.v1`
-about this release: same version and revision, and every row names an artifact of this
-manifest by its SHA-256. It is held to meaning, not only to its signature:
+When `conformance.json` is present it must be a valid `tinyrustlm.conformance-report.v2` (or a
+v1 report, read as v2 with every row of the f32 tier) about this release: same version and
+revision, and every row names an artifact of this manifest by its SHA-256. It is held to
+meaning, not only to its signature:
   - the report declares at least one case, and a passing row ran at least that many with
     none failed (a 0/0 "pass" is refused);
-  - rows are unique per (engine, isolation, lane), and name a known engine;
+  - rows are unique per (engine, isolation, lane, tier), and name a known engine;
+  - a v2 report runs a model of every kernel tier (`MODEL_TIERS`: every lane of a release
+    runs both, CONTRACT.md §10), so it must declare all of them;
   - a passing row of an engine that runs js/loader.js (browsers, node) carries the loader's
     capability receipt, and any receipt-shaped object is checked whatever its schema says:
     whole (its digest), of the row's artifact, of this bundle's signed manifest (by SHA-256),
     and reported by the row's engine (`host_reported.browser_brand`) — so a report from
     another manifest, a receipt edited after the run, or a Chromium row copied as Firefox is
     refused.
-With `--require-engines`, each named engine needs at least one
+With `--require-engines`, each named engine needs, on every declared tier, at least one
 passing row and no failing row, except for a lane the manifest switches off in
 `disabled_lanes` (the signed switch a loader obeys: a lane off for this release).
 """
@@ -28,10 +31,14 @@ from verify.bundle import errors as e
 from verify.bundle.layout import CONFORMANCE
 from verify.canonical import canonical_json
 from verify.formats.conformance import (
+    CONFORMANCE_SCHEMA,
+    CONFORMANCE_SCHEMA_V1,
     KNOWN_ENGINES,
     LOADER_ENGINE_BRANDS,
+    MODEL_TIERS,
     ConformanceReport,
-    ConformanceRow,
+    TierRow,
+    read_report,
 )
 from verify.formats.manifest import ModuleManifest
 from verify.formats.receipt import CapabilityReceipt
@@ -39,8 +46,9 @@ from verify.formats.receipt import CapabilityReceipt
 RECEIPT_SCHEMA = "tinyrustlm.capability-receipt.v1"
 
 
-def _row_name(engine: str, lane: str, isolated: bool | None) -> str:
-    return f"{engine}/{lane}" + ("" if isolated is None else f" (isolated={isolated})")
+def _row_name(engine: str, lane: str, isolated: bool | None, tier: str) -> str:
+    where = f"{engine}/{lane} [{tier}]"
+    return where + ("" if isolated is None else f" (isolated={isolated})")
 
 
 def _invalid(exc: ValidationError, what: str, where: str) -> e.ConformanceInvalid:
@@ -50,11 +58,11 @@ def _invalid(exc: ValidationError, what: str, where: str) -> e.ConformanceInvali
     return e.ConformanceInvalid(f"{what}: {field}: {first['msg']}", where=f"{where}{field}")
 
 
-def _check_receipt(row: ConformanceRow, where: str, manifest_sha256: str) -> None:
+def _check_receipt(row: TierRow, where: str, manifest_sha256: str) -> None:
     """A loader's receipt in a row: intact, about this artifact of this signed manifest, and
     reported by the row's engine. A passing loader row must have one."""
     receipt = row.receipt
-    name = _row_name(row.engine, row.lane, row.isolated)
+    name = _row_name(row.engine, row.lane, row.isolated, row.tier)
     if receipt is None:
         if row.engine in LOADER_ENGINE_BRANDS and row.outcome == "pass":
             raise e.ConformanceMismatch(
@@ -92,21 +100,21 @@ def _check_receipt(row: ConformanceRow, where: str, manifest_sha256: str) -> Non
 
 
 def _check_rows(report: ConformanceReport) -> None:
-    """Known engines, one row per (engine, isolation, lane), no hollow pass."""
+    """Known engines, one row per (engine, isolation, lane, tier), no hollow pass."""
     if report.cases.count < 1:
         raise e.ConformanceInvalid(
             "the report declares no cases: a pass of nothing is no evidence",
             where=f"{CONFORMANCE}: cases.count",
         )
-    seen: dict[tuple[str, bool | None, str], int] = {}
+    seen: dict[tuple[str, bool | None, str, str], int] = {}
     for i, row in enumerate(report.rows):
         where = f"{CONFORMANCE}: rows[{i}]"
-        name = _row_name(row.engine, row.lane, row.isolated)
+        name = _row_name(row.engine, row.lane, row.isolated, row.tier)
         if row.engine not in KNOWN_ENGINES:
             raise e.ConformanceInvalid(
                 f"row {name}: unknown engine {row.engine!r}", where=f"{where}.engine"
             )
-        key = (row.engine, row.isolated, row.lane)
+        key = (row.engine, row.isolated, row.lane, row.tier)
         if key in seen:
             raise e.ConformanceMismatch(
                 f"row {name} appears twice (rows[{seen[key]}] and rows[{i}])", where=where
@@ -133,10 +141,17 @@ def check_conformance(
             )
         return "no conformance report (none required)"
     try:
-        report = ConformanceReport.model_validate_json(data)
+        report, schema = read_report(data)
     except ValidationError as exc:
-        what = "not a tinyrustlm.conformance-report.v1"
+        what = f"not a {CONFORMANCE_SCHEMA} (or {CONFORMANCE_SCHEMA_V1})"
         raise _invalid(exc, what, f"{CONFORMANCE}: ") from exc
+    missing = [t for t in MODEL_TIERS if t not in report.tiers()]
+    if schema == CONFORMANCE_SCHEMA and missing:
+        raise e.ConformanceInvalid(
+            f"the report runs no model of the {', '.join(missing)} tier: every lane runs every "
+            "tier, so a v2 report covers each",
+            where=f"{CONFORMANCE}: models",
+        )
     if (report.release_version, report.source_revision) != (
         manifest.version,
         manifest.source_revision,
@@ -152,28 +167,36 @@ def check_conformance(
     for i, row in enumerate(report.rows):
         if digests.get(row.lane) != row.artifact_sha256:
             raise e.ConformanceMismatch(
-                f"row {_row_name(row.engine, row.lane, row.isolated)} ran an artifact that is "
-                "not this manifest's",
+                f"row {_row_name(row.engine, row.lane, row.isolated, row.tier)} ran an "
+                "artifact that is not this manifest's",
                 where=f"{CONFORMANCE}: rows[{i}].artifact_sha256",
             )
         _check_receipt(row, f"{CONFORMANCE}: rows[{i}]", manifest_sha256)
     disabled = set(manifest.disabled_lanes or ())
     for engine in require:
-        rows = [r for r in report.rows if r.engine == engine and r.lane not in disabled]
-        failing = [r for r in rows if r.outcome == "fail"]
-        if failing:
-            r = failing[0]
-            first_case = r.first_failure.case if r.first_failure else "-"
-            raise e.ConformanceRowFailed(
-                f"engine {engine}: {len(failing)} failing row(s), first "
-                f"{_row_name(r.engine, r.lane, r.isolated)}: {r.cases_failed} case(s) failed "
-                f"(first {first_case}) {r.detail}".rstrip(),
-                where=f"{CONFORMANCE}: rows[{report.rows.index(r)}]",
-            )
-        if not any(r.outcome == "pass" for r in rows):
-            raise e.ConformanceEngineMissing(
-                f"engine {engine} has no passing row", where=CONFORMANCE
-            )
+        for tier in report.tiers():
+            _check_required(report, engine, tier, disabled)
     passed = sum(r.outcome == "pass" for r in report.rows)
+    tiers = "/".join(report.tiers()) + (" (a v1 report)" if schema == CONFORMANCE_SCHEMA_V1 else "")
     required = f", required engines {', '.join(require)} pass" if require else ""
-    return f"{len(report.rows)} rows, {passed} pass{required}"
+    return f"{len(report.rows)} rows, {passed} pass, tiers {tiers}{required}"
+
+
+def _check_required(report: ConformanceReport, engine: str, tier: str, disabled: set[str]) -> None:
+    """A required engine on one tier: no failing row, and at least one passing row."""
+    rows = [r for r in report.rows if (r.engine, r.tier) == (engine, tier)]
+    rows = [r for r in rows if r.lane not in disabled]
+    failing = [r for r in rows if r.outcome == "fail"]
+    if failing:
+        r: TierRow = failing[0]
+        first_case = r.first_failure.case if r.first_failure else "-"
+        raise e.ConformanceRowFailed(
+            f"engine {engine}: {len(failing)} failing row(s) of the {tier} tier, first "
+            f"{_row_name(r.engine, r.lane, r.isolated, r.tier)}: {r.cases_failed} case(s) "
+            f"failed (first {first_case}) {r.detail}".rstrip(),
+            where=f"{CONFORMANCE}: rows[{report.rows.index(r)}]",
+        )
+    if not any(r.outcome == "pass" for r in rows):
+        raise e.ConformanceEngineMissing(
+            f"engine {engine} has no passing row of the {tier} tier", where=CONFORMANCE
+        )

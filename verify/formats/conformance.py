@@ -1,6 +1,7 @@
-"""`tinyrustlm.conformance-report.v1`: every lane of one release run on every engine.
+"""`tinyrustlm.conformance-report.v2`: every lane of one release run on every engine, with a
+model of each kernel tier (CONTRACT.md §1, §10: format v1 = the f32 tier, v2 = the integer tier).
 
-One row per engine x isolation x lane: which engine (and its version) ran which artifact
+One row per engine x isolation x lane x tier: which engine (and its version) ran which artifact
 (by SHA-256), whether the page was cross-origin isolated, whether the engine's lane choice
 picked this lane, the receipt it produced, and how many of the seeded cases gave the oracle's
 tokens and final RNG state. A row that failed keeps its first failing case with the diff, so
@@ -9,13 +10,19 @@ a failure is recorded, never hidden. The speed table is measured, never asserted
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from verify.formats.base import Frozen, LaneId, Sha256Hex
 
-CONFORMANCE_SCHEMA = "tinyrustlm.conformance-report.v1"
+CONFORMANCE_SCHEMA = "tinyrustlm.conformance-report.v2"
+CONFORMANCE_SCHEMA_V1 = "tinyrustlm.conformance-report.v1"
+# The kernel tiers a model declares in its header (CONTRACT.md §1: format_version 1 = f32,
+# 2 = int8). A v2 report runs a model of every one of them on every engine.
+ModelTier = Literal["f32", "int8"]
+MODEL_TIERS: tuple[str, ...] = get_args(ModelTier)
 # pass: every case matched the oracle; fail: a case differed or the lane could not run where it
 # should; not-run: the lane legitimately cannot run here (threads without isolation).
 RowOutcome = Literal["pass", "fail", "not-run"]
@@ -49,7 +56,19 @@ class SamplerCase(Frozen):
     max_tokens: int = Field(ge=1)
 
 
+class CaseList(Frozen):
+    """The seeded cases every model ran, and the oracle binary that gave the expected outputs."""
+
+    count: int = Field(ge=0)
+    seed: int
+    sha256: Sha256Hex = Field(description="SHA-256 of the canonical JSON list of the cases")
+    oracle_lane: str = Field(description="the native scalar binary whose outputs are the truth")
+    oracle_sha256: Sha256Hex
+
+
 class CaseSet(Frozen):
+    # v1's case set, kept as it was published (its schema file is unchanged): the cases and
+    # the one model they ran on
     count: int = Field(ge=0)
     seed: int
     sha256: Sha256Hex = Field(description="SHA-256 of the canonical JSON list of the cases")
@@ -60,6 +79,17 @@ class CaseSet(Frozen):
     oracle_stops: dict[str, int] = Field(
         description="how the oracle's generations ended (eos, max-tokens, context): shows "
         "which cases exercised EOS"
+    )
+
+
+class TierModel(Frozen):
+    """v2: the model one tier's rows ran (the cases of `CaseList` on it)."""
+
+    tier: ModelTier
+    model: str = Field(description="model preset")
+    model_sha256: Sha256Hex
+    oracle_stops: dict[str, int] = Field(
+        description="how the oracle's generations on this model ended (eos, max-tokens, context)"
     )
 
 
@@ -107,7 +137,16 @@ class SpeedRow(Frozen):
     decode_tps_max: float
 
 
-class ConformanceReport(Frozen):
+class TierRow(ConformanceRow):
+    """v2: a row and the tier of the model it ran."""
+
+    tier: ModelTier
+
+
+class ConformanceReportV1(Frozen):
+    # v1 as published (one model, rows without a tier); its schema's title stays
+    model_config = ConfigDict(frozen=True, extra="forbid", title="ConformanceReport")
+
     schema_: Literal["tinyrustlm.conformance-report.v1"] = Field(
         "tinyrustlm.conformance-report.v1", alias="schema"
     )
@@ -120,5 +159,69 @@ class ConformanceReport(Frozen):
         default_factory=list, description="what this run could not check, and why"
     )
 
+
+class ConformanceReport(Frozen):
+    schema_: Literal["tinyrustlm.conformance-report.v2"] = Field(
+        "tinyrustlm.conformance-report.v2", alias="schema"
+    )
+    release_version: str
+    source_revision: str
+    cases: CaseList
+    models: list[TierModel] = Field(min_length=1, description="one model per tier")
+    rows: list[TierRow]
+    speed: list[SpeedRow] = Field(default_factory=list)
+    notes: list[str] = Field(
+        default_factory=list, description="what this run could not check, and why"
+    )
+
+    @model_validator(mode="after")
+    def _tiers_declared_once(self) -> ConformanceReport:
+        tiers = [m.tier for m in self.models]
+        if len(set(tiers)) != len(tiers):
+            raise ValueError(f"models: a tier appears twice: {tiers}")
+        undeclared = sorted({r.tier for r in self.rows} - set(tiers))
+        if undeclared:
+            raise ValueError(f"rows of tier {', '.join(undeclared)}, which models does not list")
+        return self
+
     def engines(self) -> list[str]:
         return sorted({r.engine for r in self.rows})
+
+    def tiers(self) -> list[str]:
+        return [m.tier for m in self.models]
+
+
+def upgrade(v1: ConformanceReportV1) -> ConformanceReport:
+    """A v1 report as v2: its one model (before the integer tier) is the f32 tier's."""
+    c = v1.cases
+    return ConformanceReport(
+        release_version=v1.release_version,
+        source_revision=v1.source_revision,
+        cases=CaseList(
+            count=c.count,
+            seed=c.seed,
+            sha256=c.sha256,
+            oracle_lane=c.oracle_lane,
+            oracle_sha256=c.oracle_sha256,
+        ),
+        models=[
+            TierModel(
+                tier="f32", model=c.model, model_sha256=c.model_sha256, oracle_stops=c.oracle_stops
+            )
+        ],
+        rows=[TierRow(**r.model_dump(), tier="f32") for r in v1.rows],
+        speed=v1.speed,
+        notes=v1.notes,
+    )
+
+
+def read_report(data: bytes) -> tuple[ConformanceReport, str]:
+    """The report and the schema it was written in; v1 is read as v2 (`upgrade`). Raises
+    pydantic's ValidationError for anything else (named field)."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        doc = None
+    if isinstance(doc, dict) and doc.get("schema") == CONFORMANCE_SCHEMA_V1:
+        return upgrade(ConformanceReportV1.model_validate_json(data)), CONFORMANCE_SCHEMA_V1
+    return ConformanceReport.model_validate_json(data), CONFORMANCE_SCHEMA

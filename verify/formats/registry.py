@@ -11,7 +11,12 @@ import json
 from pydantic import BaseModel
 
 from verify.formats.bundle_verification import BUNDLE_VERIFICATION_SCHEMA, BundleVerification
-from verify.formats.conformance import CONFORMANCE_SCHEMA, ConformanceReport
+from verify.formats.conformance import (
+    CONFORMANCE_SCHEMA,
+    CONFORMANCE_SCHEMA_V1,
+    ConformanceReport,
+    ConformanceReportV1,
+)
 from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
 from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
 from verify.formats.lane_policy import POLICY_SCHEMA, LanePolicy
@@ -36,6 +41,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     POLICY_SCHEMA: LanePolicy,
     BUNDLE_VERIFICATION_SCHEMA: BundleVerification,
     FUZZ_CAMPAIGN_SCHEMA: FuzzCampaign,
+    CONFORMANCE_SCHEMA_V1: ConformanceReportV1,
     CONFORMANCE_SCHEMA: ConformanceReport,
     REBUILD_ATTESTATION_SCHEMA: RebuildStatement,
 }

@@ -1,15 +1,14 @@
-"""Fixtures of the conformance tests: a real release, whom its loader trusts, the cases model."""
+"""Fixtures of the conformance tests: a real release, whom its loader trusts, the cases models."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
-from pipeline.conformance.matrix import Trust
-from pipeline.modelpack import PRESETS, pack
+from pipeline.conformance.cli import TIER_MODELS, model_file
+from pipeline.conformance.matrix import ModelFile, Trust
 from tests.clones import bundle_and_dev_keys
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -28,8 +27,13 @@ def dev_trust(conformance_bundle: tuple[Path, Path]) -> Trust:
 
 
 @pytest.fixture(scope="session")
-def small_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    data = pack(PRESETS["small"], 1)
-    path = tmp_path_factory.mktemp("model") / "small.trlm"
-    path.write_bytes(data)
-    return path, hashlib.sha256(data).hexdigest()
+def tier_models(tmp_path_factory: pytest.TempPathFactory) -> list[ModelFile]:
+    """The cases' model of each kernel tier, as the conformance command packs them."""
+    folder = tmp_path_factory.mktemp("model")
+    return [ModelFile(t, p, *model_file(p, folder)) for t, p in TIER_MODELS.items()]
+
+
+@pytest.fixture(scope="session")
+def small_model(tier_models: list[ModelFile]) -> ModelFile:
+    """The f32 tier's model (`small`)."""
+    return next(m for m in tier_models if m.tier == "f32")

@@ -4,19 +4,33 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyclonedx
 import pytest
+from pydantic import ValidationError
 
 from pipeline.conformance import compare
 from pipeline.conformance.cases import cases_sha256, make_cases
+from pipeline.conformance.cli import TIER_MODELS
 from pipeline.conformance.html import render
 from pipeline.conformance.results import CaseResult, from_page
-from verify.formats.conformance import CaseSet, ConformanceReport, SamplerCase
+from pipeline.release.conformance import unmet
+from verify.formats.conformance import (
+    CONFORMANCE_SCHEMA_V1,
+    MODEL_TIERS,
+    CaseList,
+    ConformanceReport,
+    SamplerCase,
+    TierModel,
+    read_report,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SCHEMA = REPO_ROOT / "manifests/schemas/tinyrustlm.conformance-report.v1.json"
+SCHEMAS = REPO_ROOT / "manifests/schemas"
+SCHEMA = SCHEMAS / "tinyrustlm.conformance-report.v2.json"
 SHA = "a" * 64
 
 
@@ -69,7 +83,7 @@ def test_one_wrong_case_fails_the_row_and_is_kept() -> None:
     oracle = {c.id: CaseResult(c.id, (5, 6), "0x10", "max-tokens") for c in cases}
     got = [CaseResult(c.id, (5, 6), "0x10", "max-tokens") for c in cases]
     got[1] = CaseResult(cases[1].id, (5, 7), "0x10", "max-tokens")
-    key = compare.RowKey("node", "js-runtime", "v1", None)
+    key = compare.RowKey("node", "js-runtime", "v1", None, "f32")
     row = compare.ran_row(key, "lane", SHA, cases, oracle, got, chosen=True)
     assert (row.outcome, row.cases_passed, row.cases_failed) == ("fail", 2, 1)
     assert row.first_failure is not None and row.first_failure.case == cases[1].id
@@ -100,7 +114,7 @@ def _report() -> ConformanceReport:
     oracle = {c.id: CaseResult(c.id, (1,), "0x1", "max-tokens") for c in cases}
     rows = [
         compare.ran_row(
-            compare.RowKey("chromium", "browser", "156", True),
+            compare.RowKey("chromium", "browser", "156", True, "f32"),
             "lane-a",
             SHA,
             cases,
@@ -110,7 +124,7 @@ def _report() -> ConformanceReport:
             receipt={"lane": "lane-a"},
         ),
         compare.blocked_row(
-            compare.RowKey("chromium", "browser", "156", False),
+            compare.RowKey("chromium", "browser", "156", False, "int8"),
             "lane-b",
             SHA,
             cases,
@@ -118,7 +132,7 @@ def _report() -> ConformanceReport:
             why="needs isolation",
         ),
         compare.blocked_row(
-            compare.RowKey("webkit", "browser", "2.50", True),
+            compare.RowKey("webkit", "browser", "2.50", True, "int8"),
             "lane-b",
             SHA,
             cases,
@@ -129,16 +143,13 @@ def _report() -> ConformanceReport:
     return ConformanceReport(
         release_version="1.0.0",
         source_revision="b" * 40,
-        cases=CaseSet(
-            count=2,
-            seed=3,
-            sha256=cases_sha256(cases),
-            model="small",
-            model_sha256=SHA,
-            oracle_lane="native",
-            oracle_sha256=SHA,
-            oracle_stops={"max-tokens": 2},
+        cases=CaseList(
+            count=2, seed=3, sha256=cases_sha256(cases), oracle_lane="native", oracle_sha256=SHA
         ),
+        models=[
+            TierModel(tier=t, model=m, model_sha256=SHA, oracle_stops={"max-tokens": 2})
+            for t, m in (("f32", "small"), ("int8", "small-int8"))
+        ],
         rows=rows,
     )
 
@@ -149,6 +160,59 @@ def test_report_validates_against_the_committed_schema() -> None:
     doc["rows"][0]["outcome"] = "maybe"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+
+
+def test_the_command_runs_a_model_of_every_tier() -> None:
+    assert tuple(TIER_MODELS) == MODEL_TIERS
+
+
+def _v1(report: ConformanceReport) -> dict[str, Any]:
+    """`report` as its v1 writer made it: one model (f32), rows without a tier."""
+    doc: dict[str, Any] = json.loads(report.model_dump_json(by_alias=True))
+    model = doc.pop("models")[0]
+    doc["schema"] = CONFORMANCE_SCHEMA_V1
+    doc["cases"].update({k: v for k, v in model.items() if k != "tier"})
+    for row in doc["rows"]:
+        del row["tier"]
+    return doc
+
+
+def test_a_v1_report_still_reads_as_the_f32_tier() -> None:
+    doc = _v1(_report())
+    jsonschema.validate(doc, json.loads((SCHEMAS / f"{CONFORMANCE_SCHEMA_V1}.json").read_text()))
+    report, schema = read_report(json.dumps(doc).encode())
+    assert schema == CONFORMANCE_SCHEMA_V1
+    assert report.tiers() == ["f32"] and {r.tier for r in report.rows} == {"f32"}
+    assert report.models[0].model == "small" and report.cases.count == 2
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["models"].append(dict(d["models"][0])),
+        lambda d: d.update(models=d["models"][:1]),  # int8 rows, no int8 model
+        lambda d: d["rows"][0].pop("tier"),
+        lambda d: d["rows"][0].update(tier="int4"),
+        lambda d: d.update(models=[]),
+    ],
+    ids=["a tier twice", "rows of an undeclared tier", "a row without a tier", "int4", "none"],
+)
+def test_a_v2_report_names_each_rows_tier_once(edit: Callable[[dict[str, Any]], None]) -> None:
+    doc = json.loads(_report().model_dump_json(by_alias=True))
+    read_report(json.dumps(doc).encode())
+    edit(doc)
+    with pytest.raises(ValidationError):
+        read_report(json.dumps(doc).encode())
+
+
+def test_release_requires_each_engine_on_every_tier() -> None:
+    """`release --conformance-require`: a passing row of each tier, no failing one."""
+    report = _report()  # chromium: f32 passes, int8 not run; webkit: int8 fails
+    assert unmet(report, ["chromium"]) == ["chromium (int8 tier): no passing row"]
+    assert unmet(report, ["webkit"]) == [
+        "webkit (f32 tier): no passing row",
+        "webkit (int8 tier): failing lane-b isolated",
+    ]
 
 
 def test_html_colours_each_cell_by_outcome() -> None:

@@ -24,9 +24,9 @@ import pytest
 from pipeline.cli import main as release_main
 from pipeline.conformance import browsers
 from pipeline.conformance.harness import Launched
-from pipeline.conformance.matrix import Options, Trust, run_matrix
+from pipeline.conformance.matrix import ModelFile, Options, Trust, run_matrix
 from pipeline.conformance.subject import Subject, from_bundle
-from verify.formats.conformance import ConformanceReport, ConformanceRow
+from verify.formats.conformance import MODEL_TIERS, ConformanceReport, TierRow
 from verify.formats.receipt import CapabilityReceipt
 
 pytestmark = pytest.mark.integration
@@ -44,7 +44,7 @@ ENGINES = [
 ]
 # not valid wasm at all: the loader's SIMD probe can never validate (a v1 header, then junk)
 BROKEN_SIMD_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 255]
-Setup = tuple[Subject, Path, str, Trust]
+Setup = tuple[Subject, list[ModelFile], Trust]
 
 
 def broken_simd_probes(source: str) -> bytes:
@@ -62,47 +62,56 @@ def broken_simd_probes(source: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def setup(
-    conformance_bundle: tuple[Path, Path], small_model: tuple[Path, str], dev_trust: Trust
+    conformance_bundle: tuple[Path, Path], tier_models: list[ModelFile], dev_trust: Trust
 ) -> Setup:
-    return from_bundle(conformance_bundle[0]), small_model[0], small_model[1], dev_trust
+    return from_bundle(conformance_bundle[0]), tier_models, dev_trust
 
 
-def _matrix(setup: Setup, tmp_path: Path, engine: str, **options: Any) -> ConformanceReport:
-    subject, model, sha, trust = setup
+def _matrix(
+    setup: Setup, tmp_path: Path, engine: str, tiers: bool = False, **options: Any
+) -> ConformanceReport:
+    """The matrix on `engine`: the f32 tier's model, or with `tiers` a model of each tier."""
+    subject, models, trust = setup
     opts = Options(
         engines=[engine], cases=3, page_timeout=300, say=lambda _: None, trust=trust, **options
     )
-    return run_matrix(subject, model, "small", sha, opts, tmp_path)
+    return run_matrix(subject, models if tiers else models[:1], opts, tmp_path)
 
 
-def _by_lane(rows: list[ConformanceRow], isolated: bool) -> dict[str, ConformanceRow]:
-    return {r.lane: r for r in rows if r.isolated is isolated}
+def _by_lane(rows: list[TierRow], isolated: bool, tier: str = "f32") -> dict[str, TierRow]:
+    return {r.lane: r for r in rows if r.isolated is isolated and r.tier == tier}
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_isolation_on_and_off(setup: Setup, tmp_path: Path, engine: str) -> None:
+    """Every lane of the engine, with and without isolation, on a model of each tier."""
     subject = setup[0]
     threads = next(w.lane for w in subject.wasm if w.threads)
     simd = next(w.lane for w in subject.wasm if w.simd and not w.threads)
-    report = _matrix(setup, tmp_path, engine)
-    on, off = _by_lane(report.rows, True), _by_lane(report.rows, False)
-    assert {r.outcome for r in on.values()} == {"pass"}, on
-    assert [lane for lane, r in on.items() if r.chosen] == [threads]
-    for row in (*on.values(), *(r for r in off.values() if r.outcome == "pass")):
-        receipt = CapabilityReceipt.model_validate(row.receipt)  # the loader's, for this lane
-        assert (receipt.module.artifact_id, receipt.module.sha256) == (
-            row.lane,
-            row.artifact_sha256,
-        )
-        assert receipt.observed.cross_origin_isolated is row.isolated
-    threads_receipt = CapabilityReceipt.model_validate(on[threads].receipt)
-    assert threads_receipt.observed.workers_started == 2
-    assert threads_receipt.executed_path_evidence.worker_ids_participating == [0, 1]
-    assert off[threads].outcome == "not-run" and off[threads].receipt is None
-    assert off[threads].detail.startswith("NotIsolated: ")
-    assert "cross-origin isolated" in off[threads].detail
-    assert {r.outcome for lane, r in off.items() if lane != threads} == {"pass"}
-    assert [lane for lane, r in off.items() if r.chosen] == [simd]
+    report = _matrix(setup, tmp_path, engine, tiers=True)
+    assert report.tiers() == list(MODEL_TIERS)
+    for tier in MODEL_TIERS:
+        on, off = _by_lane(report.rows, True, tier), _by_lane(report.rows, False, tier)
+        assert set(on) == set(off) == {w.lane for w in subject.wasm}, tier
+        assert {r.outcome for r in on.values()} == {"pass"}, on
+        assert [lane for lane, r in on.items() if r.chosen] == [threads]
+        for row in (*on.values(), *(r for r in off.values() if r.outcome == "pass")):
+            receipt = CapabilityReceipt.model_validate(row.receipt)  # the loader's, this lane
+            assert (receipt.module.artifact_id, receipt.module.sha256) == (
+                row.lane,
+                row.artifact_sha256,
+            )
+            assert receipt.observed.cross_origin_isolated is row.isolated
+            mode = {"f32": "strict-f32-v1", "int8": "int8-exact-v1"}[tier]
+            assert receipt.selection.numerical_mode == mode, (tier, row.lane)
+        threads_receipt = CapabilityReceipt.model_validate(on[threads].receipt)
+        assert threads_receipt.observed.workers_started == 2
+        assert threads_receipt.executed_path_evidence.worker_ids_participating == [0, 1]
+        assert off[threads].outcome == "not-run" and off[threads].receipt is None
+        assert off[threads].detail.startswith("NotIsolated: ")
+        assert "cross-origin isolated" in off[threads].detail
+        assert {r.outcome for lane, r in off.items() if lane != threads} == {"pass"}
+        assert [lane for lane, r in off.items() if r.chosen] == [simd]
     assert all(r.engine_version not in ("", "unknown") for r in report.rows)
 
 

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pipeline.cli import main as release_main
 from pipeline.conformance import browsers
-from pipeline.conformance.matrix import Options, Trust, run_matrix
+from pipeline.conformance.matrix import ModelFile, Options, Trust, run_matrix
 from pipeline.conformance.subject import from_bundle
 from pipeline.documents.keys import load_private_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
@@ -37,7 +37,7 @@ from verify.bundle.errors import ConformanceMismatch
 from verify.bundle.layout import CONFORMANCE, MANIFEST, MANIFEST_SIGNATURE
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.canonical import canonical_json
-from verify.formats.conformance import ConformanceReport, ConformanceRow
+from verify.formats.conformance import ConformanceReport, TierRow
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest
 from verify.formats.receipt import CapabilityReceipt
 
@@ -52,16 +52,16 @@ def _sha(data: bytes) -> str:
 
 def _matrix(
     bundle: Path,
-    model: tuple[Path, str],
+    model: ModelFile,
     trust: Trust,
     tmp_path: Path,
     engine: str = "node",
     **options: Any,
-) -> list[ConformanceRow]:
+) -> list[TierRow]:
     opts = Options(
         engines=[engine], cases=2, page_timeout=300, say=lambda _: None, trust=trust, **options
     )
-    report = run_matrix(from_bundle(bundle), model[0], "small", model[1], opts, tmp_path)
+    report = run_matrix(from_bundle(bundle), [model], opts, tmp_path)
     return report.rows
 
 
@@ -90,7 +90,7 @@ def _other_trust() -> Trust:
 
 def test_node_rows_carry_the_loaders_receipt_for_their_lane(
     conformance_bundle: tuple[Path, Path],
-    small_model: tuple[Path, str],
+    small_model: ModelFile,
     dev_trust: Trust,
     tmp_path: Path,
 ) -> None:
@@ -123,7 +123,7 @@ def test_node_rows_carry_the_loaders_receipt_for_their_lane(
 )
 def test_node_a_manifest_the_loader_refuses_fails_every_js_row_with_its_code(
     conformance_bundle: tuple[Path, Path],
-    small_model: tuple[Path, str],
+    small_model: ModelFile,
     dev_trust: Trust,
     tmp_path: Path,
     tamper: str,
@@ -146,7 +146,7 @@ def test_node_a_manifest_the_loader_refuses_fails_every_js_row_with_its_code(
 
 def test_node_a_lane_the_signed_manifest_disables_is_refused_not_failed(
     conformance_bundle: tuple[Path, Path],
-    small_model: tuple[Path, str],
+    small_model: ModelFile,
     dev_trust: Trust,
     tmp_path: Path,
 ) -> None:
@@ -205,7 +205,7 @@ def test_node_a_cosigned_bundle_under_a_trust_policy(
 @pytest.mark.skipif(CHROMIUM.executable() is None, reason="chromium is not installed")
 def test_chromium_a_tampered_signature_fails_every_row_with_the_loaders_code(
     conformance_bundle: tuple[Path, Path],
-    small_model: tuple[Path, str],
+    small_model: ModelFile,
     dev_trust: Trust,
     tmp_path: Path,
 ) -> None:

@@ -27,13 +27,26 @@ from verify.bundle.conformance_check import check_conformance
 from verify.bundle.errors import ConformanceInvalid, ConformanceMismatch, ConformanceRowFailed
 from verify.bundle.layout import CONFORMANCE, MANIFEST, parse_checksums
 from verify.cli import main as verify_main
-from verify.formats.conformance import CaseSet, ConformanceReport, ConformanceRow
+from verify.formats.conformance import (
+    CONFORMANCE_SCHEMA_V1,
+    MODEL_TIERS,
+    CaseList,
+    ConformanceReport,
+    TierModel,
+    TierRow,
+)
 from verify.formats.manifest import ModuleManifest
 
 SHA = "c" * 64
-# (engine, isolated, outcome) rows, applied to every lane of the release
-ALL_PASS = [("chromium", True, "pass"), ("firefox", True, "pass"), ("webkit", True, "pass")]
-WEBKIT_FAILS = [*ALL_PASS, ("webkit", False, "fail")]
+TIERS = MODEL_TIERS
+# (engine, isolated, outcome, tier) rows, applied to every lane of the release
+Row = tuple[str, bool, str, str]
+ALL_PASS: list[Row] = [
+    (engine, True, "pass", tier) for engine in ("chromium", "firefox", "webkit") for tier in TIERS
+]
+WEBKIT_FAILS: list[Row] = [*ALL_PASS, ("webkit", False, "fail", "f32")]
+WEBKIT_INT8_FAILS: list[Row] = [*ALL_PASS, ("webkit", False, "fail", "int8")]
+WEBKIT_NO_INT8: list[Row] = [r for r in ALL_PASS if r[0] != "webkit" or r[3] != "int8"]
 
 
 @pytest.fixture(autouse=True)
@@ -41,19 +54,18 @@ def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verifier, "default_deriver", lambda: fake_report)
 
 
-def _report(
-    signed: steps.ManifestSigned, rows: Sequence[tuple[str, bool, str]], wrong_sha: bool = False
-) -> bytes:
+def _report(signed: steps.ManifestSigned, rows: Sequence[Row], wrong_sha: bool = False) -> bytes:
     built = signed.tested.verified.built
     manifest_sha = hashlib.sha256(signed.documents.files[MANIFEST]).hexdigest()
     out = []
-    for engine, isolated, outcome in rows:
+    for engine, isolated, outcome, tier in rows:
         for entry in built.index.lanes:
             receipt = None
             if outcome == "pass":  # the loader's receipt of the lane it ran
                 receipt = loader_receipt(engine, entry.lane, entry.sha256, manifest_sha)
             out.append(
-                ConformanceRow(
+                TierRow(
+                    tier=tier,
                     engine=engine,
                     engine_kind="browser",
                     engine_version="1",
@@ -71,24 +83,14 @@ def _report(
     report = ConformanceReport(
         release_version=built.tree.version,
         source_revision=built.tree.git.revision,
-        cases=CaseSet(
-            count=3,
-            seed=1,
-            sha256=SHA,
-            model="small",
-            model_sha256=SHA,
-            oracle_lane="oracle",
-            oracle_sha256=SHA,
-            oracle_stops={},
-        ),
+        cases=CaseList(count=3, seed=1, sha256=SHA, oracle_lane="oracle", oracle_sha256=SHA),
+        models=[TierModel(tier=t, model=t, model_sha256=SHA, oracle_stops={}) for t in TIERS],
         rows=out,
     )
     return report.model_dump_json(by_alias=True).encode()
 
 
-def _release(
-    harness: Harness, rows: Sequence[tuple[str, bool, str]] | None, wrong_sha: bool = False
-) -> Path:
+def _release(harness: Harness, rows: Sequence[Row] | None, wrong_sha: bool = False) -> Path:
     table = harness.steps
     if rows is not None:
 
@@ -115,7 +117,23 @@ CASES = [
         "conformance.engine-missing",
     ),
     ("failing-row", WEBKIT_FAILS, False, "chromium,webkit", "conformance.row-failed"),
-    ("only-not-run", [("webkit", False, "not-run")], False, "webkit", "conformance.engine-missing"),
+    (
+        "only-not-run",
+        [("webkit", False, "not-run", t) for t in TIERS],
+        False,
+        "webkit",
+        "conformance.engine-missing",
+    ),
+    ("int8-tier-failing-row", WEBKIT_INT8_FAILS, False, "webkit", "conformance.row-failed"),
+    ("int8-failure-not-required", WEBKIT_INT8_FAILS, False, "chromium", None),
+    (
+        "no-int8-row-for-a-required-engine",
+        WEBKIT_NO_INT8,
+        False,
+        "webkit",
+        "conformance.engine-missing",
+    ),
+    ("no-int8-row-for-another-engine", WEBKIT_NO_INT8, False, "chromium,firefox", None),
     ("failure-recorded-not-required", WEBKIT_FAILS, False, "chromium,firefox", None),
     ("nothing-required", WEBKIT_FAILS, False, "", None),
     ("no-report", None, False, "chromium", "conformance.missing"),
@@ -129,7 +147,7 @@ CASES = [
 )
 def test_require_engines(
     harness: Harness,
-    rows: list[tuple[str, bool, str]] | None,
+    rows: list[Row] | None,
     wrong_sha: bool,
     require: str,
     error_id: str | None,
@@ -174,8 +192,34 @@ def test_a_failing_lane_the_manifest_disables_is_not_held_against_the_engine(
     assert "required engines webkit pass" in verdict
 
 
-def _row(doc: dict[str, Any], engine: str) -> dict[str, Any]:
-    return next(r for r in doc["rows"] if r["engine"] == engine and r["outcome"] == "pass")
+def test_a_v1_report_is_read_as_the_f32_tier(harness: Harness) -> None:
+    """A report of the v1 writer (one model, before the integer tier) still verifies, as f32
+    rows only; the same report labelled v2 is refused for lacking the int8 tier."""
+    bundle = _release(harness, ALL_PASS)
+    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    manifest_sha = hashlib.sha256((bundle / MANIFEST).read_bytes()).hexdigest()
+    doc = json.loads((bundle / CONFORMANCE).read_bytes())
+    _drop_int8(doc)
+    with pytest.raises(ConformanceInvalid, match="no model of the int8 tier"):
+        check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, ["webkit"])
+    model = doc.pop("models")[0]
+    doc["schema"] = CONFORMANCE_SCHEMA_V1
+    doc["cases"].update({k: v for k, v in model.items() if k != "tier"})
+    for row in doc["rows"]:
+        del row["tier"]
+    verdict = check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, ["webkit"])
+    assert "tiers f32 (a v1 report), required engines webkit pass" in verdict
+
+
+def _row(doc: dict[str, Any], engine: str, tier: str = "f32") -> dict[str, Any]:
+    return next(
+        r for r in doc["rows"] if (r["engine"], r["outcome"], r["tier"]) == (engine, "pass", tier)
+    )
+
+
+def _drop_int8(doc: dict[str, Any]) -> None:
+    doc["models"] = [m for m in doc["models"] if m["tier"] != "int8"]
+    doc["rows"] = [r for r in doc["rows"] if r["tier"] != "int8"]
 
 
 def _resign_receipt(row: dict[str, Any]) -> None:
@@ -217,6 +261,13 @@ HOLLOW: dict[str, tuple[Callable[[dict[str, Any]], None], type[Exception]]] = {
     "a renamed receipt schema": (_renamed_schema, ConformanceInvalid),
     "an unknown engine": (
         lambda d: _row(d, "webkit").update(engine="netscape"), ConformanceInvalid
+    ),
+    "a v2 report without the int8 tier": (_drop_int8, ConformanceInvalid),
+    "a row of an undeclared tier": (
+        lambda d: _row(d, "webkit").update(tier="int4"), ConformanceInvalid
+    ),
+    "the same row for both tiers": (
+        lambda d: _row(d, "webkit", "int8").update(tier="f32"), ConformanceMismatch
     ),
 }  # fmt: skip
 
