@@ -324,8 +324,8 @@ class ResourceLimit(VerifyError):
 class ConformanceInvalid(BundleRejected):
     error_id = "conformance.invalid"
     default_hint = (
-        "the conformance report is not a valid tinyrustlm.conformance-report.v1: rerun release "
-        "--conformance"
+        "the conformance report is not a valid tinyrustlm.conformance-report.v2 (or v1), or "
+        "lacks a model tier: rerun release --conformance"
     )
 
 

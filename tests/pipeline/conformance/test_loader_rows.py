@@ -37,7 +37,7 @@ from verify.bundle.errors import ConformanceMismatch
 from verify.bundle.layout import CONFORMANCE, MANIFEST, MANIFEST_SIGNATURE
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.canonical import canonical_json
-from verify.formats.conformance import ConformanceReport, TierRow
+from verify.formats.conformance import MODEL_TIERS, ConformanceReport, TierRow
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest
 from verify.formats.receipt import CapabilityReceipt
 
@@ -255,6 +255,12 @@ def test_release_conformance_signs_the_manifest_its_loader_verified(
     report = ConformanceReport.model_validate_json((bundle / CONFORMANCE).read_bytes())
     manifest_sha = _sha((bundle / MANIFEST).read_bytes())
     assert report.rows and {r.outcome for r in report.rows} == {"pass"}
+    # every lane ran a model of each tier (f32 `small`, int8 `small-int8`)
+    lanes = {
+        w.id for w in ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes()).artifacts
+    }
+    assert report.tiers() == list(MODEL_TIERS)
+    assert {(r.lane, r.tier) for r in report.rows} == {(w, t) for w in lanes for t in MODEL_TIERS}
     for row in report.rows:
         receipt = CapabilityReceipt.model_validate(row.receipt)
         assert receipt.module.build_manifest_sha256 == manifest_sha
