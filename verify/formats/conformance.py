@@ -66,16 +66,10 @@ class CaseList(Frozen):
     oracle_sha256: Sha256Hex
 
 
-class CaseSet(Frozen):
-    # v1's case set, kept as it was published (its schema file is unchanged): the cases and
-    # the one model they ran on
-    count: int = Field(ge=0)
-    seed: int
-    sha256: Sha256Hex = Field(description="SHA-256 of the canonical JSON list of the cases")
+class CaseSet(CaseList):
+    # v1: the cases and the one model they ran on (its fields and schema as published)
     model: str = Field(description="model preset the cases ran on")
     model_sha256: Sha256Hex
-    oracle_lane: str = Field(description="the native scalar binary whose outputs are the truth")
-    oracle_sha256: Sha256Hex
     oracle_stops: dict[str, int] = Field(
         description="how the oracle's generations ended (eos, max-tokens, context): shows "
         "which cases exercised EOS"
@@ -197,13 +191,7 @@ def upgrade(v1: ConformanceReportV1) -> ConformanceReport:
     return ConformanceReport(
         release_version=v1.release_version,
         source_revision=v1.source_revision,
-        cases=CaseList(
-            count=c.count,
-            seed=c.seed,
-            sha256=c.sha256,
-            oracle_lane=c.oracle_lane,
-            oracle_sha256=c.oracle_sha256,
-        ),
+        cases=CaseList(**c.model_dump(include=set(CaseList.model_fields))),
         models=[
             TierModel(
                 tier="f32", model=c.model, model_sha256=c.model_sha256, oracle_stops=c.oracle_stops
