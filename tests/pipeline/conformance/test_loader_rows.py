@@ -168,7 +168,7 @@ def test_node_a_lane_the_signed_manifest_disables_is_refused_not_failed(
 
 
 def test_node_a_cosigned_bundle_under_a_trust_policy(
-    conformance_bundle: tuple[Path, Path], small_model: tuple[Path, str], tmp_path: Path
+    conformance_bundle: tuple[Path, Path], small_model: ModelFile, tmp_path: Path
 ) -> None:
     """The bundle co-signed with `sign` by a second development key: the matrix takes the v2
     policy (`load_trust`, as the CLI reads it) and every node row passes at 2 of 2; at 3 of 3
