@@ -99,7 +99,7 @@ def test_ref_null_in_a_constant_expression(heaptype: bytes) -> None:
     assert accepted == valid, f"wasm-tools: {valid} {message!r}; ours: offset {offset}"
     if not valid:
         found = _AT.search(message)
-        assert found and offset == int(found.group(1), 16), message
+        assert found and offset == int(found.group(1), 16) and offset in (at, at + 1), message
 
 
 def test_both_kinds_of_verdict_are_exercised() -> None:
