@@ -39,6 +39,9 @@ CASES_MODEL = "small"
 class UsageError(PipelineError):
     """Bad command-line values (argparse's own exit code)."""
 
+    error_id = "conformance.usage"
+    default_hint = "see `tinyrustlm-release conformance --help` for the accepted values"
+
     exit_code = EXIT_USAGE
 
 
