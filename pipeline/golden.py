@@ -25,7 +25,7 @@ class OracleFailed(PipelineError):
 
     error_id = "golden.oracle-failed"
     default_hint = (
-        "build the native lane first (tinyrustlm-release build --lane x86_64-unknown-linux-gnu) "
+        "build the golden oracle lane of lanes.toml first (tinyrustlm-release build --lane ID) "
         "and read its stderr in the message"
     )
 

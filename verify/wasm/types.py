@@ -48,6 +48,10 @@ ABSTRACT_HEAPTYPES: dict[int, str] = {
 }  # fmt: skip
 HEAPTYPE_SHARED = 0x65  # shared-everything-threads: `shared` + an abstract heap type
 HEAPTYPE_EXACT = 0x62  # custom descriptors: `exact` + a type index (u32)
+# wasmparser packs a concrete heap type's index in 20 bits and refuses a larger one while
+# decoding ("type index greater than implementation limits"): no module has that many types
+# (its limit is 1,000,000), so such an index is never valid (parser fuzz cases 17590, 69005).
+HEAPTYPE_INDEX_LIMIT = 1 << 20
 
 
 def heaptype_end(data: Sequence[int], pos: int, end: int) -> int:
@@ -68,4 +72,6 @@ def heaptype_end(data: Sequence[int], pos: int, end: int) -> int:
     index, nxt = leb_signed(data, pos, end, 33, "heap type")
     if index < 0:
         raise MalformedWasm(f"invalid heap type 0x{first:02x}", pos)
+    if index >= HEAPTYPE_INDEX_LIMIT:
+        raise MalformedWasm(f"heap type index {index} is over the limit of 2**20 types", pos)
     return nxt
