@@ -1038,6 +1038,23 @@ def test_the_walk_provokes(error_id: str, tmp_path: Path, monkeypatch: pytest.Mo
     assert "  hint: " in printed and "Traceback" not in printed, printed
 
 
+def test_a_verifier_refusal_no_step_wrapped_still_prints_its_id(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tinyrustlm-release` prints a VerifyError that escaped a command as the verifier would
+    (its id, exit code), never as a traceback."""
+    from pipeline import cli
+    from pipeline.documents import keys
+
+    def escapes(args: object) -> int:
+        raise MalformedWasm("truncated module", 8)
+
+    monkeypatch.setattr(keys, "run", escapes)
+    code = cli.main(["keygen", "--name", "x", "--out", "/nonexistent"])
+    assert code == MalformedWasm.exit_code
+    assert capsys.readouterr().err.startswith(f"error[{MalformedWasm.error_id}]: truncated")
+
+
 def _named_by_tests() -> set[str]:
     """Ids some test outside this file names: in quotes or brackets (`"fetch.rollback"`,
     `error[fetch.rollback]`), or a one-id class by its name (`pytest.raises(MetadataRollback)`)."""
