@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from pipeline import paths
+from pipeline.args import add_trust_arguments
 from pipeline.documents.assemble import documents_of
 from pipeline.documents.attest import Compared, rebuild_statement, write_attestation
 from pipeline.documents.keys import SigningKey, load_private_key
@@ -376,19 +377,7 @@ def render(result: Reproduction) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="an unpacked release bundle (dist/tinyrustlm-*)")
-    parser.add_argument(
-        "--trusted-keys",
-        type=Path,
-        required=True,
-        metavar="FILE",
-        help="trusted-keys JSON: the bundle is verified with it before anything "
-        "is read from its manifest",
-    )
-    parser.add_argument(
-        "--allow-dev-key",
-        action="store_true",
-        help="accept a bundle signed by a development-role key",
-    )
+    add_trust_arguments(parser, "the bundle is verified with it before its manifest is read")
     parser.add_argument(
         "--source",
         default=".",

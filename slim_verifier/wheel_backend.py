@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import io
 import os
 import re
-import subprocess
 import tomllib
 import zipfile
 from pathlib import Path
@@ -66,17 +66,16 @@ def _revision() -> str:
     given = os.environ.get("TINYRUSTLM_REVISION", "").strip()
     if given:
         return given
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+    # verify/version.py is standard library only; loaded by path (this backend imports no
+    # package of the tree) so that one function reads the revision for both.
+    spec = importlib.util.spec_from_file_location(
+        "_tinyrustlm_version", REPO / "verify" / "version.py"
+    )
+    assert spec is not None and spec.loader is not None
+    version = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(version)
+    head: str | None = version.git_head(REPO)
+    return head or "unknown"
 
 
 def package_files() -> list[str]:

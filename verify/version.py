@@ -30,8 +30,9 @@ def _installed(names: Sequence[str]) -> metadata.Distribution | None:
     return None
 
 
-def _git_head(package_dir: Path) -> str | None:
-    checkout = package_dir.parent
+def git_head(checkout: Path) -> str | None:
+    """`git rev-parse HEAD` of a checkout, or None (standard library only: the slim wheel's
+    build backend loads this module by path to stamp the wheel's revision)."""
     if not (checkout / ".git").exists():
         return None
     try:
@@ -57,7 +58,7 @@ def revision(package_dir: Path, dist: metadata.Distribution | None) -> str:
             commit = json.loads(direct).get("vcs_info", {}).get("commit_id")
             if isinstance(commit, str) and commit:
                 return commit
-    return _git_head(package_dir) or "unknown"
+    return git_head(package_dir.parent) or "unknown"
 
 
 def version_text(prog: str, package_dir: Path, distributions: Sequence[str]) -> str:

@@ -16,6 +16,7 @@ import hashlib
 import tempfile
 from pathlib import Path
 
+from pipeline.args import add_trust_arguments
 from pipeline.conformance import cases as case_gen
 from pipeline.conformance.html import render
 from pipeline.conformance.matrix import (
@@ -82,18 +83,10 @@ def conformance(subject: Subject, opts: Options) -> ConformanceReport:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="a release bundle folder")
-    parser.add_argument(
-        "--trusted-keys",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="tinyrustlm.trusted-keys.v1 file the loader verifies the manifest with "
-        "(required unless only wasmtime/native run)",
-    )
-    parser.add_argument(
-        "--allow-dev-key",
-        action="store_true",
-        help="let the loader accept a manifest signed by a development key",
+    add_trust_arguments(
+        parser,
+        "the loader verifies the manifest with it (needed unless only wasmtime/native run)",
+        required=False,
     )
     parser.add_argument(
         "--engines",

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from pipeline.args import add_trust_arguments
 from pipeline.errors import EXIT_OK
 from pipeline.fetch.client import FetchRequest, fetch_release
 from pipeline.tuf.policy import load_policy
@@ -20,16 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--version", help="the release to fetch")
     which.add_argument("--latest", action="store_true", help="the newest published release")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
-    parser.add_argument(
-        "--trusted-keys",
-        type=Path,
-        required=True,
-        metavar="FILE",
-        help="trusted-keys JSON for `verify bundle`",
-    )
-    parser.add_argument(
-        "--allow-dev-key", action="store_true", help="accept a development-key bundle"
-    )
+    add_trust_arguments(parser, "the fetched bundle must verify against it")
     parser.add_argument(
         "--state",
         type=Path,

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from pipeline.args import add_trust_arguments
 from pipeline.errors import EXIT_OK
 from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_summary
 from pipeline.publish.publish import publish_bundle
@@ -18,16 +19,7 @@ from verify.errors import VerifyError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="bundle folder dist/tinyrustlm-<version>/")
     add_repo_arguments(parser)
-    parser.add_argument(
-        "--trusted-keys",
-        type=Path,
-        required=True,
-        metavar="FILE",
-        help="trusted-keys JSON the bundle must verify against",
-    )
-    parser.add_argument(
-        "--allow-dev-key", action="store_true", help="accept a development-key bundle"
-    )
+    add_trust_arguments(parser, "the bundle must verify against it before it is published")
     parser.add_argument(
         "--maintainer-key",
         type=Path,

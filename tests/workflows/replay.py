@@ -184,11 +184,16 @@ class Replay:
         return {
             "ref": self.ref,
             "ref_name": self.ref.rsplit("/", 1)[-1],
+            "ref_type": self.ref_type,
             "sha": self.commit,
             "repository": REPOSITORY,
-            "event_name": "workflow_dispatch",
+            "event_name": "push" if self.ref_type == "tag" else "workflow_dispatch",
             "token": "replay-has-no-token",
         }
+
+    @property
+    def ref_type(self) -> str:
+        return "tag" if self.ref.startswith("refs/tags/") else "branch"
 
     def order(self) -> Iterator[str]:
         jobs: dict[str, Any] = self.doc["jobs"]
@@ -255,6 +260,7 @@ class Replay:
             "GITHUB_REPOSITORY": REPOSITORY,
             "GITHUB_REF": self.ref,
             "GITHUB_REF_NAME": self.ref.rsplit("/", 1)[-1],
+            "GITHUB_REF_TYPE": self.ref_type,
             "GITHUB_SHA": self.commit,
             "RUNNER_TEMP": str(temp),
             "PIP_CACHE_DIR": str(self.work / "pip-cache"),
