@@ -24,7 +24,7 @@ from pipeline.publish import cli_publish, cli_repo
 from pipeline.release import cli as release_cli
 from pipeline.release import cosign
 from pipeline.toolchain import cli as toolchain_cli
-from verify.errors import IoFailed
+from verify.errors import IoFailed, VerifyError
 from verify.version import add_version_argument
 
 # name -> (module with add_arguments/run, one-line help)
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         code: int = args.run(args)
-    except PipelineError as exc:
+    except (PipelineError, VerifyError) as exc:  # a verifier refusal no step wrapped: its id
         print(exc.diagnostics(), file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a file vanished or is unreadable: still one clear line, exit 3

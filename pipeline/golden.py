@@ -19,6 +19,17 @@ from pipeline.lanebuild.driver import build_lanes
 from pipeline.modelpack import PRESETS, pack
 from pipeline.tree.snapshot import read_tree
 
+
+class OracleFailed(PipelineError):
+    """The native oracle did not run to the end."""
+
+    error_id = "golden.oracle-failed"
+    default_hint = (
+        "build the golden oracle lane of lanes.toml first (tinyrustlm-release build --lane ID) "
+        "and read its stderr in the message"
+    )
+
+
 SMALL_SEED = 7
 
 
@@ -62,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     done = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
     if done.returncode != 0:
-        raise PipelineError(
+        raise OracleFailed(
             f"the oracle failed (exit {done.returncode}): {done.stderr.strip()[-500:]}",
             where=" ".join(argv),
         )

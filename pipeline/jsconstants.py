@@ -22,10 +22,30 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 from pipeline import paths
-from pipeline.errors import CheckFailed, PipelineError
+from pipeline.errors import CheckFailed, TabledError
+
+
+class JsConstantsError(TabledError):
+    """The Rust sources no longer have the shape pipeline/jsconstants.py reads."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "jsconstants.unreadable": "restore the Rust source named in `where` from git",
+        "jsconstants.source": "update pipeline/jsconstants.py to the Rust source's new shape",
+        "jsconstants.exports": "add the exports to crates/wasm/src or drop them from the loader",
+    }
+
+
+class JsConstantsStale(CheckFailed):
+    """The generated JS constants are older than the Rust sources."""
+
+    error_id = "jsconstants.stale"
+    default_hint = "python -m pipeline.jsconstants"
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path(paths.JS_SOURCE_DIR / "constants.js")
@@ -64,14 +84,19 @@ def _read(repo_root: Path, rel: Path) -> str:
     try:
         return (repo_root / rel).read_text(encoding="utf-8")
     except OSError as exc:
-        raise PipelineError(f"cannot read {rel}: {exc.strerror}", where=str(rel)) from exc
+        raise JsConstantsError(
+            f"cannot read {rel}: {exc.strerror}", where=str(rel), error_id="jsconstants.unreadable"
+        ) from exc
 
 
 def _one(pattern: str, text: str, where: Path, what: str) -> re.Match[str]:
     found = re.search(pattern, text, re.S)
     if found is None:
-        raise PipelineError(
-            f"{what} not found", where=str(where), hint="update pipeline/jsconstants.py"
+        raise JsConstantsError(
+            f"{what} not found",
+            where=str(where),
+            hint="update pipeline/jsconstants.py",
+            error_id="jsconstants.source",
         )
     return found
 
@@ -95,16 +120,18 @@ def kernel_sets(repo_root: Path, const: str = "KERNEL_SET", suffix: str = "v1") 
     for lane, lane_id in lanes.items():
         name = f"{lane.lower().replace('_', '-')}-{suffix}"
         if name not in names or not 0 <= lane_id < len(lanes):
-            raise PipelineError(
+            raise JsConstantsError(
                 f"lane LANE_{lane} = {lane_id} has no kernel set {name!r} "
                 f"in {const} {sorted(names)}",
                 where=str(KERNELS_RS),
+                error_id="jsconstants.source",
             )
         out[lane_id] = name
     if set(out) != names:
-        raise PipelineError(
+        raise JsConstantsError(
             f"{const} names {sorted(names - set(out))} belong to no LANE_* id",
             where=str(LANES_RS),
+            error_id="jsconstants.source",
         )
     return out
 
@@ -139,15 +166,17 @@ def model_tiers(repo_root: Path) -> dict[int, str]:
     out: dict[int, str] = {}
     for const, tier in re.findall(r"(FORMAT_VERSION\w*) => Ok\(Tier::(\w+)\)", arms):
         if const not in versions or tier not in names:
-            raise PipelineError(
+            raise JsConstantsError(
                 f"Tier::from_version maps {const} to Tier::{tier}: no such constant or name",
                 where=str(MODEL_RS),
+                error_id="jsconstants.source",
             )
         out[versions[const]] = names[tier]
     if not out or sorted(out.values()) != sorted(names.values()):
-        raise PipelineError(
+        raise JsConstantsError(
             f"Tier::from_version {out} does not name every tier of Tier::name {names}",
             where=str(MODEL_RS),
+            error_id="jsconstants.source",
         )
     return dict(sorted(out.items()))
 
@@ -173,7 +202,9 @@ def layouts(repo_root: Path) -> list[str]:
         (int(i), name) for i, name in re.findall(r'\((\d+), Layout::\w+, "([a-z0-9-]+)"\)', body)
     )
     if [i for i, _ in rows] != list(range(len(rows))):
-        raise PipelineError("layout ids are not 0..n-1", where=str(QUANT_RS))
+        raise JsConstantsError(
+            "layout ids are not 0..n-1", where=str(QUANT_RS), error_id="jsconstants.source"
+        )
     return [name for _, name in rows]
 
 
@@ -187,8 +218,10 @@ def check_exports(repo_root: Path) -> None:
         n for n in (*REQUIRED_EXPORTS, *THREADS_EXPORTS) if n != "memory" and n not in exported
     ]
     if missing:
-        raise PipelineError(
-            f"the loader needs exports the runtime does not have: {missing}", where=str(WASM_SRC)
+        raise JsConstantsError(
+            f"the loader needs exports the runtime does not have: {missing}",
+            where=str(WASM_SRC),
+            error_id="jsconstants.exports",
         )
 
 
@@ -229,7 +262,7 @@ def main(argv: list[str]) -> int:
     text = render()
     if argv == ["--check"]:
         if target.read_text(encoding="utf-8") != text:
-            raise CheckFailed(
+            raise JsConstantsStale(
                 f"{OUTPUT} is stale", where=str(OUTPUT), hint="python -m pipeline.jsconstants"
             )
         return 0

@@ -11,12 +11,27 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from pipeline import paths
-from pipeline.errors import PipelineError
+from pipeline.errors import TabledError
 from pipeline.toolchain import nodejs
+
+
+class LoaderPackageError(TabledError):
+    """The loader's npm package cannot be read or packed."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "loader-package.version": (
+            "python -m pipeline.jspackage (crates/wasm/js/package.json needs a version)"
+        ),
+        "loader-package.pack": (
+            "is crates/wasm/js/package.json current? `python -m pipeline.jspackage`"
+        ),
+    }
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_JSON = Path(paths.JS_SOURCE_DIR / "package.json")
@@ -68,10 +83,11 @@ def pack_sources(files: Sequence[tuple[str, bytes]]) -> tuple[str, bytes]:
     try:
         version = str(json.loads(by_name["package.json"])["version"])
     except (KeyError, ValueError, TypeError) as exc:
-        raise PipelineError(
+        raise LoaderPackageError(
             f"the loader package has no readable package.json version ({exc})",
             where=str(PACKAGE_JSON),
             hint="python -m pipeline.jspackage",
+            error_id="loader-package.version",
         ) from exc
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-npm-") as tmp:
         package = Path(tmp) / "package"
@@ -89,10 +105,11 @@ def pack_sources(files: Sequence[tuple[str, bytes]]) -> tuple[str, bytes]:
         )
         tarball = Path(tmp) / tarball_name(version)
         if done.returncode != 0 or not tarball.is_file():
-            raise PipelineError(
+            raise LoaderPackageError(
                 f"npm pack of the loader package failed: {done.stderr.strip()[-2000:]}",
                 where=str(PACKAGE_JSON),
                 hint="is crates/wasm/js/package.json current? `python -m pipeline.jspackage`",
+                error_id="loader-package.pack",
             )
         return tarball.name, tarball.read_bytes()
 

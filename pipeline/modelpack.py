@@ -60,6 +60,9 @@ MATRIX_KINDS = ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down")
 class ModelPackError(PipelineError):
     """A preset or output path the packer cannot use."""
 
+    error_id = "modelpack.usage"
+    default_hint = "give --seed in 0..2^32-1 and --out a file path (not a folder)"
+
 
 @dataclass(frozen=True)
 class Preset:

@@ -15,12 +15,36 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from pipeline.errors import CheckFailed, PipelineError
+from pipeline.errors import CheckFailed, PipelineError, TabledError
 from pipeline.io.atomic import write_atomic
 from pipeline.toolchain.wasmtools import executable
+
+
+class ProbeError(TabledError):
+    """A feature probe source that cannot be assembled."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "probes.wasm-tools": (
+            "install the locked requirements (wasm-tools) and fix the .wat file named"
+        ),
+        "probes.header": (
+            "start the probe with ';; probe <id> version <n>: purpose', <id> being the file name"
+        ),
+        "probes.none": "restore the probe sources (crates/wasm/js/probes/*.wat) from git",
+    }
+
+
+class ProbesStale(CheckFailed):
+    """probes.js is not generated from the current .wat sources."""
+
+    error_id = "probes.stale"
+    default_hint = "python -m pipeline.probes"
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = Path("crates/wasm/probes")
@@ -52,10 +76,14 @@ def _assemble(source: Path, tool: Path) -> bytes:
                 timeout=TIMEOUT_SECONDS,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise PipelineError(f"cannot run wasm-tools: {exc}", where=str(source)) from None
+            raise ProbeError(
+                f"cannot run wasm-tools: {exc}", where=str(source), error_id="probes.wasm-tools"
+            ) from None
         if done.returncode != 0:
-            raise PipelineError(
-                f"wasm-tools parse failed: {done.stderr.strip()}", where=str(source)
+            raise ProbeError(
+                f"wasm-tools parse failed: {done.stderr.strip()}",
+                where=str(source),
+                error_id="probes.wasm-tools",
             )
         return out.read_bytes()
 
@@ -68,15 +96,18 @@ def read_probes(repo_root: Path = REPO_ROOT) -> list[Probe]:
         first = source.read_text(encoding="utf-8").splitlines()[0]
         match = HEADER.match(first)
         if match is None or match.group(1) != source.stem:
-            raise PipelineError(
+            raise ProbeError(
                 "first line must be ';; probe <id> version <n>: purpose' with <id> = file name",
                 where=f"{source}:1",
+                error_id="probes.header",
             )
         probes.append(
             Probe(match.group(1), int(match.group(2)), match.group(3), _assemble(source, tool))
         )
     if not probes:
-        raise PipelineError("no probe sources", where=str(repo_root / SOURCE_DIR))
+        raise ProbeError(
+            "no probe sources", where=str(repo_root / SOURCE_DIR), error_id="probes.none"
+        )
     return probes
 
 
@@ -124,7 +155,7 @@ def main(argv: list[str]) -> int:
     target = REPO_ROOT / OUTPUT
     if "--check" in argv:
         if not target.is_file() or target.read_bytes() != text:
-            raise CheckFailed(
+            raise ProbesStale(
                 "probes.js differs from its .wat sources",
                 where=str(target),
                 hint="python -m pipeline.probes",

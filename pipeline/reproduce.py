@@ -27,13 +27,15 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from pipeline import paths
 from pipeline.args import add_trust_arguments
 from pipeline.documents.assemble import documents_of
 from pipeline.documents.attest import Compared, rebuild_statement, write_attestation
 from pipeline.documents.keys import SigningKey, load_private_key
-from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, PipelineError
+from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, TabledError
+from pipeline.io.inputs import PassedOn
 from pipeline.lanebuild.built import Built, built_from_index
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.release.bundle import bundle_contents
@@ -66,20 +68,35 @@ def compare_files(a: Path, b: Path) -> str | None:
     return first_difference(a.read_bytes(), b.read_bytes())
 
 
-class ReproduceError(PipelineError):
+class ReproduceError(TabledError):
     """The rebuild could not be set up (no manifest, unknown revision, different lock)."""
 
+    table: ClassVar[Mapping[str, str]] = {
+        "reproduce.git": "run it inside a clone of the release's repository that has the release's "
+        "revision (git fetch), or pass --source REPO",
+        "reproduce.lock-differs": "the revision's toolchain.lock is not the one the release cites: "
+        "the bundle is not of this repository",
+        "reproduce.epoch-differs": "the revision's commit time is not the release's "
+        "SOURCE_DATE_EPOCH: the bundle is not of this repository",
+        "reproduce.tarball": "unpack the tarball (tar -xzf FILE) and pass the tinyrustlm-<version> "
+        "folder",
+        "reproduce.not-a-repository": "run it inside a clone of the release's repository, or pass "
+        "--source REPO",
+        "reproduce.attest-key": "pass --key PEM: the rebuilder's own key (not a release key)",
+    }
 
-class BundleNotVerified(CheckFailed):
-    """`reproduce` refuses a bundle that `verify bundle` rejects, before any clone or build."""
+
+class BundleNotVerified(PassedOn, CheckFailed):
+    """`reproduce` refuses a bundle that `verify bundle` rejects, before any clone or build
+    (under the verifier's id)."""
 
     def __init__(self, message: str, *, error_id: str, where: str = "", hint: str = "") -> None:
         super().__init__(
-            f"the bundle does not verify, nothing was rebuilt: error[{error_id}] {message}",
+            f"the bundle does not verify, nothing was rebuilt: {message}",
+            error_id=error_id,
             where=where,
             hint=hint,
         )
-        self.error_id = error_id
 
 
 @dataclass(frozen=True)
@@ -116,7 +133,9 @@ def _git(args: list[str], cwd: Path) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
         raise ReproduceError(
-            f"git {' '.join(args)} failed: {done.stderr.strip()[-300:]}", where=str(cwd)
+            f"git {' '.join(args)} failed: {done.stderr.strip()[-300:]}",
+            error_id="reproduce.git",
+            where=str(cwd),
         )
     return done.stdout.strip()
 
@@ -301,6 +320,7 @@ def reproduce(
     if tree.lock_sha256 != manifest.toolchain_lock_sha256:
         raise ReproduceError(
             f"the checkout's {paths.LOCK_FILE} is not the one the release cites",
+            error_id="reproduce.lock-differs",
             where=str(tree.lock_path),
         )
     say("[3/6] checking the installed toolchain against that lock")
@@ -311,6 +331,7 @@ def reproduce(
         raise ReproduceError(
             f"SOURCE_DATE_EPOCH {index.source_date_epoch} differs from the release's "
             f"{manifest.source_date_epoch}",
+            error_id="reproduce.epoch-differs",
             where="git log -1 --format=%ct",
         )
     say("[5/6] comparing every artifact and every unsigned document byte for byte")
@@ -401,14 +422,17 @@ def run(args: argparse.Namespace) -> int:
     key = None
     if args.attest:  # bad key input first, before an hour of building
         if args.key is None:
-            raise PipelineError(
-                "--attest needs --key PEM (the rebuilder's key)", where="reproduce --attest"
+            raise ReproduceError(
+                "--attest needs --key PEM (the rebuilder's key)",
+                where="reproduce --attest",
+                error_id="reproduce.attest-key",
             )
         private = load_private_key(args.key)
         key = SigningKey(private, keyid_of(private.public_key()), "release", str(args.key))
     if args.bundle.is_file():
         raise ReproduceError(
             "reproduce needs the unpacked bundle folder, not a file",
+            error_id="reproduce.tarball",
             where=str(args.bundle),
             hint=f"unpack it first (tar -xzf {args.bundle}) and pass the tinyrustlm-<version> "
             "folder; `tinyrustlm-verify bundle` verifies a tarball as it is",
@@ -417,6 +441,7 @@ def run(args: argparse.Namespace) -> int:
     if Path(source).exists() and not _is_git_repository(Path(source)):
         raise ReproduceError(
             "the source to clone the release's revision from is not a git repository",
+            error_id="reproduce.not-a-repository",
             where=source,
             hint="run it inside a clone of the release's repository, or pass --source REPO "
             "(a path or URL of that repository)",

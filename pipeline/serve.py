@@ -31,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from pipeline.documents.keys import DEV_KEY_DIR, DEV_KEY_NAME
@@ -303,7 +303,7 @@ def _port(text: str) -> int:
     return port
 
 
-def _read(path: Path, what: str, error_id: str) -> bytes:
+def _read(path: Path, what: str, error_id: Literal["serve.trusted-keys", "serve.model"]) -> bytes:
     """A bounded regular file: a FIFO, a device or an oversized file is refused, not read."""
     try:
         return read_regular_file(path, what)

@@ -23,10 +23,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pipeline.errors import EXIT_OK, PipelineError
+from pipeline.errors import EXIT_OK
 from pipeline.io.atomic import write_atomic
 from pipeline.io.inputs import load_json, load_model
 from pipeline.lanebuild.handoff import INDEX
+from pipeline.lanebuild.native_smoke import SmokePlanError
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.modelpack import PRESETS, pack
 from pipeline.paths import LANES_FILE
@@ -104,7 +105,11 @@ def golden_checks(golden_file: Path) -> list[dict[str, Any]]:
     """One check per end-to-end vector: argv and the oracle's outputs."""
     raw = load_json(golden_file, "json")
     if not isinstance(raw, list):
-        raise PipelineError("expected a JSON list of golden vectors", where=str(golden_file))
+        raise SmokePlanError(
+            "expected a JSON list of golden vectors",
+            where=str(golden_file),
+            error_id="smoke-plan.golden",
+        )
     checks: list[dict[str, Any]] = []
     for record in raw:
         vector = GoldenVector.model_validate(record)
@@ -114,9 +119,10 @@ def golden_checks(golden_file: Path) -> list[dict[str, Any]]:
             and isinstance(model, FixtureInput)
             and isinstance(prompt, U32Input)
         ):
-            raise PipelineError(
+            raise SmokePlanError(
                 f"golden vector {vector.id} is not an end-to-end decode vector",
                 where=str(golden_file),
+                error_id="smoke-plan.golden",
             )
         checks.append(
             {
@@ -136,27 +142,30 @@ def make_plan(repo_root: Path, lane: str, records: Path, out: Path) -> Path:
     """Write `out/plan.json` and `out/small.trlm` for `lane`'s artifact in `records`."""
     (spec,) = load_lanes(repo_root / LANES_FILE).select([lane])
     if spec.kind != "native":
-        raise PipelineError(
+        raise SmokePlanError(
             f"lane {lane} is a {spec.kind} lane: only native binaries run the native smoke plan",
             where=str(LANES_FILE),
+            error_id="smoke-plan.not-native",
         )
     index = load_model(BuildIndex, records / INDEX, "build-index")
     entry = next((e for e in index.lanes if e.lane == lane), None)
     if entry is None:
-        raise PipelineError(
+        raise SmokePlanError(
             f"lane {lane} is not in the records",
             where=str(records / INDEX),
             hint="build it first: tinyrustlm-release build --lane ID --records-out DIR",
+            error_id="smoke-plan.lane-missing",
         )
     model = pack(PRESETS["small"], SMALL_SEED)
     checks = golden_checks(repo_root / GOLDEN_E2E)
     want = {c["expect"]["model_sha256"] for c in checks}
     got = hashlib.sha256(model).hexdigest()
     if want != {got}:
-        raise PipelineError(
+        raise SmokePlanError(
             f"the packed small model is {got[:16]}…, the golden vectors expect {sorted(want)}",
             where=str(GOLDEN_E2E),
             hint="the packer changed: regenerate tests/golden/ (nox -s golden)",
+            error_id="smoke-plan.model-drift",
         )
     plan = NativeSmokePlan.model_validate(
         {

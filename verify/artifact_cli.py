@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from verify.errors import EXIT_FINDINGS, EXIT_OK, VerifyError
+from verify.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, VerifyError
 from verify.inputs import read_json_file
 
 
@@ -30,6 +30,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip the wasm-tools validate cross-check")  # fmt: skip
 
 
+class ArtifactUsage(VerifyError):
+    """`artifact` given neither or both of FILE --lane and --build-index."""
+
+    exit_code = EXIT_USAGE
+    error_id = "artifact.usage"
+    default_hint = "give FILE --lane ID for one artifact, or --build-index build/index.json"
+
+
+class BuildIndexInvalid(VerifyError):
+    """A build index without a `lanes` list of {artifact, lane} rows, or with none."""
+
+    error_id = "artifact.build-index"
+    default_hint = "give the build/index.json that `tinyrustlm-release build` wrote"
+
+
 def artifacts_of_index(index: Path) -> list[tuple[Path, str]]:
     """(artifact, lane) for each lane of a build index; relative paths are from the repo
     root, the folder that holds build/."""
@@ -37,7 +52,7 @@ def artifacts_of_index(index: Path) -> list[tuple[Path, str]]:
     try:
         rows = [(str(row["artifact"]), str(row["lane"])) for row in doc["lanes"]]
     except (KeyError, TypeError) as exc:
-        raise VerifyError(f"malformed build index: {exc}", where=str(index)) from None
+        raise BuildIndexInvalid(f"malformed build index: {exc}", where=str(index)) from None
     root = index.resolve().parent.parent
     return [(p if (p := Path(a)).is_absolute() else root / p, lane) for a, lane in rows]
 
@@ -75,12 +90,12 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.build_index is not None:
         if args.file is not None or args.lane is not None:
-            raise VerifyError("give either FILE --lane ID or --build-index, not both")
+            raise ArtifactUsage("give either FILE --lane ID or --build-index, not both")
         items = artifacts_of_index(args.build_index)
         if not items:
-            raise VerifyError("the build index lists no lanes", where=str(args.build_index))
+            raise BuildIndexInvalid("the build index lists no lanes", where=str(args.build_index))
     elif args.file is None or args.lane is None:
-        raise VerifyError("FILE and --lane are required (or use --build-index)")
+        raise ArtifactUsage("FILE and --lane are required (or use --build-index)")
     else:
         items = [(args.file, args.lane)]
     # Imported here: lief and capstone cost a second of start-up that other commands skip.

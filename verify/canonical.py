@@ -53,12 +53,22 @@ class JsonNotOfItsFormat(VerifyError):
     )
 
 
+class NotCanonicalizable(VerifyError):
+    """A value RFC 8785 cannot write (a non-finite number, a non-string key, a huge integer)."""
+
+    error_id = "json.not-canonical"
+    default_hint = (
+        "a value to be signed has no canonical JSON form (a non-finite number, a non-string "
+        "key): report it with the message"
+    )
+
+
 def canonical_json(value: Any) -> bytes:
     """RFC 8785 bytes: sorted keys, no whitespace, UTF-8, shortest number forms."""
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
-        raise VerifyError(f"value cannot be written as canonical JSON: {exc}") from exc
+        raise NotCanonicalizable(f"value cannot be written as canonical JSON: {exc}") from exc
 
 
 def canonical_model(model: BaseModel) -> bytes:

@@ -15,13 +15,17 @@ class VerifyError(Exception):
     """An input that cannot be inspected. `offset` is the byte offset where parsing stopped."""
 
     exit_code = EXIT_ERROR
-    error_id: ClassVar[str] = "verify.error"  # stable: scripts match on it
+    # Stable: scripts match on it. The roots (VerifyError, VerificationFailed) keep this
+    # placeholder and cannot be raised: every error that can be printed has its own id.
+    error_id: ClassVar[str] = "verify.error"
     # What a person can do about it; every class with its own error_id says (tests/test_errors).
     default_hint: ClassVar[str] = ""
 
     def __init__(
         self, message: str, *, where: str = "", offset: int | None = None, hint: str = ""
     ) -> None:
+        if type(self).error_id == VerifyError.error_id:  # found before release: tests/test_errors
+            raise TypeError(f"{type(self).__qualname__} has no error id of its own")
         super().__init__(message)
         self.message = message
         self.where = where
@@ -32,8 +36,7 @@ class VerifyError(Exception):
         place = self.where
         if self.offset is not None:
             place = f"{place} at byte offset {self.offset} (0x{self.offset:x})".strip()
-        tag = "" if self.error_id == VerifyError.error_id else f"[{self.error_id}]"
-        lines = [f"error{tag}: {self.message}"]
+        lines = [f"error[{self.error_id}]: {self.message}"]
         if place:
             lines.append(f"  where: {place}")
         if self.hint:

@@ -30,7 +30,6 @@ from pipeline.bench.document import BENCH_SCHEMA
 from pipeline.bench.errors import BenchError
 from pipeline.bench.harness_build import build_kernel_harness
 from pipeline.bench.summary import summarize
-from pipeline.errors import PipelineError
 from pipeline.io.atomic import write_atomic
 from pipeline.io.inputs import parse_output
 from pipeline.lanebuild.driver import build_lanes
@@ -81,7 +80,7 @@ def _model_bytes(path: Path) -> bytes:
     try:
         return read_regular_file(path, "model")  # never a FIFO or device, never unbounded
     except VerifyError as exc:
-        raise PipelineError(f"{exc.message} [{exc.error_id}]", where=str(path)) from None
+        raise BenchError(f"{exc.message} [{exc.error_id}]", where=str(path)) from None
 
 
 def bench_model(repo_root: Path, preset: str = MODEL_PRESET) -> tuple[Path, str]:

@@ -9,11 +9,26 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from pipeline.errors import PipelineError
+from pipeline.errors import TabledError
+
+
+class EngineUnavailable(TabledError):
+    """An engine the matrix was asked for is unknown or not installed."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "conformance.unknown-engine": (
+            "choose engines from chromium, firefox, webkit, node and native"
+        ),
+        "conformance.engine-not-installed": (
+            ".ci/run installs chromium, firefox-esr, webkit2gtk-driver and xvfb from Debian"
+        ),
+    }
+
 
 # Chromium as root needs --no-sandbox; the rest stops first-run and background traffic.
 CHROMIUM_FLAGS = (
@@ -151,8 +166,11 @@ def browser(name: str) -> Browser:
     try:
         return BROWSERS[name]
     except KeyError:
-        raise PipelineError(
-            f"unknown engine {name!r}", where="--engines", hint=f"choose from {', '.join(BROWSERS)}"
+        raise EngineUnavailable(
+            f"unknown engine {name!r}",
+            where="--engines",
+            hint=f"choose from {', '.join(BROWSERS)}",
+            error_id="conformance.unknown-engine",
         ) from None
 
 

@@ -43,6 +43,9 @@ TIER_MODELS: dict[ModelTier, str] = {"f32": "small", "int8": "small-int8"}
 class UsageError(PipelineError):
     """Bad command-line values (argparse's own exit code)."""
 
+    error_id = "conformance.usage"
+    default_hint = "see `tinyrustlm-release conformance --help` for the accepted values"
+
     exit_code = EXIT_USAGE
 
 

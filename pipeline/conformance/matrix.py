@@ -19,13 +19,14 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pipeline.conformance import browsers, compare, harness, native
 from pipeline.conformance import cases as case_gen
+from pipeline.conformance.browsers import EngineUnavailable
 from pipeline.conformance.results import CaseResult, from_page
 from pipeline.conformance.subject import NativeLane, Subject, WasmLane
-from pipeline.errors import PipelineError
+from pipeline.errors import TabledError
 from pipeline.toolchain import nodejs
 from verify.formats.conformance import (
     CaseList,
@@ -37,6 +38,24 @@ from verify.formats.conformance import (
     TierModel,
     TierRow,
 )
+
+
+class MatrixError(TabledError):
+    """The conformance matrix cannot run on this bundle or machine."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "conformance.trusted-keys-needed": (
+            "pass --trusted-keys: a trusted-keys file whose key signed the bundle's manifest"
+        ),
+        "conformance.no-oracle": (
+            "run the matrix on a machine that runs one of the bundle's native binaries (x86_64 "
+            "or aarch64 Linux)"
+        ),
+        "conformance.oracle-failed": (
+            "run the native binary on the case by hand; its stderr is in the message"
+        ),
+    }
+
 
 PAGE = Path(__file__).parent / "page"
 PAGE_FILES = ("index.html", "main.mjs", "lanerun.mjs")
@@ -119,10 +138,11 @@ def _plan_lane(lane: WasmLane) -> dict[str, Any]:
 def _plan(job: Job, base: str) -> dict[str, Any]:
     """plan.json: `base` is the bundle root (a URL path for a page, a folder for node)."""
     if job.trust is None:
-        raise PipelineError(
+        raise MatrixError(
             "the JS engines run every lane through js/loader.js, which needs trusted keys",
             where="--trusted-keys",
             hint="the trusted keys (v1) or trust policy (v2) of the keys that signed the manifest",
+            error_id="conformance.trusted-keys-needed",
         )
     return {
         "lanes": [_plan_lane(w) for w in job.subject.wasm],
@@ -147,10 +167,11 @@ def run_browser(name: str, job: Job, isolated: bool, opts: Options, workdir: Pat
     b = browsers.browser(name)
     exe = b.executable()
     if exe is None:
-        raise PipelineError(
+        raise EngineUnavailable(
             f"{name} is not installed",
             where="--engines",
             hint=".ci/run installs chromium, firefox-esr, webkit2gtk-driver and xvfb from Debian",
+            error_id="conformance.engine-not-installed",
         )
     # A short path under the system temp folder, whatever `workdir` is: engines put Unix
     # sockets in their profile and TMPDIR, and a socket path over 107 bytes aborts Chromium.
@@ -301,9 +322,10 @@ def oracle_lane(subject: Subject, scratch: Path) -> tuple[NativeLane, native.Nat
         engine = native.engine_for(lane.target, scratch)
         if engine is not None and engine.name == "native":
             return lane, engine
-    raise PipelineError(
+    raise MatrixError(
         "the bundle has no native binary this machine runs directly: no oracle",
         where="manifest.json: native_artifacts",
+        error_id="conformance.no-oracle",
     )
 
 
@@ -375,10 +397,11 @@ def engine_rows(
             opts.say(f"native lanes ({tier} tier)")
             rows += native_rows(subject, model, cases, oracle, oracle_id, workdir, opts.say)
         else:
-            raise PipelineError(
+            raise EngineUnavailable(
                 f"unknown engine {name!r}",
                 where="--engines",
                 hint=f"choose from {', '.join(ALL_ENGINES)}",
+                error_id="conformance.unknown-engine",
             )
     return rows
 
@@ -396,9 +419,10 @@ def run_matrix(
         oracle_list = native.run_cases(oracle_engine, oracle_native.path, m.path, cases)
         broken = [r for r in oracle_list if r.error is not None]
         if broken:
-            raise PipelineError(
+            raise MatrixError(
                 f"the oracle failed on case {broken[0].case} of model {m.name}: {broken[0].error}",
                 where=str(oracle_native.path),
+                error_id="conformance.oracle-failed",
             )
         stops: dict[str, int] = {}
         for r in oracle_list:

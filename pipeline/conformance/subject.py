@@ -10,14 +10,33 @@ manifest.json and its signature, served at the bundle root beside js/ and artifa
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import ValidationError
 
-from pipeline.errors import PipelineError
+from pipeline.errors import TabledError
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
 from verify.formats.manifest import ModuleManifest
+
+
+class SubjectError(TabledError):
+    """The bundle under test cannot be read or is not signed."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "conformance.artifact-unreadable": (
+            "verify the bundle first: tinyrustlm-verify bundle DIR --trusted-keys FILE"
+        ),
+        "conformance.artifact-digest": (
+            "verify the bundle first: tinyrustlm-verify bundle DIR --trusted-keys FILE"
+        ),
+        "conformance.not-a-bundle": "give the bundle folder dist/tinyrustlm-<version>/",
+        "conformance.unsigned": (
+            "sign the bundle (tinyrustlm-release release or sign) before the matrix runs"
+        ),
+    }
 
 
 @dataclass(frozen=True)
@@ -53,12 +72,17 @@ def _checked(root: Path, url: str, sha256: str) -> Path:
     try:
         actual = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:
-        raise PipelineError(f"cannot read {url}: {exc.strerror}", where=str(path)) from exc
+        raise SubjectError(
+            f"cannot read {url}: {exc.strerror}",
+            where=str(path),
+            error_id="conformance.artifact-unreadable",
+        ) from exc
     if actual != sha256:
-        raise PipelineError(
+        raise SubjectError(
             f"{url} has SHA-256 {actual}, the manifest says {sha256}",
             where=str(path),
             hint="verify the bundle first",
+            error_id="conformance.artifact-digest",
         )
     return path
 
@@ -68,12 +92,16 @@ def from_bundle(bundle: Path) -> Subject:
     try:
         manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
     except OSError as exc:
-        raise PipelineError(f"not a bundle: {exc.strerror}", where=where) from exc
+        raise SubjectError(
+            f"not a bundle: {exc.strerror}", where=where, error_id="conformance.not-a-bundle"
+        ) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise PipelineError(
-            f"not a tinyrustlm.module-manifest.v1: {field}: {first['msg']}", where=where
+        raise SubjectError(
+            f"not a tinyrustlm.module-manifest.v1: {field}: {first['msg']}",
+            where=where,
+            error_id="conformance.not-a-bundle",
         ) from exc
     return Subject(
         version=manifest.version,
@@ -101,8 +129,9 @@ def from_bundle(bundle: Path) -> Subject:
 def _signature(bundle: Path) -> Path:
     path = bundle / MANIFEST_SIGNATURE
     if not path.is_file():
-        raise PipelineError(
+        raise SubjectError(
             "the bundle has no manifest signature: the loader verifies one before any lane runs",
             where=str(path),
+            error_id="conformance.unsigned",
         )
     return path

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from pipeline.conformance.matrix import Trust
-from pipeline.errors import PipelineError
+from pipeline.io.inputs import PassedOn
 from verify.bundle import errors as e
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
 from verify.bundle.trusted_keys import TrustRoot, check_envelope, trust_root_of
@@ -22,18 +22,18 @@ from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
 from verify.inputs import read_regular_file
 
 
-class TrustRefused(PipelineError):
+class TrustRefused(PassedOn):
     """The trusted keys are unreadable, or the bundle's manifest signature does not verify
     against them; `error_id` is the verifier's stable id (signature.invalid, ...)."""
 
     def __init__(self, exc: VerifyError) -> None:
         super().__init__(
-            f"[{exc.error_id}] {exc.message}",
+            exc.message,
+            error_id=exc.error_id,
             where=exc.where,
             hint="pass the trusted keys (v1) or trust policy (v2) of the keys that signed this "
             "bundle (and --allow-dev-key for a development build)",
         )
-        self.error_id = exc.error_id
 
 
 def load_trust(path: Path, allow_dev_key: bool) -> tuple[Trust, TrustRoot]:

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pipeline.documents.errors import DocumentError, DocumentRefused
 from pipeline.documents.manifest import (
     BundleFile,
     LaneContract,
@@ -26,7 +27,6 @@ from pipeline.documents.manifest import (
 )
 from pipeline.documents.provenance import ProvenanceInputs, statement_bytes
 from pipeline.documents.sbom import BuildStep, SbomInputs, ToolchainPackage, check_sbom, sbom_bytes
-from pipeline.errors import CheckFailed, PipelineError
 from pipeline.lanebuild.built import Built
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.tree.sources import CrateSource, PythonRequirement
@@ -146,12 +146,13 @@ def _refuse_builder_paths(documents: Mapping[str, bytes]) -> None:
             continue
         leaked = absolute_paths_outside(json.loads(data))
         if leaked:
-            raise CheckFailed(
+            raise DocumentRefused(
                 f"would publish the builder's absolute path {leaked[0].path!r} "
                 f"({len(leaked)} in all)",
                 where=f"{name}: {leaked[0].where.lstrip('.')}",
                 hint="name builder locations by $WORKSPACE/... or $CARGO_HOME/... "
                 "(rebuild with --force if the build records predate that)",
+                error_id="documents.builder-path",
             )
 
 
@@ -174,8 +175,11 @@ def lane_contracts(lanes: Sequence[str]) -> dict[str, LaneContract]:
     contracts: dict[str, LaneContract] = {}
     for lane in lanes:
         if lane not in policies:
-            raise PipelineError(f"the lane policy has no wasm lane {lane!r}",
-                                where=str(DEFAULT_POLICY_DIR / "wasm.json"))  # fmt: skip
+            raise DocumentError(
+                f"the lane policy has no wasm lane {lane!r}",
+                error_id="documents.no-lane-policy",
+                where=str(DEFAULT_POLICY_DIR / "wasm.json"),
+            )
         policy = policies[lane]
         memory = MemoryRules(shared=policy.memory.shared, growth=policy.memory.growth)
         contracts[lane] = LaneContract(
@@ -201,10 +205,11 @@ def material_of(
     wasm_lanes = built.wasm_lanes
     unknown = sorted(set(disabled_lanes) - set(wasm_lanes))
     if unknown:
-        raise CheckFailed(
+        raise DocumentRefused(
             f"--disable-lane names no wasm lane of this release: {', '.join(unknown)}",
             where="release --disable-lane",
             hint=f"wasm lanes: {', '.join(wasm_lanes)}",
+            error_id="documents.disable-lane-unknown",
         )
     steps = tuple(
         BuildStep(

@@ -17,6 +17,12 @@ from pipeline.errors import PipelineError
 class KeylessUnavailable(PipelineError):
     """No ambient OIDC credential, or Sigstore could not be reached to sign."""
 
+    error_id = "keyless.unavailable"
+    default_hint = (
+        "sign keyless inside a CI job with an OIDC token (GitHub: `permissions: id-token: "
+        "write`), or sign with --key PEM"
+    )
+
 
 def ambient_token() -> str:
     """The CI job's ambient OIDC token, or `KeylessUnavailable` (checked before a release

@@ -43,6 +43,12 @@ KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 class SigningKeyError(PipelineError):
     """A signing key that cannot be read or used; names the file."""
 
+    error_id = "key.unusable"
+    default_hint = (
+        "create a key with `tinyrustlm-release keygen` and pass its NAME.key.pem "
+        "(unencrypted Ed25519 PEM)"
+    )
+
 
 @dataclass(frozen=True)
 class KeyFiles:

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pipeline import jspackage
-from pipeline.errors import CheckFailed, PipelineError
+from pipeline.documents.errors import DocumentError, DocumentRefused
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.snapshot import SourceFile
@@ -64,13 +64,18 @@ def _read_checked(path: Path, sha256: str, where: str) -> bytes:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise PipelineError(f"cannot read artifact: {exc.strerror}", where=where) from exc
+        raise DocumentError(
+            f"cannot read artifact: {exc.strerror}",
+            where=where,
+            error_id="documents.artifact-unreadable",
+        ) from exc
     actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
-        raise CheckFailed(
+        raise DocumentRefused(
             f"artifact bytes changed since the build: sha256 {actual[:16]}… != {sha256[:16]}…",
             where=where,
             hint="rebuild (tinyrustlm-release build --force) before releasing",
+            error_id="documents.artifact-changed",
         )
     return data
 
@@ -86,7 +91,11 @@ def artifact_files(index: BuildIndex, sources: Mapping[str, Path]) -> list[Bundl
         files.append(BundleFile(url, data, entry.sha256, len(data), entry.lane))
     urls = [f.url for f in files]
     if len(set(urls)) != len(urls):
-        raise PipelineError("two lanes produced the same artifact file name", where="build index")
+        raise DocumentError(
+            "two lanes produced the same artifact file name",
+            where="build index",
+            error_id="documents.duplicate-artifact",
+        )
     return files
 
 
@@ -144,10 +153,11 @@ def build_manifest(
             continue
         contract = contracts.get(entry.lane)
         if contract is None:
-            raise PipelineError(
+            raise DocumentError(
                 f"no feature contract for wasm lane {entry.lane!r}",
                 where="verify/policy/wasm.json",
                 hint="every wasm lane needs required/forbidden features for the manifest",
+                error_id="documents.no-feature-contract",
             )
         wasm.append(
             WasmArtifact(
@@ -186,7 +196,11 @@ def build_manifest(
     try:
         draft = ModuleManifest.model_validate({**fields, "build_id": "0" * 64})
     except ValidationError as exc:
-        raise PipelineError(f"manifest does not validate: {exc}", where="manifest") from exc
+        raise DocumentError(
+            f"manifest does not validate: {exc}",
+            where="manifest",
+            error_id="documents.manifest-schema",
+        ) from exc
     fields["build_id"] = build_id(draft, {f.url: f.data for f in [*artifacts, *js_files]})
     return ModuleManifest.model_validate(fields)
 

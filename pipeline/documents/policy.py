@@ -37,6 +37,12 @@ from verify.inputs import read_regular_file
 class TrustPolicyError(PipelineError):
     """The keys or the policy asked for cannot make a trusted-keys file."""
 
+    error_id = "trust-policy.invalid"
+    default_hint = (
+        "give --keys the NAME.trusted-keys.json files `keygen` wrote, each key once, and "
+        "--threshold between 1 and their number"
+    )
+
 
 def _entries(path: Path) -> list[TrustedKeyEntryV2]:
     try:

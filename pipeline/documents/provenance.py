@@ -15,8 +15,8 @@ from sigstore.dsse import Statement
 from sigstore.errors import Error as SigstoreError
 
 from pipeline import paths
+from pipeline.documents.errors import DocumentError
 from pipeline.documents.sbom import BuildStep, ToolchainPackage, purl
-from pipeline.errors import PipelineError
 from pipeline.tree.sources import CrateSource
 from verify.canonical import canonical_json
 
@@ -94,5 +94,9 @@ def statement_bytes(inputs: ProvenanceInputs) -> bytes:
     try:
         Statement(payload)
     except SigstoreError as exc:
-        raise PipelineError(f"not an in-toto Statement v1: {exc}", where="provenance") from exc
+        raise DocumentError(
+            f"not an in-toto Statement v1: {exc}",
+            where="provenance",
+            error_id="documents.provenance-schema",
+        ) from exc
     return payload

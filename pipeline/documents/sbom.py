@@ -18,7 +18,7 @@ from typing import Any
 
 from packageurl import PackageURL
 
-from pipeline.errors import PipelineError
+from pipeline.documents.errors import DocumentError
 from pipeline.tree.sources import CrateSource, PythonRequirement
 from verify.canonical import canonical_json
 
@@ -139,7 +139,11 @@ def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
         )
     refs = [c["bom-ref"] for c in components]
     if len(set(refs)) != len(refs):
-        raise PipelineError("two SBOM components have the same bom-ref", where="sbom")
+        raise DocumentError(
+            "two SBOM components have the same bom-ref",
+            where="sbom",
+            error_id="documents.sbom-duplicate-ref",
+        )
     tasks = [
         {
             "bom-ref": f"task:build:{step.lane}",
@@ -218,4 +222,8 @@ def check_sbom(data: bytes) -> None:
 
     error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(data.decode("utf-8"))
     if error is not None:
-        raise PipelineError(f"SBOM is not valid CycloneDX 1.6: {error}", where="sbom.cdx.json")
+        raise DocumentError(
+            f"SBOM is not valid CycloneDX 1.6: {error}",
+            where="sbom.cdx.json",
+            error_id="documents.sbom-schema",
+        )

@@ -21,12 +21,29 @@ from verify.inputs import read_json_file
 M = TypeVar("M", bound=BaseModel)
 
 
-class InputRejected(PipelineError):
-    """An input file or tool output that is unreadable, too large, too deep or not valid."""
+def _verify_classes(root: type[VerifyError]) -> list[type[VerifyError]]:
+    found: list[type[VerifyError]] = []
+    for sub in root.__subclasses__():
+        found += [sub, *_verify_classes(sub)]
+    return found
 
-    def __init__(self, message: str, *, where: str, error_id: str) -> None:
-        super().__init__(f"{message} [{error_id}]", where=where)
-        self.error_id = error_id
+
+class PassedOn(PipelineError):
+    """A refusal of `verify` passed on under the verifier's own id (one of the ids of
+    `verify`'s classes, each in README's table with its hint)."""
+
+    @classmethod
+    def ids(cls) -> dict[str, str]:
+        return {
+            c.error_id: c.default_hint
+            for c in _verify_classes(VerifyError)
+            if c.error_id != VerifyError.error_id
+        }
+
+
+class InputRejected(PassedOn):
+    """An input file or tool output that is unreadable, too large, too deep or not valid
+    (the verifier's reader refused it: its id and hint)."""
 
 
 def load_json(path: Path, what: str) -> Any:

@@ -24,6 +24,12 @@ FAULT_ENV = "TINYRUSTLM_TEST_KILL_AT"
 class ExchangeUnsupported(PipelineError):
     """This kernel or filesystem cannot swap two paths atomically."""
 
+    error_id = "io.exchange-unsupported"
+    default_hint = (
+        "put --out (or dist/) on a local Linux filesystem that supports "
+        "renameat2(RENAME_EXCHANGE), such as ext4, xfs or tmpfs"
+    )
+
 
 def exchange(a: Path, b: Path) -> None:
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)

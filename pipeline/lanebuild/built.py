@@ -5,12 +5,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from pipeline import paths
-from pipeline.errors import CheckFailed
+from pipeline.errors import CheckFailed, TabledError
 from pipeline.io.inputs import load_model
 from pipeline.lanebuild.records import BuildIndex, BuildRecord
 from pipeline.tree.snapshot import Tree
+
+
+class IndexStale(TabledError, CheckFailed):
+    """build/index.json was made from another revision, commit time or toolchain lock."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "build-index.revision": "rebuild for this revision: tinyrustlm-release build",
+        "build-index.epoch": "rebuild for this revision: tinyrustlm-release build",
+        "build-index.toolchain-lock": (
+            "rebuild with the current toolchain.lock: tinyrustlm-release build"
+        ),
+    }
 
 
 @dataclass(frozen=True)
@@ -30,14 +43,23 @@ def check_index(tree: Tree, index: BuildIndex, where: str = str(paths.BUILD_INDE
     """The build must be of this commit and this toolchain.lock."""
     git = tree.git
     if index.source_revision != git.revision:
-        raise CheckFailed(
+        raise IndexStale(
             f"build index is of revision {index.source_revision[:12]}, HEAD is {git.revision[:12]}",
             where=where,
+            error_id="build-index.revision",
         )
     if index.source_date_epoch != git.commit_time:
-        raise CheckFailed("build index SOURCE_DATE_EPOCH is not HEAD's commit time", where=where)
+        raise IndexStale(
+            "build index SOURCE_DATE_EPOCH is not HEAD's commit time",
+            where=where,
+            error_id="build-index.epoch",
+        )
     if index.toolchain_lock_sha256 != tree.lock_sha256:
-        raise CheckFailed(f"build index was made with a different {paths.LOCK_FILE}", where=where)
+        raise IndexStale(
+            f"build index was made with a different {paths.LOCK_FILE}",
+            where=where,
+            error_id="build-index.toolchain-lock",
+        )
 
 
 def built_from_index(tree: Tree, index: BuildIndex, lanes: tuple[str, ...] | None = None) -> Built:

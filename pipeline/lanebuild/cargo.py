@@ -22,6 +22,12 @@ HEARTBEAT_SECONDS = 15.0
 class CompileError(PipelineError):
     """cargo/rustc failed for a lane; the message carries argv and the compiler's last lines."""
 
+    error_id = "build.compile"
+    default_hint = (
+        "read the compiler's last lines in the message; `tinyrustlm-release toolchain "
+        "check` shows a drifted toolchain"
+    )
+
 
 @dataclass(frozen=True)
 class CargoRun:

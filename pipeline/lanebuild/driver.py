@@ -21,12 +21,23 @@ from pipeline.io.inputs import load_model
 from pipeline.io.lock import hold_lock
 from pipeline.lanebuild import smoke
 from pipeline.lanebuild.cargo import CompileError, as_recorded, plan_run, run_cargo
-from pipeline.lanebuild.inputs import sha256_file, tree_inputs
+from pipeline.lanebuild.inputs import LaneBuildError, sha256_file, tree_inputs
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane
 from pipeline.tree.snapshot import Tree
 from verify.wasm.sections import parse_module
+
+
+class SmokeFailed(CheckFailed):
+    """A lane's smoke test ran and failed."""
+
+    error_id = "build.smoke-failed"
+    default_hint = (
+        "fix the failing lanes (they were left out of build/index.json), or leave them out with "
+        "--lane"
+    )
+
 
 Say = Callable[[str], None]
 RECORD = "build-record.json"
@@ -58,9 +69,10 @@ def _check_linkers(lanes: list[Lane], lock: ToolchainLock) -> None:
     locked = {tool.argv[0] for tool in lock.tool}
     for lane in lanes:
         if lane.linker not in locked:
-            raise PipelineError(
+            raise LaneBuildError(
                 f"lane {lane.id}: linker {lane.linker} is not pinned in {paths.LOCK_FILE}",
                 where=str(paths.LANES_FILE),
+                error_id="build.linker-not-pinned",
             )
 
 
@@ -93,6 +105,9 @@ def _publish(lane: Lane, produced: Path, lane_dir: Path) -> tuple[Path, str, int
 
 class BuildLocked(PipelineError):
     """Another build is writing into the same build/ folder."""
+
+    error_id = "build.locked"
+    default_hint = "wait for the other build to finish; the lock goes away when that process ends"
 
 
 def build_lanes(
@@ -178,7 +193,7 @@ def _build_locked(tree: Tree, lanes: list[str] | None, force: bool, say: Say) ->
         save()
     index = save()
     if failures:
-        raise CheckFailed(
+        raise SmokeFailed(
             "smoke test failed: " + "; ".join(failures),
             hint="the failing lanes were left out of build/index.json",
         )

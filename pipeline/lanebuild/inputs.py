@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
-from pipeline.errors import PipelineError
+from pipeline.errors import TabledError
 from pipeline.lanebuild.records import BuildInputs
 from pipeline.tree.lanes import Lane, LanesFile
 from pipeline.tree.sources import tree_digest
+
+
+class LaneBuildError(TabledError):
+    """A lane that cannot be built as lanes.toml and the lock describe it."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "build.linker-not-pinned": (
+            "pin the lane's linker in toolchain.lock (tinyrustlm-release toolchain lock) or fix "
+            "lanes.toml"
+        ),
+        "build.cargo-lock-missing": "restore crates/Cargo.lock from git: builds run with --locked",
+    }
+
 
 # The driver's own code is part of every lane's cache key: any change to how this package
 # plans, runs, post-links or smoke-tests a lane makes old cache entries miss (no hand-bumped
@@ -48,8 +63,10 @@ def driver_digest(folder: Path | None = None) -> str:
 def lane_inputs(lane: Lane, workspace: Path, lock_sha256: str, sources: str) -> BuildInputs:
     cargo_lock = workspace / "Cargo.lock"
     if not cargo_lock.is_file():
-        raise PipelineError(
-            "crates/Cargo.lock is missing (builds run with --locked)", where=str(cargo_lock)
+        raise LaneBuildError(
+            "crates/Cargo.lock is missing (builds run with --locked)",
+            where=str(cargo_lock),
+            error_id="build.cargo-lock-missing",
         )
     parts = {
         "sources_sha256": sources,

@@ -28,10 +28,42 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pipeline.errors import EXIT_CHECK_FAILED, EXIT_ERROR, EXIT_OK, PipelineError
+from pipeline.errors import EXIT_CHECK_FAILED, EXIT_ERROR, EXIT_OK, PipelineError, TabledError
+
+
+class SmokePlanError(TabledError):
+    """A smoke plan, or a file or golden vector it names, that cannot be used."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "smoke-plan.unreadable": (
+            "give the smoke plan the build job wrote (python -m pipeline.smoke_plan makes one)"
+        ),
+        "smoke-plan.schema": (
+            "give a tinyrustlm.native-smoke-plan document made by python -m pipeline.smoke_plan"
+        ),
+        "smoke-plan.file-missing": (
+            "download the records of the build job next to the plan: the plan names each file"
+        ),
+        "smoke-plan.hash-mismatch": (
+            "the file is not the one the plan pins: download this run's records again"
+        ),
+        "smoke-plan.golden": (
+            "tests/golden/e2e_decode.json must hold end-to-end decode vectors: regenerate with "
+            "nox -s golden"
+        ),
+        "smoke-plan.not-native": (
+            "name a native lane of lanes.toml: only native binaries run the native smoke plan"
+        ),
+        "smoke-plan.lane-missing": (
+            "build it first: tinyrustlm-release build --lane ID --records-out DIR"
+        ),
+        "smoke-plan.model-drift": "the packer changed: regenerate tests/golden/ (nox -s golden)",
+    }
+
 
 SCHEMA = "tinyrustlm.native-smoke-plan.v1"
 PLAN = "plan.json"
@@ -51,20 +83,28 @@ def _sha256(path: Path) -> str:
 def _read_plan(plan_dir: Path) -> dict[str, Any]:
     path = plan_dir / PLAN
     if not path.is_file() or path.stat().st_size > MAX_PLAN_BYTES:
-        raise PipelineError("no readable smoke plan", where=str(path))
+        raise SmokePlanError(
+            "no readable smoke plan", where=str(path), error_id="smoke-plan.unreadable"
+        )
     plan = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(plan, dict) or plan.get("schema") != SCHEMA:
-        raise PipelineError(f"not a {SCHEMA} document", where=f"{path}: schema")
+        raise SmokePlanError(
+            f"not a {SCHEMA} document", where=f"{path}: schema", error_id="smoke-plan.schema"
+        )
     return plan
 
 
 def _checked_copy(source: Path, sha256: str, scratch: Path, what: str) -> Path:
     if not source.is_file():
-        raise PipelineError(f"{what} is missing", where=str(source))
+        raise SmokePlanError(
+            f"{what} is missing", where=str(source), error_id="smoke-plan.file-missing"
+        )
     actual = _sha256(source)
     if actual != sha256:
-        raise PipelineError(
-            f"{what} hashes to {actual[:16]}…, the plan says {sha256[:16]}…", where=str(source)
+        raise SmokePlanError(
+            f"{what} hashes to {actual[:16]}…, the plan says {sha256[:16]}…",
+            where=str(source),
+            error_id="smoke-plan.hash-mismatch",
         )
     copy = scratch / source.name
     shutil.copyfile(source, copy)

@@ -31,9 +31,17 @@ STAGING_DIR = ".staging"
 class ReleaseLocked(PipelineError):
     """Another release holds dist/.release.lock."""
 
+    error_id = "release.locked"
+    default_hint = (
+        "wait for the other release or sign to finish; the lock goes away when that process ends"
+    )
+
 
 class BundleExists(CheckFailed):
     """dist/ already holds a bundle of this version."""
+
+    error_id = "release.bundle-exists"
+    default_hint = "bump [project].version, or replace it with `./nox -s release -- --force`"
 
 
 @contextmanager
@@ -47,8 +55,7 @@ def bundle_contents(
     version: str, files: Mapping[str, bytes], mtime: int, executable: AbstractSet[str] = frozenset()
 ) -> dict[str, bytes]:
     """Every file of the bundle: `files`, SHA256SUMS over them, and the tarball of both."""
-    if CHECKSUMS in files:
-        raise PipelineError("SHA256SUMS is computed here, not passed in", where="bundle")
+    assert CHECKSUMS not in files, "SHA256SUMS is computed here, not passed in"
     listed = dict(files)
     listed[CHECKSUMS] = checksums_text(listed)
     listed[tarball_name(version)] = deterministic_tarball(

@@ -29,6 +29,13 @@ from verify.formats.conformance import ConformanceReport
 from verify.formats.manifest import ModuleManifest
 
 
+class ConformanceFailed(CheckFailed):
+    """The release's conformance matrix found a failing row."""
+
+    error_id = "release.conformance-failed"
+    default_hint = "fix the lane, or switch it off with the manifest's disabled_lanes"
+
+
 def stage(folder: Path, files: Mapping[str, bytes], manifest: ModuleManifest) -> Path:
     """The bundle's files under `folder`, native binaries executable (the oracle runs one)."""
     native = {a.url for a in manifest.native_artifacts}
@@ -84,7 +91,7 @@ def run_conformance(
             report = conformance(subject, run_opts)
         problems = unmet(report, require)
         if problems:
-            raise CheckFailed(
+            raise ConformanceFailed(
                 f"conformance: {'; '.join(problems)}",
                 where="conformance matrix",
                 hint="fix the lane, or switch it off with the manifest's disabled_lanes",

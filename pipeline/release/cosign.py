@@ -15,13 +15,15 @@ manifest.json by the CI job's ambient OIDC identity (`pipeline.documents.keyless
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from pipeline.documents.keyless import sign_keyless
 from pipeline.documents.keys import load_private_key
 from pipeline.documents.sign import AlreadySigned, add_signature
-from pipeline.errors import EXIT_OK, CheckFailed, PipelineError
+from pipeline.errors import EXIT_OK, CheckFailed, TabledError
 from pipeline.release.bundle import bundle_contents, release_lock, write_bundle_locked
 from verify.bundle.dsse import keyid_of, parse_sigstore_bundle
 from verify.bundle.keyless import KEYLESS_SIGNATURE
@@ -36,11 +38,27 @@ from verify.bundle.layout import (
 from verify.errors import VerifyError
 from verify.formats.manifest import ModuleManifest
 
+
+class CoSignUsage(TabledError):
+    """`sign` was not given a bundle folder or a key."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "sign.not-a-bundle": "sign dist/tinyrustlm-<version>/ (the folder, not the tarball)",
+        "sign.no-key": "pass --key PEM or --keyless",
+    }
+
+
 CO_SIGNED = (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)
 
 
 class CoSignRefused(CheckFailed):
     """The bundle cannot be co-signed as it is (already signed by this key, inconsistent)."""
+
+    error_id = "sign.refused"
+    default_hint = (
+        "co-sign only a bundle as `release` or another `sign` left it, with a key that has not "
+        "signed it yet"
+    )
 
 
 @dataclass(frozen=True)
@@ -53,8 +71,11 @@ class CoSigned:
 
 def _read_folder(bundle: Path) -> dict[str, bytes]:
     if bundle.is_symlink() or not bundle.is_dir():
-        raise PipelineError(
-            "not a bundle folder", where=str(bundle), hint="sign dist/tinyrustlm-<version>/"
+        raise CoSignUsage(
+            "not a bundle folder",
+            where=str(bundle),
+            hint="sign dist/tinyrustlm-<version>/",
+            error_id="sign.not-a-bundle",
         )
     files: dict[str, bytes] = {}
     for path in sorted(bundle.rglob("*")):
@@ -77,7 +98,12 @@ def _manifest(files: dict[str, bytes], bundle: Path) -> ModuleManifest:
 
 def cosign_bundle(bundle: Path, key_path: Path | None, keyless: bool = False) -> CoSigned:
     if key_path is None and not keyless:
-        raise PipelineError("nothing to sign with", where="sign", hint="pass --key or --keyless")
+        raise CoSignUsage(
+            "nothing to sign with",
+            where="sign",
+            hint="pass --key or --keyless",
+            error_id="sign.no-key",
+        )
     key = None if key_path is None else load_private_key(key_path)
     keyid = "" if key is None else keyid_of(key.public_key())
     dist = bundle.parent

@@ -32,13 +32,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import ClassVar, Protocol, TypeVar
 
 from pipeline import paths
 from pipeline.documents.assemble import MANIFEST_VALIDITY_SECONDS, Documents, documents_of
 from pipeline.documents.keys import SigningKey, resolve_signing_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
-from pipeline.errors import CheckFailed
+from pipeline.errors import CheckFailed, TabledError
 from pipeline.lanebuild.built import Built, built_from_index
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.lanebuild.handoff import built_from_records
@@ -58,6 +58,28 @@ from verify.bundle.report_check import Deriver, default_deriver, failed_findings
 from verify.errors import VerifyError
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, KeyClass, ModuleManifest
 from verify.formats.report import VerificationReport
+
+
+class ReleaseRefused(TabledError, CheckFailed):
+    """A release step ran and refused to go on."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "release.born-expired": "release from a recent commit",
+        "release.verify-could-not-run": (
+            "read the verifier's message: an artifact or policy it needs is unreadable"
+        ),
+        "release.findings": (
+            "tinyrustlm-verify artifact --build-index build/index.json shows the evidence"
+        ),
+        "release.smoke": (
+            "a lane ships only if its self-test ran and passed: install its engine, leave it out "
+            "with --lane, or name it with --ship-unsmoked"
+        ),
+        "release.manifest-changed": (
+            "rerun the release: something rewrote manifest.json while it ran"
+        ),
+    }
+
 
 Say = Callable[[str], None]
 
@@ -217,11 +239,12 @@ def preflight(request: ReleaseRequest) -> Checked:
             hint=_force_command(tree.version),
         )
     if tree.git.commit_time + MANIFEST_VALIDITY_SECONDS <= request.now:
-        raise CheckFailed(
+        raise ReleaseRefused(
             "HEAD was committed more than the manifest validity period ago: the bundle "
             "would be born expired",
             where=f"git revision {tree.git.revision}",
             hint="release from a recent commit",
+            error_id="release.born-expired",
         )
     dirty = " (dirty tree allowed)" if tree.git.dirty else ""
     detail = f"revision {tree.git.revision[:12]}{dirty}, key {key.keyid[:16]}… ({key.key_class})"
@@ -261,13 +284,18 @@ def step_verify(built: Built, derive: Deriver | None = None) -> Verified:
     try:
         report = (derive or default_deriver())(artifacts)
     except VerifyError as exc:
-        raise CheckFailed(f"verification could not run: {exc.message}", where=exc.where) from exc
+        raise ReleaseRefused(
+            f"verification could not run: {exc.message}",
+            where=exc.where,
+            error_id="release.verify-could-not-run",
+        ) from exc
     failing = failed_findings(report)
     if failing:
-        raise CheckFailed(
+        raise ReleaseRefused(
             f"{len(failing)} failing finding(s): {', '.join(failing)}",
             where="verification report",
             hint="tinyrustlm-verify artifact --build-index build/index.json shows the evidence",
+            error_id="release.findings",
         )
     total = sum(len(a.findings) for a in report.artifacts)
     return Verified(built, report, f"{len(artifacts)} artifact(s), {total} finding(s), all pass")
@@ -285,11 +313,12 @@ def step_smoke(verified: Verified, unsmoked: Sequence[str] = ()) -> Tested:
         if e.smoke.status != "pass" and not (e.smoke.status == "not-run" and e.lane in allowed)
     ]
     if bad:
-        raise CheckFailed(
+        raise ReleaseRefused(
             f"self-test did not pass for {len(bad)} lane(s): {'; '.join(bad)}",
             where="build/index.json smoke",
             hint="a lane ships only if its self-test ran and passed: install its engine, leave "
             "it out with --lane, or name it with --ship-unsmoked (the manifest records it)",
+            error_id="release.smoke",
         )
     unsmoked = tuple(e.lane for e in lanes if e.smoke.status == "not-run")  # all named
     engines = sorted({e.smoke.engine for e in lanes})
@@ -335,9 +364,10 @@ def step_sign_provenance(conformed: Conformed) -> Signed:
     )
     if documents.files[MANIFEST] != first.documents.files[MANIFEST]:
         # the manifest does not list conformance.json: the signed one must still be it
-        raise CheckFailed(
+        raise ReleaseRefused(
             "the manifest changed between signing it and signing the provenance",
             where=MANIFEST,
+            error_id="release.manifest-changed",
         )
     statement = sign_to_sigstore_bundle(
         first.checked.key.private_key, IN_TOTO_PAYLOAD_TYPE, documents.statement

@@ -19,6 +19,12 @@ class PublishedDeb:
 class ArchiveError(PipelineError):
     """The archive index does not (or no longer) publish a pinned package version."""
 
+    error_id = "toolchain.archive"
+    default_hint = (
+        "run `apt-get update`; if the pinned version left the archive, relock with "
+        "`tinyrustlm-release toolchain lock`"
+    )
+
 
 def published(spec: str, version: str) -> PublishedDeb:
     """Facts of `NAME:ARCH=VERSION` from `apt-cache show` (needs a fresh `apt-get update`)."""

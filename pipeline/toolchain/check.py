@@ -13,6 +13,13 @@ from pipeline.toolchain import probe
 from pipeline.toolchain.lockfile import ToolchainLock
 
 
+class ToolchainDrift(CheckFailed):
+    """The installed toolchain differs from the lock."""
+
+    error_id = "toolchain.drift"
+    default_hint = "run `tinyrustlm-release toolchain install` (or `toolchain check` for the table)"
+
+
 @dataclass(frozen=True)
 class Difference:
     field: str  # dotted name, e.g. "package.rustc:amd64.version"
@@ -104,7 +111,7 @@ def check_installed(lock: ToolchainLock, lock_path: Path, build_dir: Path) -> No
     cache = build_dir / ".scratch" / "sysroot-digests.json"
     bad = drifted(compare(lock, digest_cache=cache))
     if bad:
-        raise CheckFailed(
+        raise ToolchainDrift(
             f"the installed toolchain differs from {lock_path.name} in {len(bad)} field(s): "
             + ", ".join(d.field for d in bad),
             where=str(lock_path),

@@ -11,13 +11,29 @@ import os
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import ClassVar
 
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, TabledError
 from pipeline.toolchain import probe
 from pipeline.toolchain.check import compare, drifted
 from pipeline.toolchain.lockfile import LockedPackage, ToolchainLock
+
+
+class InstallFailed(TabledError):
+    """apt could not bring the machine to the lock."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "toolchain.apt-failed": (
+            "read apt's last lines in the message (network, disk space, a held package), then "
+            "rerun `toolchain install`"
+        ),
+        "toolchain.still-differs": (
+            "the archive installed other versions than the lock pins: `toolchain check` shows which"
+        ),
+    }
+
 
 Say = Callable[[str], None]
 
@@ -25,9 +41,20 @@ Say = Callable[[str], None]
 class DebHashMismatch(PipelineError):
     """A downloaded .deb is not the file the lock pinned: refused and deleted."""
 
+    error_id = "toolchain.deb-hash"
+    default_hint = (
+        "the mirror served another file than the lock pins: retry, or use another Debian mirror"
+    )
+
 
 class NotInstallable(PipelineError):
     """This machine cannot be provisioned automatically (not root, or not the pinned Debian)."""
+
+    error_id = "toolchain.not-installable"
+    default_hint = (
+        "run `tinyrustlm-release toolchain install` as root on the pinned Debian, or "
+        "install the packages the lock names by hand"
+    )
 
 
 def deb_filename(pkg: LockedPackage) -> str:
@@ -91,7 +118,10 @@ def _run(argv: list[str], cwd: Path | None, say: Say) -> None:
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
-        raise PipelineError(f"`{shlex.join(argv)}` failed (exit {done.returncode}):\n{tail}")
+        raise InstallFailed(
+            f"`{shlex.join(argv)}` failed (exit {done.returncode}):\n{tail}",
+            error_id="toolchain.apt-failed",
+        )
 
 
 def install(lock: ToolchainLock, say: Say) -> int:
@@ -139,8 +169,9 @@ def install(lock: ToolchainLock, say: Say) -> int:
         )
     left = drifted(compare(lock))
     if any(d.field.startswith("package.") for d in left):
-        raise PipelineError(
+        raise InstallFailed(
             "packages still differ from the lock after install: "
-            + ", ".join(d.field for d in left if d.field.startswith("package."))
+            + ", ".join(d.field for d in left if d.field.startswith("package.")),
+            error_id="toolchain.still-differs",
         )
     return len(todo)

@@ -102,6 +102,11 @@ class ToolchainLock(Frozen):
 class LockError(PipelineError):
     """A lock or seed file that cannot be used; names the file, line and field."""
 
+    error_id = "toolchain.lock-invalid"
+    default_hint = (
+        "fix the file at the line named, or regenerate it with `tinyrustlm-release toolchain lock`"
+    )
+
 
 def _line_of(text: str, loc: tuple[int | str, ...]) -> int:
     """Best line for a pydantic error location such as ('package', 3, 'sha256')."""

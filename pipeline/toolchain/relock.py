@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
-from pipeline.errors import PipelineError
+from pipeline.errors import TabledError
 from pipeline.io.atomic import write_atomic
 from pipeline.toolchain import archive, probe
 from pipeline.toolchain.lockfile import (
@@ -19,14 +21,31 @@ from pipeline.toolchain.lockfile import (
 )
 
 
+class RelockError(TabledError):
+    """`toolchain lock` cannot read what is installed."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "toolchain.lock-not-installed": (
+            "install them first (apt-get install ...), then run `toolchain lock` again"
+        ),
+        "toolchain.rustc": (
+            "install the seed's rustc (toolchain.seed.toml) and run `toolchain lock` again"
+        ),
+        "toolchain.version-unknown": (
+            "install the tools the seed names, then run `toolchain lock` again"
+        ),
+    }
+
+
 def build_lock(seed: ToolchainSeed) -> ToolchainLock:
     """Every pinned fact, read from what is installed; fails if anything is missing."""
     versions = probe.installed_versions(seed.packages)
     missing = [spec for spec, v in versions.items() if v == probe.MISSING]
     if missing:
-        raise PipelineError(
+        raise RelockError(
             f"cannot lock packages that are not installed: {', '.join(missing)}",
             hint="install them first (apt-get install ...), then run `toolchain lock` again",
+            error_id="toolchain.lock-not-installed",
         )
     packages = []
     for pkg in seed.packages:
@@ -44,7 +63,11 @@ def build_lock(seed: ToolchainSeed) -> ToolchainLock:
         )
     facts = probe.rustc_facts(seed.rustc.binary)
     if "release" not in facts:
-        raise PipelineError(f"{seed.rustc.binary} -vV did not run", where=seed.rustc.binary)
+        raise RelockError(
+            f"{seed.rustc.binary} -vV did not run",
+            where=seed.rustc.binary,
+            error_id="toolchain.rustc",
+        )
     rustc = LockedRustc(
         binary=seed.rustc.binary,
         cargo=seed.rustc.cargo,
@@ -67,7 +90,10 @@ def build_lock(seed: ToolchainSeed) -> ToolchainLock:
     ]
     unknown = [t.name for t in tools if t.version.startswith("<")]
     if unknown:
-        raise PipelineError(f"cannot read the version of: {', '.join(unknown)}")
+        raise RelockError(
+            f"cannot read the version of: {', '.join(unknown)}",
+            error_id="toolchain.version-unknown",
+        )
     return ToolchainLock.model_validate(
         {
             "schema": LOCK_SCHEMA,

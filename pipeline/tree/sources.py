@@ -8,12 +8,34 @@ import hashlib
 import re
 import subprocess
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pipeline import paths
-from pipeline.errors import CheckFailed, PipelineError
+from pipeline.errors import CheckFailed, TabledError
+
+
+class SourceError(TabledError):
+    """The source tree cannot be read: git, Cargo.toml or pyproject.toml."""
+
+    table: ClassVar[Mapping[str, str]] = {
+        "git.unavailable": "install git and run inside a clone of the repository",
+        "git.failed": (
+            "run inside a clone of the repository, with its history (not a shallow export)"
+        ),
+        "tree.cargo-package": "give every crate's Cargo.toml a [package] name",
+        "tree.version": "set [project].version in pyproject.toml",
+        "tree.toml-invalid": "fix the TOML file named in `where` (it must be readable UTF-8 TOML)",
+    }
+
+
+class TreeDirty(CheckFailed):
+    """Tracked files differ from HEAD."""
+
+    error_id = "tree.dirty"
+    default_hint = "commit or drop the changes (or pass --allow-dirty for a local trial)"
 
 
 @dataclass(frozen=True)
@@ -46,10 +68,14 @@ def _git(repo_root: Path, *args: str) -> str:
             check=False,
         )
     except OSError as exc:
-        raise PipelineError(f"cannot run git: {exc.strerror}", where=str(repo_root)) from exc
+        raise SourceError(
+            f"cannot run git: {exc.strerror}", where=str(repo_root), error_id="git.unavailable"
+        ) from exc
     if done.returncode != 0:
-        raise PipelineError(
-            f"git {' '.join(args)} failed: {done.stderr.strip()}", where=str(repo_root)
+        raise SourceError(
+            f"git {' '.join(args)} failed: {done.stderr.strip()}",
+            where=str(repo_root),
+            error_id="git.failed",
         )
     return done.stdout
 
@@ -87,7 +113,9 @@ def crate_sources(repo_root: Path) -> list[CrateSource]:
     for toml_path in sorted(crates_dir.glob("*/Cargo.toml")):
         package = _toml(toml_path).get("package")
         if not isinstance(package, dict) or "name" not in package:
-            raise PipelineError("no [package] name", where=str(toml_path))
+            raise SourceError(
+                "no [package] name", where=str(toml_path), error_id="tree.cargo-package"
+            )
         version = package.get("version", "")
         if isinstance(version, dict):  # version.workspace = true
             version = workspace_version
@@ -123,13 +151,13 @@ def project_version(repo_root: Path) -> str:
     path = repo_root / paths.PYPROJECT
     version = _toml(path).get("project", {}).get("version")
     if not isinstance(version, str) or not version:
-        raise PipelineError("no [project].version", where=str(path))
+        raise SourceError("no [project].version", where=str(path), error_id="tree.version")
     return version
 
 
 def require_clean(facts: GitFacts, allow_dirty: bool) -> None:
     if facts.dirty and not allow_dirty:
-        raise CheckFailed(
+        raise TreeDirty(
             "tracked files differ from HEAD: the release would not match its source revision",
             where=f"git revision {facts.revision}",
             hint="commit or drop the changes (or pass --allow-dirty for a local trial)",
@@ -140,6 +168,10 @@ def _toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise PipelineError(f"cannot read: {exc.strerror}", where=str(path)) from exc
+        raise SourceError(
+            f"cannot read: {exc.strerror}", where=str(path), error_id="tree.toml-invalid"
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
-        raise PipelineError(f"not valid TOML: {exc}", where=str(path)) from exc
+        raise SourceError(
+            f"not valid TOML: {exc}", where=str(path), error_id="tree.toml-invalid"
+        ) from exc

@@ -7,19 +7,14 @@ hostile mirror always ends in a typed error, never a traceback.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from pipeline.errors import EXIT_CHECK_FAILED, PipelineError
 
 
 class PublishError(PipelineError):
     """Root of this package's errors (exit 3: bad input or environment)."""
 
-    error_id: ClassVar[str] = "publish.error"
+    error_id = "publish.error"
     default_hint = "see the message; rerun with the paths it names corrected"
-
-    def diagnostics(self) -> str:
-        return super().diagnostics().replace("error:", f"error[{self.error_id}]:", 1)
 
 
 class Refused(PublishError):

@@ -33,6 +33,12 @@ POLICY_FILES = (WASM_POLICY, NATIVE_POLICY)
 class PolicyError(VerifyError):
     """A policy file that is missing, malformed or fails closed (empty, unknown field)."""
 
+    error_id = "policy.invalid"
+    default_hint = (
+        "restore verify/policy/ from the release (or fix the --policy-dir file named), or pick "
+        "a lane the policy defines"
+    )
+
 
 @dataclass(frozen=True, slots=True)
 class AllowedImport:

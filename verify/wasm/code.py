@@ -17,7 +17,7 @@ from verify.wasm.errors import MalformedWasm
 from verify.wasm.features import NONE, Proposal
 from verify.wasm.opcodes import OPCODES, PREFIXES, Imm, Op
 from verify.wasm.reader import leb_signed, leb_unsigned
-from verify.wasm.types import valtype_requirement
+from verify.wasm.types import heaptype_end, valtype_requirement
 
 # ---- shapes of single-byte opcodes (derived from the table) ----
 _UNKNOWN, _NONE, _LEB, _MEMARG, _BLOCK, _END, _PREFIX, _OTHER, _ELSE, _LABEL, _FIXED = range(11)
@@ -234,7 +234,10 @@ def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra)
                 extra.requires |= valtype_requirement(body[pos], base + pos)
                 pos += 1
         elif imm is Imm.HEAPTYPE:
-            pos = _leb(body, pos, True, 33, base, "heap type")
+            try:
+                pos = heaptype_end(body, pos, len(body))
+            except MalformedWasm as exc:
+                raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
         else:  # pragma: no cover - br_table and try_table are `_structured`'s (their labels
             raise AssertionError(imm)  # are checked against the open frames)
     return pos

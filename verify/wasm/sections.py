@@ -20,7 +20,7 @@ from verify.wasm.custom import (
 from verify.wasm.errors import MalformedWasm
 from verify.wasm.features import Proposal
 from verify.wasm.reader import Reader
-from verify.wasm.types import FUNCREF, REFTYPES, valtype_requirement
+from verify.wasm.types import FUNCREF, REFTYPES, heaptype_end, valtype_requirement
 
 MAGIC = b"\0asm"
 SECTION_NAMES = {
@@ -204,7 +204,7 @@ def _const_expr(r: Reader, st: _State, what: str) -> None:
         elif op == 0x23:
             r.u32(f"{what} global index")
         elif op == 0xD0:
-            r.s33(f"{what} heap type")
+            r.pos = heaptype_end(r.data, r.pos, r.end)
             st.need(Proposal.REFERENCE_TYPES, f"ref.null in {what}")
         elif op == 0xD2:
             r.u32(f"{what} function index")

@@ -241,10 +241,10 @@ def test_sampler_case_model_refuses_bad_values() -> None:
 @pytest.mark.parametrize(
     ("args", "message", "exit_code"),
     [
-        (["--engines", "opera"], "--engines: unknown opera", 2),
-        (["--engines", ""], "--engines: an empty list", 2),
-        (["--cases", "0"], "--cases and --speed-runs must be >= 1", 2),
-        ([], "not a bundle", 3),
+        (["--engines", "opera"], "[conformance.usage]: --engines: unknown opera", 2),
+        (["--engines", ""], "[conformance.usage]: --engines: an empty list", 2),
+        (["--cases", "0"], "[conformance.usage]: --cases and --speed-runs must be >= 1", 2),
+        ([], "[conformance.not-a-bundle]: not a bundle", 3),
     ],
     ids=["unknown-engine", "no-engine", "zero-cases", "not-a-bundle"],
 )
@@ -260,5 +260,5 @@ def test_cli_bad_input_is_one_error_line(
     code = main(["conformance", str(tmp_path), "--out", str(tmp_path / "r.json"), *args])
     err = capsys.readouterr().err
     assert code == exit_code
-    assert err.startswith(f"error: {message}"), err
+    assert err.startswith(f"error{message}"), err
     assert "Traceback" not in err and not (tmp_path / "r.json").exists()

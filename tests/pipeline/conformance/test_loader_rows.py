@@ -282,7 +282,8 @@ def test_release_conformance_signs_the_manifest_its_loader_verified(
         return steps.Conformed(other, None, "")
 
     request = replace(request, dist=tmp_path / "dist2")
-    with pytest.raises(CheckFailed, match="manifest changed between signing it"):
+    with pytest.raises(CheckFailed, match="manifest changed between signing it") as caught:
         steps.run_release(
             request, replace(steps.STEPS, conformance=matrix_on_another_manifest), lambda _: None
         )
+    assert caught.value.error_id == "release.manifest-changed"

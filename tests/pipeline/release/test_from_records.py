@@ -137,31 +137,48 @@ def _set(*path: str, value: Any) -> Callable[[Doc, Doc], None]:
     return edit
 
 
-# name -> (edit of the second folder, expected message)
-REFUSALS: dict[str, tuple[Callable[[Doc, Doc], None], str]] = {
-    "another commit": (_set("index", "source_revision", value="0" * 40), "built from revision"),
-    "another commit time": (_set("index", "source_date_epoch", value=1), "SOURCE_DATE_EPOCH"),
+# name -> (edit of the second folder, expected message, its error id)
+REFUSALS: dict[str, tuple[Callable[[Doc, Doc], None], str, str]] = {
+    "another commit": (
+        _set("index", "source_revision", value="0" * 40),
+        "built from revision",
+        "records.revision",
+    ),
+    "another commit time": (
+        _set("index", "source_date_epoch", value=1),
+        "SOURCE_DATE_EPOCH",
+        "records.epoch",
+    ),
     "another toolchain.lock (index)": (
         _set("index", "toolchain_lock_sha256", value="9" * 64),
         "another toolchain.lock",
+        "records.toolchain-lock",
     ),
     "another toolchain.lock (record)": (
         _set("record", "inputs", "toolchain_lock_sha256", value="9" * 64),
         "another toolchain.lock",
+        "records.inputs",
     ),
     "another Cargo.lock": (
         _set("record", "inputs", "cargo_lock_sha256", value="8" * 64),
         "another Cargo.lock",
+        "records.inputs",
     ),
     "another lane entry": (
         _set("record", "inputs", "lane_entry_sha256", value="7" * 64),
         "another lanes.toml",
+        "records.inputs",
     ),
     "another source tree": (
         _set("record", "inputs", "sources_sha256", value="6" * 64),
         "another sources",
+        "records.inputs",
     ),
-    "record of another lane": (_set("record", "lane", value=WASM[0]), "record is of lane"),
+    "record of another lane": (
+        _set("record", "lane", value=WASM[0]),
+        "record is of lane",
+        "records.lane-mismatch",
+    ),
 }
 
 
@@ -180,15 +197,16 @@ def test_two_folders_assemble_a_bundle_that_verifies(harness: Harness) -> None:
     assert any("lane(s) from records" in line for line in harness.log)
 
 
-@pytest.mark.parametrize(("edit", "message"), REFUSALS.values(), ids=REFUSALS.keys())
+@pytest.mark.parametrize(("edit", "message", "error_id"), REFUSALS.values(), ids=REFUSALS.keys())
 def test_a_record_not_of_this_tree_is_refused(
-    harness: Harness, edit: Callable[[Doc, Doc], None], message: str
+    harness: Harness, edit: Callable[[Doc, Doc], None], message: str, error_id: str
 ) -> None:
     _prepare(harness)
     one = _write_folder(harness, harness.tmp / "wasm-machine", WASM)
     two = _write_folder(harness, harness.tmp / "native-machine", NATIVE, edit)
-    with pytest.raises(RecordRefused, match=message):
+    with pytest.raises(RecordRefused, match=message) as info:
         _release_from(harness, one, two)
+    assert info.value.error_id == error_id
     assert not (harness.tmp / "dist").exists() or not list((harness.tmp / "dist").glob("t*"))
 
 
@@ -197,16 +215,18 @@ def test_changed_artifact_bytes_are_refused(harness: Harness) -> None:
     one = _write_folder(harness, harness.tmp / "wasm-machine", WASM)
     artifact = next((one / WASM[0]).glob("runtime.*"))
     artifact.write_bytes(artifact.read_bytes() + b"\0")
-    with pytest.raises(RecordRefused, match="is not the recorded"):
+    with pytest.raises(RecordRefused, match="is not the recorded") as info:
         _release_from(harness, one)
+    assert info.value.error_id == "records.digest"
 
 
 def test_a_lane_from_two_folders_is_refused(harness: Harness) -> None:
     _prepare(harness)
     one = _write_folder(harness, harness.tmp / "a", WASM)
     two = _write_folder(harness, harness.tmp / "b", WASM[:1])
-    with pytest.raises(RecordRefused, match="in two records folders"):
+    with pytest.raises(RecordRefused, match="in two records folders") as info:
         _release_from(harness, one, two)
+    assert info.value.error_id == "records.duplicate-lane"
 
 
 # -- issue 26: complete, confined, no links ------------------------------------------------

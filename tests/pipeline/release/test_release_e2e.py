@@ -111,8 +111,11 @@ def test_disable_lane_is_signed_into_the_manifest(harness: Harness) -> None:
 
 
 def test_disable_lane_refuses_a_lane_that_is_not_a_wasm_lane(harness: Harness) -> None:
-    with pytest.raises(CheckFailed, match="names no wasm lane of this release: no-such-lane"):
+    with pytest.raises(
+        CheckFailed, match="names no wasm lane of this release: no-such-lane"
+    ) as caught:
         harness.release(disabled_lanes=("no-such-lane",))
+    assert caught.value.error_id == "documents.disable-lane-unknown"
     assert not (harness.tmp / "dist").exists() or not any((harness.tmp / "dist").iterdir())
 
 

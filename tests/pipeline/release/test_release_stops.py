@@ -22,8 +22,9 @@ def _dist_is_empty(h: Harness) -> bool:
 
 def test_failed_smoke_stops_release(harness: Harness) -> None:
     write_build(harness.repo, harness.commit_time, smoke="fail")
-    with pytest.raises(CheckFailed, match="self-test did not pass"):
+    with pytest.raises(CheckFailed, match="self-test did not pass") as caught:
         harness.release()
+    assert caught.value.error_id == "release.smoke"
     assert _dist_is_empty(harness)
 
 
@@ -67,8 +68,9 @@ def test_failed_verification_stops_release(harness: Harness) -> None:
 
 def test_dirty_tree_is_refused(harness: Harness) -> None:
     (harness.repo / "crates/core/src/lib.rs").write_text("#![no_std]\n// edited\n")
-    with pytest.raises(CheckFailed, match="differ from HEAD"):
+    with pytest.raises(CheckFailed, match="differ from HEAD") as dirty:
         harness.release()
+    assert dirty.value.error_id == "tree.dirty"
     assert harness.release(allow_dirty=True).bundle is not None
 
 
@@ -127,22 +129,25 @@ def test_stale_build_index_is_refused(harness: Harness) -> None:
         ],
         check=True,
     )
-    with pytest.raises(CheckFailed, match="build index is of revision"):
+    with pytest.raises(CheckFailed, match="build index is of revision") as caught:
         harness.release()
+    assert caught.value.error_id == "build-index.revision"
     assert _dist_is_empty(harness)
 
 
 def test_artifact_changed_after_build_is_refused(harness: Harness) -> None:
     artifact = next((harness.repo / "build/artifacts").glob("runtime.scalar-*.wasm"))
     artifact.write_bytes(artifact.read_bytes() + b"\0")
-    with pytest.raises(CheckFailed, match="changed since the build"):
+    with pytest.raises(CheckFailed, match="changed since the build") as caught:
         harness.release()
+    assert caught.value.error_id == "documents.artifact-changed"
     assert _dist_is_empty(harness)
 
 
 def test_commit_older_than_validity_is_refused(harness: Harness) -> None:
-    with pytest.raises(CheckFailed, match="born expired"):
+    with pytest.raises(CheckFailed, match="born expired") as caught:
         harness.release(now=harness.commit_time + 400 * 86400)
+    assert caught.value.error_id == "release.born-expired"
 
 
 def test_concurrent_release_is_refused(harness: Harness) -> None:

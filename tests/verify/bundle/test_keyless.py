@@ -145,5 +145,6 @@ def test_keyless_signing_without_an_ambient_credential_is_a_clear_error(
     before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
     assert release_main(["sign", str(bundle), "--keyless"]) == 3
     err = capsys.readouterr().err
-    assert err.startswith("error: no ambient OIDC credential") and "id-token: write" in err
+    assert err.startswith("error[keyless.unavailable]: no ambient OIDC credential")
+    assert "id-token: write" in err
     assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before

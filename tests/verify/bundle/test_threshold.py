@@ -152,6 +152,29 @@ def test_a_key_counts_only_inside_its_window(team: Maintainers, tmp_path: Path) 
         assert code == 0, (at, err)
 
 
+def test_one_signature_not_yet_valid_is_refused_with_its_own_id(
+    team: Maintainers, tmp_path: Path
+) -> None:
+    """Threshold 1, one signature: the signature's own reason is the error (not "0 of 1")."""
+    start = int(time.time()) + 1000
+    later = {team.a.keyid: {"not_before": _iso(start), "not_after": _iso(start + 1000)}}
+    trusted = policy(tmp_path, [team.a], 1, **later)
+    code, result, _ = verify_json(team.bundle, trusted)
+    assert (code, result["error"]["id"]) == (1, "signature.key-not-yet-valid")
+    assert verify_json(team.bundle, trusted, "--at-epoch", str(start))[0] == 0  # the boundary
+
+
+def test_one_signature_by_a_key_the_policy_does_not_allow(
+    team: Maintainers, tmp_path: Path
+) -> None:
+    path = policy(tmp_path, [team.a, team.c], 1)
+    doc = json.loads(path.read_text())
+    doc["policy"]["manifest"] = {"keyids": [team.c.keyid], "threshold": 1}
+    path.write_text(json.dumps(doc))
+    code, result, _ = verify_json(team.bundle, path)
+    assert (code, result["error"]["id"]) == (1, "signature.key-not-allowed")
+
+
 def test_a_key_not_allowed_for_the_document(team: Maintainers, tmp_path: Path) -> None:
     cosign_bundle(team.bundle, team.b.private_pem)
     path = policy(tmp_path, [team.a, team.b, team.c], 2)
@@ -224,7 +247,8 @@ def test_sign_cli_output_and_refusal(team: Maintainers, capsys: pytest.CaptureFi
     assert "manifest.sigstore.json: 2 signature(s)" in out
     assert release_main(["sign", str(team.bundle), "--key", str(team.b.private_pem)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: key ") and "already signed" in err and "Traceback" not in err
+    assert err.startswith("error[sign.refused]: key ") and "already signed" in err
+    assert "Traceback" not in err
 
 
 def test_a_policy_that_can_never_be_met_is_refused(team: Maintainers) -> None:
