@@ -1,18 +1,30 @@
 """release.yml replayed here (tests/workflows/replay.py) makes the very bundle that
 `./nox -s release` makes from the same commit and key. Six lane builds, each in its own
-clean clone, then the reference release in another: integration, and slow."""
+clean clone, then the reference release in another: integration, and slow.
+
+Byte for byte, with one measured exception: conformance.json is a measurement of engines
+(first-token times, receipts), not a build output, so two runs of the matrix differ in it, and
+with it the files that name its digest (the provenance statement, SHA256SUMS, the tarball).
+The test proves that this is the only difference: the rows' verdicts are equal, and each of
+those files is equal once the reference's conformance digest is replaced by the replay's."""
 
 from __future__ import annotations
 
+import base64
 import filecmp
+import hashlib
+import json
 import os
 import subprocess
+import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pipeline.documents.keys import generate_key_files
 from tests.clones import clone_head
+from verify.bundle.layout import CHECKSUMS, CONFORMANCE, PROVENANCE_SIGNATURE
 
 from .replay import Replay
 
@@ -23,6 +35,71 @@ RELEASE_ARGS = ["--conformance", "--conformance-require", "chromium,firefox,webk
 
 def _tree(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+# A row's verdict: what the matrix decided, without what it measured (times, receipts).
+VERDICT = (
+    *("engine", "engine_kind", "isolated", "lane", "tier", "artifact_sha256", "outcome"),
+    *("chosen", "cases_passed", "cases_failed"),
+)
+
+
+def _verdicts(report: bytes) -> tuple[Any, list[tuple[Any, ...]]]:
+    doc = json.loads(report)
+    head = {k: v for k, v in doc.items() if k not in ("rows", "speed")}
+    return head, [tuple(row.get(k) for k in VERDICT) for row in doc["rows"]]
+
+
+def _statement(envelope: bytes) -> dict[str, Any]:
+    payload = json.loads(envelope)["dsseEnvelope"]["payload"]
+    statement: dict[str, Any] = json.loads(base64.b64decode(payload))
+    return statement
+
+
+def _members(tarball: Path) -> dict[str, bytes]:
+    with tarfile.open(tarball) as tar:
+        return {
+            m.name.split("/", 1)[1]: tar.extractfile(m).read()  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.isfile()
+        }
+
+
+def assert_same_but_the_measurement(replayed: Path, reference: Path) -> list[str]:
+    """Every file equal, or (conformance.json differing) equal but for its digest; returns
+    the names that differed in bytes."""
+    assert _tree(replayed) == _tree(reference)
+    _, mismatch, errors = filecmp.cmpfiles(replayed, reference, _tree(reference), shallow=False)
+    assert errors == []
+    if CONFORMANCE not in mismatch:
+        assert mismatch == []
+        return mismatch
+    (tarball,) = [name for name in _tree(reference) if name.endswith(".tar.gz")]
+    measured = {CONFORMANCE, PROVENANCE_SIGNATURE, CHECKSUMS}
+    assert sorted(mismatch) == sorted([*measured, tarball])
+    ours, theirs = ((folder / CONFORMANCE).read_bytes() for folder in (replayed, reference))
+    assert _verdicts(ours) == _verdicts(theirs)
+    old, new = hashlib.sha256(theirs).hexdigest(), hashlib.sha256(ours).hexdigest()
+    # the provenance statement: equal once it names the replay's conformance digest
+    statement = json.dumps(_statement((reference / PROVENANCE_SIGNATURE).read_bytes()))
+    assert old in statement
+    assert json.loads(statement.replace(old, new)) == _statement(
+        (replayed / PROVENANCE_SIGNATURE).read_bytes()
+    )
+
+    # SHA256SUMS: equal on every line but the measured report's and those naming it
+    def sums(folder: Path) -> list[str]:
+        lines = (folder / CHECKSUMS).read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if line.split()[-1].lstrip("*") not in {*measured, tarball}]
+        assert len(kept) >= len(lines) - 3
+        return kept
+
+    assert sums(replayed) == sums(reference)
+    # the tarball: the same members, equal but for the measured report and what names it
+    ours_tar, theirs_tar = _members(replayed / tarball), _members(reference / tarball)
+    assert sorted(ours_tar) == sorted(theirs_tar)
+    assert {n for n in ours_tar if ours_tar[n] != theirs_tar[n]} <= measured
+    return mismatch
 
 
 def test_the_replayed_release_is_the_nox_release(tmp_path: Path) -> None:
@@ -63,6 +140,5 @@ def test_the_replayed_release_is_the_nox_release(tmp_path: Path) -> None:
         check=True,
     )
     (reference,) = (clone / "dist").glob("tinyrustlm-*")
-    assert _tree(replayed) == _tree(reference)
-    _, mismatch, errors = filecmp.cmpfiles(replayed, reference, _tree(reference), shallow=False)
-    assert (mismatch, errors) == ([], [])
+    differed = assert_same_but_the_measurement(replayed, reference)
+    print(f"replay: {len(_tree(reference))} files, byte-identical but {differed}")

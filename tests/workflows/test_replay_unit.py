@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
+import json
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,7 @@ from .replay import (
     evaluate,
     substitute,
 )
+from .test_replay import assert_same_but_the_measurement
 
 CTX = {
     "matrix": {"lane": "a", "native_runner": ""},
@@ -92,3 +98,46 @@ def test_a_job_after_a_skipped_job_is_skipped(tmp_path: Path) -> None:
     )
     results = Replay(workflow, tmp_path / "work").run()
     assert [(r.name, r.status) for r in results] == [("first", "skipped"), ("second", "skipped")]
+
+
+def _bundle(folder: Path, rows: list[dict[str, object]], artifact: bytes = b"wasm") -> Path:
+    """A bundle shaped like the release's: a measured report, the provenance naming its
+    digest, SHA256SUMS over the files, and a tarball of them all."""
+    root = folder / "tinyrustlm-9.9.9"
+    (root / "artifacts").mkdir(parents=True)
+    files = {"artifacts/a.wasm": artifact, "conformance.json": json.dumps({"rows": rows}).encode()}
+    digest = {n: hashlib.sha256(b).hexdigest() for n, b in files.items()}
+    statement = {"subject": [{"name": n, "digest": {"sha256": d}} for n, d in digest.items()]}
+    payload = base64.b64encode(json.dumps(statement).encode()).decode()
+    files["provenance.sigstore.json"] = json.dumps({"dsseEnvelope": {"payload": payload}}).encode()
+    files["SHA256SUMS"] = "".join(
+        f"{hashlib.sha256(b).hexdigest()}  {n}\n" for n, b in sorted(files.items())
+    ).encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(f"{root.name}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    files["tinyrustlm-9.9.9.tar.gz"] = buffer.getvalue()
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    return root
+
+
+ROW = {"engine": "chromium", "lane": "scalar", "outcome": "pass", "cases_passed": 3}
+
+
+def test_the_bundles_may_differ_only_in_the_measured_report(tmp_path: Path) -> None:
+    same = _bundle(tmp_path / "a", [ROW]), _bundle(tmp_path / "b", [ROW])
+    assert assert_same_but_the_measurement(*same) == []
+    timed = _bundle(tmp_path / "c", [{**ROW, "receipt": {"ttft_ms": 41.5}}])
+    assert "conformance.json" in assert_same_but_the_measurement(same[0], timed)
+    for name, other in [
+        ("verdict", [{**ROW, "outcome": "fail"}]),
+        ("rows", [ROW, ROW]),
+    ]:
+        with pytest.raises(AssertionError):
+            assert_same_but_the_measurement(same[0], _bundle(tmp_path / name, other))
+    with pytest.raises(AssertionError):  # an artifact that differs is never a measurement
+        assert_same_but_the_measurement(same[0], _bundle(tmp_path / "d", [ROW], b"other"))
