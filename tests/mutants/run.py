@@ -18,6 +18,8 @@ import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from tests.mutants import planted
@@ -47,11 +49,11 @@ def mutmut(args: list[str], log: Path | None = None) -> subprocess.CompletedProc
         )
 
 
-def run_mutmut(full: bool, max_children: int) -> int:
+def run_mutmut(full: bool, max_children: int, only: Sequence[str] = ()) -> int:
     LOG.parent.mkdir(exist_ok=True)
-    globs = [] if full else list(QUICK)
+    globs = list(only) or ([] if full else list(QUICK))
     print(
-        f"== mutmut over {'every listed module' if full else ', '.join(globs)} "
+        f"== mutmut over {', '.join(globs) or 'every listed module'} "
         f"(log: {LOG.relative_to(REPO_ROOT)})",
         flush=True,
     )
@@ -64,7 +66,7 @@ def run_mutmut(full: bool, max_children: int) -> int:
     statuses: dict[str, str] = {}
     for line in listed.stdout.splitlines():
         match = RESULT.match(line)
-        if match and (full or any(match.group(1).startswith(g[:-1]) for g in globs)):
+        if match and (not globs or any(fnmatchcase(match.group(1), g) for g in globs)):
             statuses[match.group(1)] = match.group(2)
     counts = Counter(statuses.values())
     ran = {k: v for k, v in statuses.items() if v not in NOT_RUN}
@@ -100,10 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     only.add_argument("--planted-only", action="store_true")
     only.add_argument("--mutmut-only", action="store_true")
     parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="mutate only these mutant names (repeatable), e.g. 'verify.bundle.verifier.*'",
+    )
     args = parser.parse_args(argv)
     status = 0
     if not args.planted_only:
-        status |= run_mutmut(args.full, args.max_children)
+        status |= run_mutmut(args.full, args.max_children, args.only)
     if not args.mutmut_only:
         print("\n== planted bugs (tests/mutants/planted.toml)", flush=True)
         status |= planted.main([])

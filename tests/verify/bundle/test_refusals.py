@@ -1,0 +1,938 @@
+"""Every refusal of the bundle verifier, word for word: one row per way a bundle is refused.
+
+A row says how to tamper with a copy of the pristine release (`tests.harness.release`), which
+error id the verifier must raise, at which step, and the exact message and `where` (the file
+and field it names: that text is the user-facing contract, scripts and people act on it).
+Signed documents are changed and signed again with the release key, as a builder holding the
+key could, so only the step under test can refuse them. Message and place templates are
+filled from the tampered bundle (`{keyid16}`, `{bundle}`, ...).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from pipeline.documents.keys import generate_key_files, load_private_key
+from pipeline.documents.sign import sign_to_sigstore_bundle
+from tests.harness.release import Harness, copy_pristine, fake_report, repack
+from verify.bundle import verifier
+from verify.bundle.dsse import parse_sigstore_bundle
+from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity
+from verify.bundle.layout import (
+    MANIFEST,
+    MANIFEST_SIGNATURE,
+    PROVENANCE_SIGNATURE,
+    REPORT,
+    SBOM,
+)
+from verify.bundle.tarball import HARD_LIMITS
+from verify.bundle.verifier import StepResult, _check_report, _State
+from verify.canonical import canonical_json
+from verify.errors import VerifyError
+from verify.formats.manifest import ModuleManifest
+from verify.formats.report import VerificationReport
+
+TARBALL = "tinyrustlm-9.9.9.tar.gz"
+PROV_WHERE = f"{PROVENANCE_SIGNATURE}: payload"
+SUBJECT_RULE = "subject needs a unique name and a sha256 digest"
+
+
+@pytest.fixture(autouse=True)
+def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verifier, "default_deriver", lambda: fake_report)
+
+
+@dataclass
+class Tampered:
+    """What a tamper did: template facts, `verify_bundle` options, another input or trust
+    file."""
+
+    facts: dict[str, object] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    trusted: Path | None = None
+
+
+Tamper = Callable[[Path, Harness], Tampered]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    tamper: Tamper
+    error_id: str
+    step: int
+    message: str  # a template, filled from the facts
+    where: str  # a template too
+    offset: int | None = None
+
+
+# -- helpers --------------------------------------------------------------------------------
+def _key(h: Harness) -> Ed25519PrivateKey:
+    return load_private_key(h.key.private_pem)
+
+
+def _payload(b: Path, name: str) -> bytes:
+    return base64.b64decode(json.loads((b / name).read_bytes())["dsseEnvelope"]["payload"])
+
+
+def _sign(b: Path, h: Harness, name: str, payload: bytes, payload_type: str | None = None) -> None:
+    envelope = json.loads((b / name).read_bytes())["dsseEnvelope"]
+    (b / name).write_bytes(
+        sign_to_sigstore_bundle(_key(h), payload_type or envelope["payloadType"], payload)
+    )
+
+
+def _manifest(b: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((b / MANIFEST).read_bytes())
+    return doc
+
+
+def _resign_manifest(change: Callable[[dict[str, Any]], object]) -> Tamper:
+    """manifest.json changed, written canonical, and signed again by the release key."""
+
+    def tamper(b: Path, h: Harness) -> Tampered:
+        doc = _manifest(b)
+        change(doc)
+        payload = canonical_json(doc)
+        (b / MANIFEST).write_bytes(payload)
+        _sign(b, h, MANIFEST_SIGNATURE, payload)
+        return Tampered()
+
+    return tamper
+
+
+def _signed_manifest_bytes(payload: bytes, keep_manifest_json: bool = False) -> Tamper:
+    """The manifest signature over `payload` (manifest.json kept, or made the same bytes)."""
+
+    def tamper(b: Path, h: Harness) -> Tampered:
+        _sign(b, h, MANIFEST_SIGNATURE, payload)
+        if not keep_manifest_json:
+            (b / MANIFEST).write_bytes(payload)
+        return Tampered()
+
+    return tamper
+
+
+def _resign_statement(change: Callable[[dict[str, Any]], object]) -> Tamper:
+    """The provenance statement changed in place and signed again by the release key."""
+
+    def tamper(b: Path, h: Harness) -> Tampered:
+        statement = json.loads(_payload(b, PROVENANCE_SIGNATURE))
+        change(statement)
+        _sign(b, h, PROVENANCE_SIGNATURE, canonical_json(statement))
+        return Tampered()
+
+    return tamper
+
+
+def _statement_in_a_list(b: Path, h: Harness) -> Tampered:
+    _sign(
+        b, h, PROVENANCE_SIGNATURE, canonical_json([json.loads(_payload(b, PROVENANCE_SIGNATURE))])
+    )
+    return Tampered()
+
+
+def _signed_statement_bytes(payload: bytes) -> Tamper:
+    def tamper(b: Path, h: Harness) -> Tampered:
+        _sign(b, h, PROVENANCE_SIGNATURE, payload)
+        return Tampered()
+
+    return tamper
+
+
+def _subject(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def find(statement: dict[str, Any]) -> dict[str, Any]:
+        found: dict[str, Any] = next(s for s in statement["subject"] if s["name"] == name)
+        return found
+
+    return find
+
+
+def _files(b: Path) -> list[str]:
+    """Every entry under the bundle, in the order the folder reader walks them."""
+    return [p.relative_to(b).as_posix() for p in sorted(b.rglob("*"))]
+
+
+def _sizes(b: Path) -> dict[str, int]:
+    return {p.relative_to(b).as_posix(): p.stat().st_size for p in b.rglob("*") if p.is_file()}
+
+
+def _wasm(b: Path, index: int) -> str:
+    url: str = _manifest(b)["artifacts"][index]["url"]
+    return url
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- step 1: reading the folder -------------------------------------------------------------
+def _entries_over(b: Path, h: Harness) -> Tampered:
+    names = _files(b)
+    n = len(names) - 1
+    return Tampered({"n": n, "last": names[n]}, {"limits": replace(HARD_LIMITS, entries=n)})
+
+
+def _symlink(b: Path, h: Harness) -> Tampered:
+    (b / "js/link.js").symlink_to("host.js")
+    return Tampered()
+
+
+def _named_pipe(b: Path, h: Harness) -> Tampered:
+    os.mkfifo(b / "js/pipe")
+    return Tampered()
+
+
+def _total_over(b: Path, h: Harness) -> Tampered:
+    """The uncompressed files add up to one byte over the total (the tarball is not counted)."""
+    total = sum(size for name, size in _sizes(b).items() if name != TARBALL) - 1
+    last = [n for n in _files(b) if (b / n).is_file() and n != TARBALL][-1]
+    return Tampered({"n": total, "last": last}, {"limits": replace(HARD_LIMITS, total_bytes=total)})
+
+
+def _member_over(b: Path, h: Harness) -> Tampered:
+    """A non-JSON file one byte over the member limit (JSON has its own, kept high)."""
+    sizes = {n: s for n, s in _sizes(b).items() if not n.endswith((".json", ".tar.gz"))}
+    largest = max(sizes, key=lambda n: (sizes[n], n))
+    cap = sizes[largest] - 1
+    return Tampered(
+        {"n": cap, "size": sizes[largest], "name": largest},
+        {"limits": replace(HARD_LIMITS, member_bytes=cap)},
+    )
+
+
+def _json_over(b: Path, h: Harness) -> Tampered:
+    sizes = {n: s for n, s in _sizes(b).items() if n.endswith(".json")}
+    largest = max(sizes, key=lambda n: (sizes[n], n))
+    cap = sizes[largest] - 1
+    return Tampered(
+        {"n": cap, "size": sizes[largest], "name": largest},
+        {"limits": replace(HARD_LIMITS, json_bytes=cap)},
+    )
+
+
+def _tarball_over(b: Path, h: Harness) -> Tampered:
+    """The folder's tarball is held to the compressed-size cap, not the member cap."""
+    size = (b / TARBALL).stat().st_size
+    return Tampered(
+        {"n": size - 1, "size": size}, {"limits": replace(HARD_LIMITS, compressed_bytes=size - 1)}
+    )
+
+
+def _no_such_path(b: Path, h: Harness) -> Tampered:
+    return Tampered({"path": b / "absent"}, path=b / "absent")
+
+
+def _pipe_as_input(b: Path, h: Harness) -> Tampered:
+    os.mkfifo(b.parent / "input.tar.gz")
+    return Tampered({"path": b.parent / "input.tar.gz"}, path=b.parent / "input.tar.gz")
+
+
+# -- steps 2-4 ------------------------------------------------------------------------------
+def _drop(name: str) -> Tamper:
+    def tamper(b: Path, h: Harness) -> Tampered:
+        (b / name).unlink()
+        return Tampered()
+
+    return tamper
+
+
+def _provenance_by_second_key(b: Path, h: Harness) -> Tampered:
+    second = generate_key_files(b.parent / "second", "second", "release")
+    (b / PROVENANCE_SIGNATURE).write_bytes(
+        sign_to_sigstore_bundle(
+            load_private_key(second.private_pem),
+            json.loads((b / PROVENANCE_SIGNATURE).read_bytes())["dsseEnvelope"]["payloadType"],
+            _payload(b, PROVENANCE_SIGNATURE),
+        )
+    )
+    both = json.loads(h.trusted.read_bytes())
+    extra = json.loads(second.trusted_keys.read_bytes())["keys"]
+    both["keys"] += extra
+    trusted = b.parent / "both.json"
+    trusted.write_text(json.dumps(both))
+    return Tampered({"second16": extra[0]["keyid"][:16]}, trusted=trusted)
+
+
+def _keyless_required(b: Path, h: Harness) -> Tampered:
+    want = KeylessIdentity("maintainer@example.invalid", "https://issuer.example.invalid")
+    return Tampered(options={"keyless": want})
+
+
+def _keyless_without_manifest(b: Path, h: Harness) -> Tampered:
+    (b / KEYLESS_SIGNATURE).write_text("{}")
+    (b / MANIFEST).unlink()
+    return _keyless_required(b, h)
+
+
+def _hint(name: str) -> Tamper:
+    def tamper(b: Path, h: Harness) -> Tampered:
+        doc = json.loads((b / name).read_bytes())
+        doc["verificationMaterial"]["publicKey"]["hint"] = "0123456789abcdef" * 4
+        (b / name).write_text(json.dumps(doc))
+        return Tampered()
+
+    return tamper
+
+
+def _payload_type(name: str) -> Tamper:
+    def tamper(b: Path, h: Harness) -> Tampered:
+        _sign(b, h, name, _payload(b, name), "application/json")
+        return Tampered()
+
+    return tamper
+
+
+# -- steps 5-7 ------------------------------------------------------------------------------
+def _development_role(b: Path, h: Harness) -> Tampered:
+    doc = json.loads(h.trusted.read_bytes())
+    doc["keys"][0]["role"] = "development"
+    trusted = b.parent / "dev-role.json"
+    trusted.write_text(json.dumps(doc))
+    return Tampered(trusted=trusted, options={"allow_dev_key": True})
+
+
+def _at_expiry(b: Path, h: Harness) -> Tampered:
+    expires = _manifest(b)["expires_epoch"]
+    return Tampered({"expires": expires}, {"now": expires})
+
+
+def _manifest_json_newline(b: Path, h: Harness) -> Tampered:
+    (b / MANIFEST).write_bytes((b / MANIFEST).read_bytes() + b"\n")
+    return Tampered()
+
+
+def _drop_artifact(b: Path, h: Harness) -> Tampered:
+    url = _wasm(b, 1)
+    (b / url).unlink()
+    return Tampered({"url": url})
+
+
+def _swap(b: Path, h: Harness) -> Tampered:
+    one, two = _wasm(b, 0), _wasm(b, 1)
+    data = (b / one).read_bytes()
+    (b / one).write_bytes((b / two).read_bytes())
+    (b / two).write_bytes(data)
+    return Tampered({"one": one, "two": two})
+
+
+def _other_bytes(b: Path, h: Harness) -> Tampered:
+    url = _wasm(b, 0)
+    listed = (b / url).read_bytes()
+    (b / url).write_bytes(listed + b"!")
+    return Tampered(
+        {
+            "url": url,
+            "actual16": _sha(listed + b"!")[:16],
+            "listed16": _sha(listed)[:16],
+            "size": len(listed),
+            "grown": len(listed) + 1,
+        }
+    )
+
+
+def _wrong_size(b: Path, h: Harness) -> Tampered:
+    """The listed digest is right and the listed size is not: the size alone refuses it."""
+    url = _wasm(b, 0)
+    size = (b / url).stat().st_size
+    _resign_manifest(lambda m: m["artifacts"][0].update(size=size + 1))(b, h)
+    sha16 = _sha((b / url).read_bytes())[:16]
+    return Tampered({"url": url, "sha16": sha16, "size": size, "listed": size + 1})
+
+
+def _wrong_build_id(b: Path, h: Harness) -> Tampered:
+    real = _manifest(b)["build_id"]
+    other = _sha(b"other files")
+    _resign_manifest(lambda m: m.update(build_id=other))(b, h)
+    return Tampered({"real16": real[:16], "other16": other[:16]})
+
+
+def _extra_files(b: Path, h: Harness) -> Tampered:
+    (b / "js/extra.js").write_text("export const evil = 1;\n")
+    (b / "zz.txt").write_text("z")
+    return Tampered()
+
+
+# -- step 8 ---------------------------------------------------------------------------------
+def _set(key: str, value: object) -> Callable[[dict[str, Any]], object]:
+    return lambda d: d.update({key: value})
+
+
+def _pop(key: str) -> Callable[[dict[str, Any]], object]:
+    return lambda d: d.pop(key)
+
+
+def _subject_edit(index: int, change: Callable[[Any], object]) -> Tamper:
+    def edit(statement: dict[str, Any]) -> None:
+        statement["subject"][index] = change(statement["subject"][index])
+
+    return _resign_statement(edit)
+
+
+def _changed(change: Callable[[dict[str, Any]], object]) -> Callable[[Any], Any]:
+    def apply(value: dict[str, Any]) -> dict[str, Any]:
+        change(value)
+        return value
+
+    return apply
+
+
+def _three_differences(statement: dict[str, Any]) -> None:
+    _subject("js/host.js")(statement)["digest"]["sha256"] = "0" * 64
+    statement["subject"].remove(_subject(SBOM)(statement))
+    statement["subject"].append({"name": "js/ghost.js", "digest": {"sha256": "1" * 64}})
+
+
+def _source(statement: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = statement["predicate"]["buildDefinition"]["externalParameters"][
+        "source"
+    ]
+    return found
+
+
+REVISION_WHERE = f"{PROV_WHERE}: predicate.buildDefinition.externalParameters.source.revision"
+
+# name -> the refusal
+REFUSALS: dict[str, Refusal] = {
+    # step 1: the folder's entries, links, kinds and sizes
+    "entries-over-limit": Refusal(
+        _entries_over, "bundle.limit", 1, "more than {n} entries", "{last}"
+    ),
+    "symbolic-link": Refusal(
+        _symlink, "files.extra", 1, "symbolic links are not allowed in a bundle", "js/link.js"
+    ),
+    "named-pipe-in-folder": Refusal(_named_pipe, "files.extra", 1, "not a regular file", "js/pipe"),
+    "total-over-limit": Refusal(
+        _total_over, "bundle.limit", 1, "files add up to more than {n} bytes", "{last}"
+    ),
+    "member-over-limit": Refusal(
+        _member_over,
+        "bundle.limit",
+        1,
+        "bundle file is {size} bytes, more than the limit of {n}",
+        "{name}",
+    ),
+    "json-over-limit": Refusal(
+        _json_over,
+        "bundle.limit",
+        1,
+        "bundle file is {size} bytes, more than the limit of {n}",
+        "{name}",
+    ),
+    "folder-tarball-over-compressed-limit": Refusal(
+        _tarball_over,
+        "bundle.limit",
+        1,
+        "bundle file is {size} bytes, more than the limit of {n}",
+        TARBALL,
+    ),
+    "no-such-path": Refusal(
+        _no_such_path, "bundle.unreadable", 1, "no such bundle directory or tarball", "{path}"
+    ),
+    "named-pipe-as-input": Refusal(
+        _pipe_as_input,
+        "bundle.unreadable",
+        1,
+        "a FIFO, not a bundle directory or tarball",
+        "{path}",
+    ),
+    # step 2: signatures
+    "no-manifest-signature": Refusal(
+        _drop(MANIFEST_SIGNATURE),
+        "files.missing",
+        2,
+        "signature bundle is missing",
+        MANIFEST_SIGNATURE,
+    ),
+    "no-provenance-signature": Refusal(
+        _drop(PROVENANCE_SIGNATURE),
+        "files.missing",
+        2,
+        "signature bundle is missing",
+        PROVENANCE_SIGNATURE,
+    ),
+    "signers-differ": Refusal(
+        _provenance_by_second_key,
+        "signature.signers-differ",
+        2,
+        "manifest signed by {keyid16}…, provenance by {second16}…; one release key signs both "
+        '(unless the trusted-keys file says "signers": "any-trusted-key")',
+        f"{PROVENANCE_SIGNATURE}: dsseEnvelope.signatures[0].keyid",
+    ),
+    "keyless-signature-absent": Refusal(
+        _keyless_required,
+        "signature.keyless",
+        2,
+        "a keyless signature by 'maintainer@example.invalid' is required, the bundle has none "
+        "(the release job adds it with `tinyrustlm-release sign BUNDLE --keyless`)",
+        KEYLESS_SIGNATURE,
+    ),
+    "keyless-without-manifest": Refusal(
+        _keyless_without_manifest,
+        "files.missing",
+        2,
+        "the bundle has no manifest.json",
+        MANIFEST,
+    ),
+    # step 3: key hints
+    "manifest-hint": Refusal(
+        _hint(MANIFEST_SIGNATURE),
+        "signature.hint-mismatch",
+        3,
+        "publicKey.hint 0123456789abcdef… is not the keyid of any signature ({keyid16}…)",
+        f"{MANIFEST_SIGNATURE}: verificationMaterial.publicKey.hint",
+    ),
+    "provenance-hint": Refusal(
+        _hint(PROVENANCE_SIGNATURE),
+        "signature.hint-mismatch",
+        3,
+        "publicKey.hint 0123456789abcdef… is not the keyid of any signature ({keyid16}…)",
+        f"{PROVENANCE_SIGNATURE}: verificationMaterial.publicKey.hint",
+    ),
+    # step 4: payload types
+    "manifest-payload-type": Refusal(
+        _payload_type(MANIFEST_SIGNATURE),
+        "signature.payload-type",
+        4,
+        "payloadType 'application/json', expected "
+        "'application/vnd.tinyrustlm.module-manifest.v1+json'",
+        f"{MANIFEST_SIGNATURE}: dsseEnvelope.payloadType",
+    ),
+    "provenance-payload-type": Refusal(
+        _payload_type(PROVENANCE_SIGNATURE),
+        "signature.payload-type",
+        4,
+        "payloadType 'application/json', expected 'application/vnd.in-toto+json'",
+        f"{PROVENANCE_SIGNATURE}: dsseEnvelope.payloadType",
+    ),
+    # step 5: the signed manifest
+    "manifest-not-json": Refusal(
+        _signed_manifest_bytes(b"[1,"),
+        "manifest.invalid",
+        5,
+        "not JSON: Expecting value",
+        f"{MANIFEST_SIGNATURE}: payload",
+        offset=3,
+    ),
+    "manifest-not-canonical": Refusal(
+        _signed_manifest_bytes(b'{"b": 1, "a": 2}'),
+        "manifest.invalid",
+        5,
+        "signed manifest is not canonical JSON (RFC 8785)",
+        f"{MANIFEST_SIGNATURE}: payload",
+    ),
+    "manifest-field-missing": Refusal(
+        _resign_manifest(_pop("version")),
+        "manifest.invalid",
+        5,
+        "Field required",
+        f"{MANIFEST_SIGNATURE}: payload: version",
+    ),
+    "manifest-nested-field-wrong": Refusal(
+        _resign_manifest(lambda m: m["artifacts"][1].update(size="big")),
+        "manifest.invalid",
+        5,
+        "Input should be a valid integer, unable to parse string as an integer",
+        f"{MANIFEST_SIGNATURE}: payload: artifacts.1.size",
+    ),
+    "manifest-json-absent": Refusal(
+        _drop(MANIFEST), "files.missing", 5, "the bundle has no manifest.json", MANIFEST
+    ),
+    "manifest-json-not-the-payload": Refusal(
+        _manifest_json_newline,
+        "manifest.not-signed-bytes",
+        5,
+        "manifest.json is not byte-identical to the signed manifest payload",
+        MANIFEST,
+    ),
+    "key-class-not-the-role": Refusal(
+        _development_role,
+        "manifest.key-class",
+        5,
+        "manifest says key_class 'release', the role of signing key {keyid16}… is 'development'",
+        f"{MANIFEST}: key_class",
+    ),
+    "expired-at-its-second": Refusal(
+        _at_expiry,
+        "manifest.expired",
+        5,
+        "manifest expired at epoch {expires} (now {expires})",
+        f"{MANIFEST}: expires_epoch",
+    ),
+    # step 6: the listed files
+    "listed-file-absent": Refusal(
+        _drop_artifact, "files.missing", 6, "listed in the manifest but not in the bundle", "{url}"
+    ),
+    "artifacts-swapped": Refusal(
+        _swap, "files.swapped", 6, "holds the bytes the manifest lists for {two}", "{one}"
+    ),
+    "other-bytes": Refusal(
+        _other_bytes,
+        "files.digest-mismatch",
+        6,
+        "sha256 {actual16}… ({grown} bytes), manifest says {listed16}… ({size} bytes)",
+        "{url}",
+    ),
+    "listed-size-wrong": Refusal(
+        _wrong_size,
+        "files.digest-mismatch",
+        6,
+        "sha256 {sha16}… ({size} bytes), manifest says {sha16}… ({listed} bytes)",
+        "{url}",
+    ),
+    "build-id-not-the-files": Refusal(
+        _wrong_build_id,
+        "manifest.build-id",
+        6,
+        "build id recomputes to {real16}…, manifest says {other16}…",
+        f"{MANIFEST}: build_id",
+    ),
+    # step 7: the file set
+    "files-not-in-the-manifest": Refusal(
+        _extra_files,
+        "files.extra",
+        7,
+        "2 file(s) not in the manifest: js/extra.js, zz.txt",
+        "js/extra.js",
+    ),
+    "fixed-files-missing": Refusal(
+        lambda b, h: [_drop(REPORT)(b, h), _drop(SBOM)(b, h)][0],
+        "files.missing",
+        7,
+        "2 file(s) missing: sbom.cdx.json, verification-report.json",
+        SBOM,
+    ),
+    "folder-without-its-tarball": Refusal(
+        _drop(TARBALL), "files.missing", 7, f"1 file(s) missing: {TARBALL}", TARBALL
+    ),
+    # step 8: the provenance statement
+    "statement-not-json": Refusal(
+        _signed_statement_bytes(b"{"),
+        "provenance.invalid",
+        8,
+        "not JSON: Expecting property name enclosed in double quotes",
+        PROV_WHERE,
+        offset=1,
+    ),
+    "statement-a-list": Refusal(
+        _statement_in_a_list,
+        "provenance.invalid",
+        8,
+        "not an in-toto Statement (https://in-toto.io/Statement/v1)",
+        PROV_WHERE,
+    ),
+    "statement-other-type": Refusal(
+        _resign_statement(_set("_type", "https://in-toto.io/Statement/v0.1")),
+        "provenance.invalid",
+        8,
+        "not an in-toto Statement (https://in-toto.io/Statement/v1)",
+        PROV_WHERE,
+    ),
+    "statement-other-predicate": Refusal(
+        _resign_statement(_set("predicateType", "https://slsa.dev/provenance/v0.2")),
+        "provenance.invalid",
+        8,
+        "predicateType is not https://slsa.dev/provenance/v1",
+        PROV_WHERE,
+    ),
+    "no-subject": Refusal(
+        _resign_statement(_pop("subject")),
+        "provenance.invalid",
+        8,
+        "no subjects",
+        f"{PROV_WHERE}: subject",
+    ),
+    "empty-subjects": Refusal(
+        _resign_statement(_set("subject", [])),
+        "provenance.invalid",
+        8,
+        "no subjects",
+        f"{PROV_WHERE}: subject",
+    ),
+    "subjects-an-object": Refusal(
+        _resign_statement(_set("subject", {"name": MANIFEST})),
+        "provenance.invalid",
+        8,
+        "no subjects",
+        f"{PROV_WHERE}: subject",
+    ),
+    "subject-not-an-object": Refusal(
+        _subject_edit(1, lambda s: [s]),
+        "provenance.invalid",
+        8,
+        SUBJECT_RULE,
+        f"{PROV_WHERE}: subject[1]",
+    ),
+    "subject-name-not-a-string": Refusal(
+        _subject_edit(2, _changed(_set("name", 7))),
+        "provenance.invalid",
+        8,
+        SUBJECT_RULE,
+        f"{PROV_WHERE}: subject[2]",
+    ),
+    "subject-without-digest": Refusal(
+        _subject_edit(1, _changed(_pop("digest"))),
+        "provenance.invalid",
+        8,
+        SUBJECT_RULE,
+        f"{PROV_WHERE}: subject[1]",
+    ),
+    "subject-digest-a-string": Refusal(
+        _subject_edit(1, _changed(_set("digest", "0" * 64))),
+        "provenance.invalid",
+        8,
+        SUBJECT_RULE,
+        f"{PROV_WHERE}: subject[1]",
+    ),
+    "subject-sha256-not-a-string": Refusal(
+        _subject_edit(1, _changed(lambda s: s["digest"].update(sha256=1))),
+        "provenance.invalid",
+        8,
+        SUBJECT_RULE,
+        f"{PROV_WHERE}: subject[1]",
+    ),
+    "subject-twice": Refusal(
+        _resign_statement(lambda s: s["subject"].append(dict(s["subject"][0]))),
+        "provenance.invalid",
+        8,
+        SUBJECT_RULE,
+        f"{PROV_WHERE}: subject[9]",
+    ),
+    "subject-digest-differs": Refusal(
+        _resign_statement(lambda s: _subject("js/host.js")(s)["digest"].update(sha256="0" * 64)),
+        "provenance.subjects",
+        8,
+        "subjects do not match the files: digest differs: js/host.js",
+        PROV_WHERE,
+    ),
+    "file-not-named": Refusal(
+        _resign_statement(lambda s: s["subject"].remove(_subject(REPORT)(s))),
+        "provenance.subjects",
+        8,
+        "subjects do not match the files: not named: verification-report.json",
+        PROV_WHERE,
+    ),
+    "subject-names-an-unknown-file": Refusal(
+        _resign_statement(
+            lambda s: s["subject"].append({"name": "js/ghost.js", "digest": {"sha256": "1" * 64}})
+        ),
+        "provenance.subjects",
+        8,
+        "subjects do not match the files: names unknown files: js/ghost.js",
+        PROV_WHERE,
+    ),
+    "three-subject-differences": Refusal(
+        _resign_statement(_three_differences),
+        "provenance.subjects",
+        8,
+        "subjects do not match the files: digest differs: js/host.js; not named: sbom.cdx.json; "
+        "names unknown files: js/ghost.js",
+        PROV_WHERE,
+    ),
+    "other-revision": Refusal(
+        _resign_statement(lambda s: _source(s).update(revision="0" * 40)),
+        "provenance.subjects",
+        8,
+        "provenance source revision '{zero40}' is not the manifest's",
+        REVISION_WHERE,
+    ),
+    "no-predicate": Refusal(
+        _resign_statement(_pop("predicate")),
+        "provenance.subjects",
+        8,
+        "provenance source revision None is not the manifest's",
+        REVISION_WHERE,
+    ),
+    "source-not-an-object": Refusal(
+        _resign_statement(
+            lambda s: s["predicate"]["buildDefinition"]["externalParameters"].update(source="git")
+        ),
+        "provenance.subjects",
+        8,
+        "provenance source revision None is not the manifest's",
+        REVISION_WHERE,
+    ),
+}
+
+
+def _facts(h: Harness, bundle: Path) -> dict[str, object]:
+    keyid: str = json.loads(h.trusted.read_bytes())["keys"][0]["keyid"]
+    return {"keyid16": keyid[:16], "bundle": bundle, "zero40": "0" * 40}
+
+
+@pytest.mark.parametrize("name", list(REFUSALS), ids=list(REFUSALS))
+def test_refusal(pristine: tuple[Harness, Path], tmp_path: Path, name: str) -> None:
+    row = REFUSALS[name]
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    tampered = row.tamper(bundle, h)
+    steps: list[StepResult] = []
+    with pytest.raises(VerifyError) as caught:
+        h.verify(
+            tampered.path or bundle, tampered.trusted, progress=steps.append, **tampered.options
+        )
+    facts = {**_facts(h, bundle), **tampered.facts}
+    error = caught.value
+    assert (error.error_id, len(steps) + 1, error.message, error.where, error.offset) == (
+        row.error_id,
+        row.step,
+        row.message.format(**facts),
+        row.where.format(**facts),
+        row.offset,
+    )
+    assert [s.number for s in steps] == list(range(1, row.step))
+
+
+def test_every_step_before_the_refusal_is_reported(pristine: tuple[Harness, Path]) -> None:
+    """The control: the pristine copy passes all 14 steps, each reported once, in order, with
+    its title; the verdict names the counted signer."""
+    h, bundle = pristine
+    steps: list[StepResult] = []
+    verdict = h.verify(bundle, progress=steps.append)
+    assert [(s.number, s.title) for s in steps] == list(enumerate(verifier.STEP_TITLES, start=1))
+    keyid = json.loads(h.trusted.read_bytes())["keys"][0]["keyid"]
+    files = [p for p in bundle.rglob("*") if p.is_file()]
+    assert (verdict.keyid, verdict.keyids, verdict.key_class, verdict.files) == (
+        keyid,
+        (keyid,),
+        "release",
+        len(files),
+    )
+    assert verdict.steps == tuple(steps)
+
+
+# -- boundaries of the step-1 limits: exactly at the limit passes ---------------------------
+@pytest.mark.parametrize(
+    "tamper", [_entries_over, _total_over, _member_over, _json_over, _tarball_over]
+)
+def test_exactly_at_a_read_limit_passes(
+    pristine: tuple[Harness, Path], tmp_path: Path, tamper: Tamper
+) -> None:
+    """One more than each refused limit is enough: the refusal is at the first unit over."""
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    limits = tamper(bundle, h).options["limits"]
+    grown = {
+        k: getattr(limits, k) + (getattr(limits, k) != getattr(HARD_LIMITS, k))
+        for k in ("entries", "member_bytes", "json_bytes", "total_bytes", "compressed_bytes")
+    }
+    verdict = h.verify(bundle, limits=replace(limits, **grown))
+    assert verdict.version == "9.9.9"
+
+
+def test_folder_tarball_is_not_held_to_the_member_limit(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
+    """The folder's own .tar.gz gets the compressed cap; other files the member cap."""
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    sizes = _sizes(bundle)
+    others = max(s for n, s in sizes.items() if not n.endswith((".json", ".tar.gz")))
+    assert sizes[TARBALL] > others
+    h.verify(bundle, limits=replace(HARD_LIMITS, member_bytes=others))
+
+
+def test_a_nested_tar_gz_is_a_member(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
+    """Only the top-level .tar.gz is the folder's tarball: one in a subfolder gets the member
+    cap (and is then an extra file)."""
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    sizes = _sizes(bundle)
+    others = max(s for n, s in sizes.items() if not n.endswith((".json", ".tar.gz")))
+    (bundle / "js/inner.tar.gz").write_bytes(b"x" * (others + 1))
+    with pytest.raises(VerifyError) as caught:
+        h.verify(bundle, limits=replace(HARD_LIMITS, member_bytes=others))
+    assert (caught.value.error_id, caught.value.where) == ("bundle.limit", "js/inner.tar.gz")
+
+
+def test_a_keyless_signature_is_an_expected_file(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
+    """manifest.keyless.sigstore.json may be present without a keyless requirement (it is not
+    judged then), and is not an extra file."""
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    (bundle / KEYLESS_SIGNATURE).write_text("{}")
+    repack(bundle)
+    verdict = h.verify(bundle)
+    assert verdict.files == len(_sizes(bundle))
+
+
+# -- step 12 on its own: the shipped report against the re-derived one ----------------------
+def _state(bundle: Path, report: VerificationReport) -> _State:
+    """The pristine bundle's files and signed documents, with `report` shipped."""
+    files = {p.relative_to(bundle).as_posix(): p.read_bytes() for p in bundle.rglob("*")
+             if p.is_file()}  # fmt: skip
+    files[REPORT] = report.model_dump_json(by_alias=True).encode()
+    state = _State(bundle, files, True)
+    state.manifest = ModuleManifest.model_validate_json(files[MANIFEST])
+    for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE):
+        state.signed[name] = parse_sigstore_bundle(files[name], name)
+    return state
+
+
+def _artifacts(bundle: Path) -> list[tuple[Path, str]]:
+    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    return [(bundle / url, lane) for url, lane in manifest.lanes()]
+
+
+def _failing(lanes: set[str]) -> Callable[[Any], VerificationReport]:
+    """fake_report with the second finding of each lane in `lanes` failing."""
+
+    def derive(artifacts: Any) -> VerificationReport:
+        doc = fake_report(artifacts).model_dump(by_alias=True)
+        for row in doc["artifacts"]:
+            if row["lane"] in lanes:
+                row["findings"][1]["ok"] = row["ok"] = False
+        doc["ok"] = not lanes
+        return VerificationReport.model_validate(doc)
+
+    return derive
+
+
+def test_a_failing_finding_is_refused_even_when_the_report_says_so(
+    pristine: tuple[Harness, Path],
+) -> None:
+    """A shipped report that agrees with re-inspection but records a failing finding: the
+    first failing lane (in lane order) is named with its failing finding ids."""
+    bundle = pristine[1]
+    derive = _failing({"simd128-wasm32", "x86_64-unknown-linux-gnu"})
+    state = _state(bundle, derive(_artifacts(bundle)))
+    with pytest.raises(VerifyError) as caught:
+        _check_report(state, derive)
+    assert (caught.value.error_id, caught.value.message, caught.value.where) == (
+        "report.mismatch",
+        "lane simd128-wasm32: failing findings fake.size",
+        f"{REPORT}: simd128-wasm32",
+    )
+
+
+def test_the_first_differing_lane_is_named(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    lanes = sorted(lane for _, lane in _artifacts(bundle))
+    state = _state(bundle, _failing({lanes[2], lanes[3]})(_artifacts(bundle)))
+    with pytest.raises(VerifyError) as caught:
+        _check_report(state, fake_report)
+    assert (caught.value.error_id, caught.value.message, caught.value.where) == (
+        "report.mismatch",
+        f"lane {lanes[2]}: the bundle's findings differ from re-inspection with the "
+        "verifier's policy",
+        f"{REPORT}: {lanes[2]}",
+    )
+
+
+def test_the_report_step_says_what_it_derived(pristine: tuple[Harness, Path]) -> None:
+    """Without a deriver the verifier's own (here the patched fake) re-inspects."""
+    bundle = pristine[1]
+    state = _state(bundle, fake_report(_artifacts(bundle)))
+    assert _check_report(state, None) == "4 artifacts, 8 findings, all pass"
