@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pipeline.documents.keys import generate_key_files, load_private_key
-from pipeline.documents.sign import sign_to_sigstore_bundle
+from pipeline.documents.sign import add_signature, sign_to_sigstore_bundle
 from tests.harness.release import Harness, copy_pristine, fake_report, repack
 from verify.bundle import verifier
 from verify.bundle.dsse import parse_sigstore_bundle
@@ -34,8 +35,10 @@ from verify.bundle.layout import (
     PROVENANCE_SIGNATURE,
     REPORT,
     SBOM,
+    bundle_name,
 )
-from verify.bundle.tarball import HARD_LIMITS
+from verify.bundle.tarball import HARD_LIMITS, deterministic_tarball
+from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import StepResult, _check_report, _State
 from verify.canonical import canonical_json
 from verify.errors import VerifyError
@@ -73,7 +76,7 @@ class Refusal:
     step: int
     message: str  # a template, filled from the facts
     where: str  # a template too
-    offset: int | None = None
+    offset: int | str | None = None  # a template when it depends on the bundle
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -256,12 +259,34 @@ def _provenance_by_second_key(b: Path, h: Harness) -> Tampered:
             _payload(b, PROVENANCE_SIGNATURE),
         )
     )
+    repack(b)
     both = json.loads(h.trusted.read_bytes())
     extra = json.loads(second.trusted_keys.read_bytes())["keys"]
     both["keys"] += extra
     trusted = b.parent / "both.json"
     trusted.write_text(json.dumps(both))
     return Tampered({"second16": extra[0]["keyid"][:16]}, trusted=trusted)
+
+
+def _manifest_cosigned(b: Path, h: Harness) -> Tampered:
+    """A second trusted key co-signs the manifest only: the signer sets differ, and both
+    manifest signers are named in keyid order."""
+    second = generate_key_files(b.parent / "second", "second", "release")
+    (b / MANIFEST_SIGNATURE).write_bytes(
+        add_signature(
+            load_private_key(second.private_pem),
+            (b / MANIFEST_SIGNATURE).read_bytes(),
+            MANIFEST_SIGNATURE,
+        )
+    )
+    both = json.loads(h.trusted.read_bytes())
+    first = both["keys"][0]["keyid"]
+    extra = json.loads(second.trusted_keys.read_bytes())["keys"]
+    both["keys"] += extra
+    trusted = b.parent / "both.json"
+    trusted.write_text(json.dumps(both))
+    two = ", ".join(f"{k[:16]}…" for k in sorted([first, extra[0]["keyid"]]))
+    return Tampered({"two": two}, trusted=trusted)
 
 
 def _keyless_required(b: Path, h: Harness) -> Tampered:
@@ -361,6 +386,22 @@ def _extra_files(b: Path, h: Harness) -> Tampered:
     (b / "js/extra.js").write_text("export const evil = 1;\n")
     (b / "zz.txt").write_text("z")
     return Tampered()
+
+
+# -- step 11 -------------------------------------------------------------------------------
+def _tarball_of_another_time(b: Path, h: Harness) -> Tampered:
+    """The folder's tarball holds the verified files, but stamped a second later than the
+    release: it is not the writer's tarball of them."""
+    manifest = ModuleManifest.model_validate_json((b / MANIFEST).read_bytes())
+    files = {n: (b / n).read_bytes() for n in _sizes(b) if n != TARBALL}
+    native = frozenset(a.url for a in manifest.native_artifacts)
+    shipped = (b / TARBALL).read_bytes()
+    other = deterministic_tarball(
+        bundle_name(manifest.version), files, manifest.source_date_epoch + 1, native
+    )
+    (b / TARBALL).write_bytes(other)
+    at = next(i for i, (x, y) in enumerate(zip(other, shipped, strict=False)) if x != y)
+    return Tampered({"size": len(other), "rebuilt": len(shipped), "at": at})
 
 
 # -- step 8 ---------------------------------------------------------------------------------
@@ -466,6 +507,14 @@ REFUSALS: dict[str, Refusal] = {
         "signature.signers-differ",
         2,
         "manifest signed by {keyid16}…, provenance by {second16}…; one release key signs both "
+        '(unless the trusted-keys file says "signers": "any-trusted-key")',
+        f"{PROVENANCE_SIGNATURE}: dsseEnvelope.signatures[0].keyid",
+    ),
+    "manifest-cosigned-only": Refusal(
+        _manifest_cosigned,
+        "signature.signers-differ",
+        2,
+        "manifest signed by {two}, provenance by {keyid16}…; one release key signs both "
         '(unless the trusted-keys file says "signers": "any-trusted-key")',
         f"{PROVENANCE_SIGNATURE}: dsseEnvelope.signatures[0].keyid",
     ),
@@ -762,6 +811,16 @@ REFUSALS: dict[str, Refusal] = {
         "provenance source revision None is not the manifest's",
         REVISION_WHERE,
     ),
+    # step 11: the folder's tarball
+    "folder-tarball-not-the-writers": Refusal(
+        _tarball_of_another_time,
+        "tarball.not-reproducible",
+        11,
+        "not the deterministic tarball of the verified files ({size} bytes, rebuilt "
+        "{rebuilt}; first difference at byte {at})",
+        TARBALL,
+        offset="{at}",
+    ),
 }
 
 
@@ -788,7 +847,7 @@ def test_refusal(pristine: tuple[Harness, Path], tmp_path: Path, name: str) -> N
         row.step,
         row.message.format(**facts),
         row.where.format(**facts),
-        row.offset,
+        int(row.offset.format(**facts)) if isinstance(row.offset, str) else row.offset,
     )
     assert [s.number for s in steps] == list(range(1, row.step))
 
@@ -936,3 +995,55 @@ def test_the_report_step_says_what_it_derived(pristine: tuple[Harness, Path]) ->
     bundle = pristine[1]
     state = _state(bundle, fake_report(_artifacts(bundle)))
     assert _check_report(state, None) == "4 artifacts, 8 findings, all pass"
+
+
+def test_a_lane_twice_in_the_verifiers_own_report(pristine: tuple[Harness, Path]) -> None:
+    """If re-inspection itself reports a lane twice, the refusal names the verifier's report
+    (not the bundle's file), so nobody goes looking for the fault in the bundle."""
+    bundle = pristine[1]
+
+    def twice(artifacts: Any) -> VerificationReport:
+        report = fake_report(artifacts)
+        return report.model_copy(update={"artifacts": [*report.artifacts, report.artifacts[0]]})
+
+    state = _state(bundle, fake_report(_artifacts(bundle)))
+    with pytest.raises(VerifyError) as caught:
+        _check_report(state, twice)
+    assert (caught.value.error_id, caught.value.message, caught.value.where) == (
+        "report.invalid",
+        "lane scalar-wasm32 is reported twice",
+        "the verifier's report: artifacts.4.lane",
+    )
+
+
+# -- verify_bundle's own arguments ----------------------------------------------------------
+def test_a_version_floor_that_is_not_a_version_is_a_value_error(
+    pristine: tuple[Harness, Path],
+) -> None:
+    h, bundle = pristine
+    with pytest.raises(ValueError) as caught:
+        h.verify(bundle, version_floor="latest")
+    assert str(caught.value) == "version floor 'latest' is not a PEP 440 version"
+
+
+@pytest.mark.parametrize("one_signer", [True, False])
+def test_bare_keys_follow_the_one_signer_argument(
+    pristine: tuple[Harness, Path], tmp_path: Path, one_signer: bool
+) -> None:
+    """Bare keys (not a trust root) take the v1 rule: one key signs both documents unless
+    `one_signer=False`; the default is one signer."""
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    trusted = _provenance_by_second_key(bundle, h).trusted
+    assert trusted is not None
+    keys = load_trusted_keys(trusted)
+    options: dict[str, Any] = {} if one_signer else {"one_signer": False}
+    run = lambda: verifier.verify_bundle(  # noqa: E731
+        bundle, keys, allow_dev_key=False, now=int(time.time()), derive=fake_report, **options
+    )
+    if one_signer:
+        with pytest.raises(VerifyError) as caught:
+            run()
+        assert caught.value.error_id == "signature.signers-differ"
+    else:
+        assert run().version == "9.9.9"
