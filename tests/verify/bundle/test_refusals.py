@@ -946,13 +946,15 @@ def _artifacts(bundle: Path) -> list[tuple[Path, str]]:
 
 
 def _failing(lanes: set[str]) -> Callable[[Any], VerificationReport]:
-    """fake_report with the second finding of each lane in `lanes` failing."""
+    """fake_report with every finding of each lane in `lanes` failing."""
 
     def derive(artifacts: Any) -> VerificationReport:
         doc = fake_report(artifacts).model_dump(by_alias=True)
         for row in doc["artifacts"]:
             if row["lane"] in lanes:
-                row["findings"][1]["ok"] = row["ok"] = False
+                row["ok"] = False
+                for finding in row["findings"]:
+                    finding["ok"] = False
         doc["ok"] = not lanes
         return VerificationReport.model_validate(doc)
 
@@ -971,7 +973,7 @@ def test_a_failing_finding_is_refused_even_when_the_report_says_so(
         _check_report(state, derive)
     assert (caught.value.error_id, caught.value.message, caught.value.where) == (
         "report.mismatch",
-        "lane simd128-wasm32: failing findings fake.size",
+        "lane simd128-wasm32: failing findings fake.magic, fake.size",
         f"{REPORT}: simd128-wasm32",
     )
 
@@ -1047,3 +1049,10 @@ def test_bare_keys_follow_the_one_signer_argument(
         assert caught.value.error_id == "signature.signers-differ"
     else:
         assert run().version == "9.9.9"
+
+
+def test_a_later_step_before_step_5_is_a_programming_error(tmp_path: Path) -> None:
+    """Steps 6-14 read the manifest step 5 set; run without it they say so, not `None`."""
+    with pytest.raises(AssertionError) as caught:
+        verifier._check_listed_digests(_State(tmp_path, {}, True))
+    assert str(caught.value) == "step 5 sets the manifest"
