@@ -1,14 +1,17 @@
 """`nox -s mutants`: mutation testing of verify/ with mutmut (the modules and the fast test
-subset are `[tool.mutmut]` in pyproject.toml), printing the score and every surviving mutant
-by file; then the planted-bug regression list (tests/mutants/planted.py), which must be
-caught whole. The mutation score is reported, not gated.
+subset are `[tool.mutmut]` in pyproject.toml), printing the score per file and every surviving
+mutant by file, and writing them with the wall time to mutants/summary.json; then the
+planted-bug regression list (tests/mutants/planted.py), which must be caught whole. The
+mutation score is reported, not gated; a surviving mutant reviewed as equivalent is listed
+with its reason in tests/mutants/equivalent.toml and counted apart.
 
-    python -m tests.mutants.run [--full] [--planted-only | --mutmut-only] [--max-children N]
+    python -m tests.mutants.run [--full | --only GLOB ...] [--planted-only | --mutmut-only]
+                                [--max-children N]
 
 Default (quick): only verify/bundle/dsse.py and verify/canonical.py are mutated (about 380
-mutants: under 4 minutes on two shared cores); `--full` mutates every listed module (about 1,800
-mutants, 920 of them in the bundle verifier, whose tests each need a bundle: about 30 a minute on
-two loaded cores, so roughly an hour).
+mutants, a few minutes); `--full` mutates every listed module (about 1,850 mutants, 955 of
+them in the bundle verifier); `--only 'verify.bundle.verifier.*'` mutates the mutants whose
+names match (one file, or one function: 'verify.bundle.verifier.x__check_sbom__*').
 """
 
 from __future__ import annotations

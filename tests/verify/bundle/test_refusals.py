@@ -25,11 +25,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pipeline.documents.keys import generate_key_files, load_private_key
 from pipeline.documents.sign import add_signature, sign_to_sigstore_bundle
+from tests.harness.receipts import loader_receipt, receipt_sha256
 from tests.harness.release import Harness, copy_pristine, fake_report, repack
 from verify.bundle import verifier
 from verify.bundle.dsse import parse_sigstore_bundle
 from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity
 from verify.bundle.layout import (
+    CONFORMANCE,
     MANIFEST,
     MANIFEST_SIGNATURE,
     PROVENANCE_SIGNATURE,
@@ -42,8 +44,10 @@ from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import StepResult, _check_report, _State
 from verify.canonical import canonical_json
 from verify.errors import VerifyError
+from verify.formats.conformance import CaseSet, ConformanceReport, ConformanceRow
 from verify.formats.manifest import ModuleManifest
 from verify.formats.report import VerificationReport
+from verify.inputs import InputError
 
 TARBALL = "tinyrustlm-9.9.9.tar.gz"
 PROV_WHERE = f"{PROVENANCE_SIGNATURE}: payload"
@@ -286,7 +290,7 @@ def _manifest_cosigned(b: Path, h: Harness) -> Tampered:
     trusted = b.parent / "both.json"
     trusted.write_text(json.dumps(both))
     two = ", ".join(f"{k[:16]}…" for k in sorted([first, extra[0]["keyid"]]))
-    return Tampered({"two": two}, trusted=trusted)
+    return Tampered({"two": two, "second_pem": second.private_pem}, trusted=trusted)
 
 
 def _keyless_required(b: Path, h: Harness) -> Tampered:
@@ -1056,3 +1060,120 @@ def test_a_later_step_before_step_5_is_a_programming_error(tmp_path: Path) -> No
     with pytest.raises(AssertionError) as caught:
         verifier._check_listed_digests(_State(tmp_path, {}, True))
     assert str(caught.value) == "step 5 sets the manifest"
+
+
+# -- step 13 reads the bundle's conformance.json against the manifest ----------------------
+def _with_conformance(b: Path, h: Harness, version: str = "9.9.9") -> None:
+    """conformance.json with a passing chromium row (and its loader receipt) per lane, added
+    as the release writer adds it: attested by the re-signed provenance, checksummed, packed."""
+    manifest = ModuleManifest.model_validate_json((b / MANIFEST).read_bytes())
+    manifest_sha = _sha((b / MANIFEST).read_bytes())
+    lanes = [(a.id, a.sha256) for a in manifest.artifacts]
+    lanes += [(a.id, a.sha256) for a in manifest.native_artifacts]
+    rows = []
+    for lane, sha in lanes:
+        receipt = loader_receipt("chromium", lane, sha, manifest_sha)
+        rows.append(
+            ConformanceRow(
+                engine="chromium", engine_kind="browser", engine_version="1", isolated=True,
+                lane=lane, artifact_sha256=sha, outcome="pass", chosen=False, cases_passed=3,
+                cases_failed=0, receipt=receipt, receipt_sha256=receipt_sha256(receipt),
+            )
+        )  # fmt: skip
+    cases = CaseSet(
+        count=3, seed=1, sha256="c" * 64, model="small", model_sha256="c" * 64,
+        oracle_lane="oracle", oracle_sha256="c" * 64, oracle_stops={},
+    )  # fmt: skip
+    report = ConformanceReport(
+        release_version=version,
+        source_revision=manifest.source_revision,
+        cases=cases,
+        rows=rows,
+    )
+    data = report.model_dump_json(by_alias=True).encode()
+    (b / CONFORMANCE).write_bytes(data)
+    statement = json.loads(_payload(b, PROVENANCE_SIGNATURE))
+    statement["subject"].append({"name": CONFORMANCE, "digest": {"sha256": _sha(data)}})
+    _sign(b, h, PROVENANCE_SIGNATURE, canonical_json(statement))
+    repack(b)
+
+
+def test_a_shipped_conformance_report_is_read(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
+    """With conformance.json in the bundle, step 13 judges it (the manifest and its digest
+    are the ones the receipts name) and an engine it passed can be required."""
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    _with_conformance(bundle, h)
+    verdict = h.verify(bundle, require_engines=("chromium",))
+    assert verdict.steps[6].detail == f"{len(_sizes(bundle))} files"
+    assert verdict.steps[12].detail == "4 rows, 4 pass, required engines chromium pass"
+
+
+def test_a_conformance_report_of_another_release(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    _with_conformance(bundle, h, version="9.9.8")
+    steps: list[StepResult] = []
+    with pytest.raises(VerifyError) as caught:
+        h.verify(bundle, progress=steps.append)
+    revision = _manifest(bundle)["source_revision"][:12]
+    assert (caught.value.error_id, len(steps) + 1, caught.value.message, caught.value.where) == (
+        "conformance.mismatch",
+        13,
+        f"report is of 9.9.8 at {revision}, the manifest of 9.9.9 at {revision}",
+        f"{CONFORMANCE}: release_version",
+    )
+
+
+# -- what a passing run reports at steps 1 and 2 ---------------------------------------------
+def test_a_tarball_input_is_named_as_one(pristine: tuple[Harness, Path]) -> None:
+    h, bundle = pristine
+    verdict = h.verify(bundle / TARBALL)
+    members = len(_sizes(bundle)) - 1  # every file but the tarball itself
+    assert verdict.steps[0].detail == f"{members} files (tarball)"
+
+
+def test_co_signers_are_each_named_at_step_2(
+    pristine: tuple[Harness, Path], tmp_path: Path
+) -> None:
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    cosigned = _manifest_cosigned(bundle, h)
+    assert isinstance(cosigned.facts["second_pem"], Path) and cosigned.trusted is not None
+    second = load_private_key(cosigned.facts["second_pem"])
+    (bundle / PROVENANCE_SIGNATURE).write_bytes(
+        add_signature(second, (bundle / PROVENANCE_SIGNATURE).read_bytes(), PROVENANCE_SIGNATURE)
+    )
+    repack(bundle)
+    verdict = h.verify(bundle, cosigned.trusted)
+    keys = ", ".join(f"{k[:16]}… (release)" for k in verdict.keyids)
+    assert sorted(verdict.keyids) == list(verdict.keyids) and len(verdict.keyids) == 2
+    assert verdict.steps[1].detail == f"manifest 2 of 1: {keys}; provenance 2 of 1: {keys}"
+
+
+def test_an_unreadable_bundle_file_is_named(
+    pristine: tuple[Harness, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that cannot be opened is `bundle.unreadable` with the reader's words and place.
+    Root reads any file here, so the open fails by injection (the real reader's error)."""
+    h = pristine[0]
+    bundle = copy_pristine(pristine, tmp_path)
+    real = verifier.read_regular_file
+
+    def read(path: Path, what: str, limit: int | None = None) -> bytes:
+        if path.name == "host.js":
+            raise InputError(f"cannot read {what} file: Permission denied", where=str(path))
+        return real(path, what, limit)
+
+    monkeypatch.setattr(verifier, "read_regular_file", read)
+    with pytest.raises(VerifyError) as caught:
+        h.verify(bundle)
+    assert (caught.value.error_id, caught.value.message, caught.value.where) == (
+        "bundle.unreadable",
+        "cannot read bundle file: Permission denied",
+        str(bundle / "js/host.js"),
+    )
