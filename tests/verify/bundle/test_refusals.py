@@ -47,7 +47,7 @@ from verify.errors import VerifyError
 from verify.formats.conformance import CaseSet, ConformanceReport, ConformanceRow
 from verify.formats.manifest import ModuleManifest
 from verify.formats.report import VerificationReport
-from verify.inputs import InputError
+from verify.inputs import InputError, read_regular_file
 
 TARBALL = "tinyrustlm-9.9.9.tar.gz"
 PROV_WHERE = f"{PROVENANCE_SIGNATURE}: payload"
@@ -1044,9 +1044,12 @@ def test_bare_keys_follow_the_one_signer_argument(
     assert trusted is not None
     keys = load_trusted_keys(trusted)
     options: dict[str, Any] = {} if one_signer else {"one_signer": False}
-    run = lambda: verifier.verify_bundle(  # noqa: E731
-        bundle, keys, allow_dev_key=False, now=int(time.time()), derive=fake_report, **options
-    )
+
+    def run() -> verifier.Verdict:
+        return verifier.verify_bundle(
+            bundle, keys, allow_dev_key=False, now=int(time.time()), derive=fake_report, **options
+        )
+
     if one_signer:
         with pytest.raises(VerifyError) as caught:
             run()
@@ -1162,7 +1165,7 @@ def test_an_unreadable_bundle_file_is_named(
     Root reads any file here, so the open fails by injection (the real reader's error)."""
     h = pristine[0]
     bundle = copy_pristine(pristine, tmp_path)
-    real = verifier.read_regular_file
+    real = read_regular_file
 
     def read(path: Path, what: str, limit: int | None = None) -> bytes:
         if path.name == "host.js":
