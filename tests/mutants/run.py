@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -113,7 +114,10 @@ def score(statuses: dict[str, str], equivalent: dict[str, Equivalent]) -> dict[s
 
 
 def run_mutmut(full: bool, max_children: int, only: Sequence[str] = ()) -> int:
-    LOG.parent.mkdir(exist_ok=True)
+    # mutmut keeps each mutant's result in mutants/ and, in a run not naming mutants, lets an
+    # earlier result stand even when the tests have changed since: every run starts afresh
+    shutil.rmtree(LOG.parent, ignore_errors=True)
+    LOG.parent.mkdir()
     globs = list(only) or ([] if full else list(QUICK))
     print(
         f"== mutmut over {', '.join(globs) or 'every listed module'} "
