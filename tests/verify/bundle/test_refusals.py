@@ -44,7 +44,13 @@ from verify.bundle.trusted_keys import load_trusted_keys
 from verify.bundle.verifier import StepResult, _check_report, _State
 from verify.canonical import canonical_json
 from verify.errors import VerifyError
-from verify.formats.conformance import CaseSet, ConformanceReport, ConformanceRow
+from verify.formats.conformance import (
+    MODEL_TIERS,
+    CaseList,
+    ConformanceReport,
+    TierModel,
+    TierRow,
+)
 from verify.formats.manifest import ModuleManifest
 from verify.formats.report import VerificationReport
 from verify.inputs import InputError, read_regular_file
@@ -1065,30 +1071,31 @@ def test_a_later_step_before_step_5_is_a_programming_error(tmp_path: Path) -> No
 
 # -- step 13 reads the bundle's conformance.json against the manifest ----------------------
 def _with_conformance(b: Path, h: Harness, version: str = "9.9.9") -> None:
-    """conformance.json with a passing chromium row (and its loader receipt) per lane, added
-    as the release writer adds it: attested by the re-signed provenance, checksummed, packed."""
+    """conformance.json with a passing chromium row (and its loader receipt) per lane and
+    model tier, added as the release writer adds it: attested by the re-signed provenance,
+    checksummed, packed."""
     manifest = ModuleManifest.model_validate_json((b / MANIFEST).read_bytes())
     manifest_sha = _sha((b / MANIFEST).read_bytes())
     lanes = [(a.id, a.sha256) for a in manifest.artifacts]
     lanes += [(a.id, a.sha256) for a in manifest.native_artifacts]
     rows = []
-    for lane, sha in lanes:
-        receipt = loader_receipt("chromium", lane, sha, manifest_sha)
-        rows.append(
-            ConformanceRow(
-                engine="chromium", engine_kind="browser", engine_version="1", isolated=True,
-                lane=lane, artifact_sha256=sha, outcome="pass", chosen=False, cases_passed=3,
-                cases_failed=0, receipt=receipt, receipt_sha256=receipt_sha256(receipt),
-            )
-        )  # fmt: skip
-    cases = CaseSet(
-        count=3, seed=1, sha256="c" * 64, model="small", model_sha256="c" * 64,
-        oracle_lane="oracle", oracle_sha256="c" * 64, oracle_stops={},
-    )  # fmt: skip
+    for tier in MODEL_TIERS:
+        for lane, sha in lanes:
+            receipt = loader_receipt("chromium", lane, sha, manifest_sha)
+            rows.append(
+                TierRow(
+                    tier=tier, engine="chromium", engine_kind="browser", engine_version="1",
+                    isolated=True, lane=lane, artifact_sha256=sha, outcome="pass",
+                    chosen=False, cases_passed=3, cases_failed=0, receipt=receipt,
+                    receipt_sha256=receipt_sha256(receipt),
+                )
+            )  # fmt: skip
+    c = "c" * 64
     report = ConformanceReport(
         release_version=version,
         source_revision=manifest.source_revision,
-        cases=cases,
+        cases=CaseList(count=3, seed=1, sha256=c, oracle_lane="oracle", oracle_sha256=c),
+        models=[TierModel(tier=t, model=t, model_sha256=c, oracle_stops={}) for t in MODEL_TIERS],
         rows=rows,
     )
     data = report.model_dump_json(by_alias=True).encode()
@@ -1109,7 +1116,9 @@ def test_a_shipped_conformance_report_is_read(
     _with_conformance(bundle, h)
     verdict = h.verify(bundle, require_engines=("chromium",))
     assert verdict.steps[6].detail == f"{len(_sizes(bundle))} files"
-    assert verdict.steps[12].detail == "4 rows, 4 pass, required engines chromium pass"
+    assert verdict.steps[12].detail == (
+        "8 rows, 8 pass, tiers f32/int8, required engines chromium pass"
+    )
 
 
 def test_a_conformance_report_of_another_release(
