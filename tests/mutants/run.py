@@ -1,30 +1,44 @@
 """`nox -s mutants`: mutation testing of verify/ with mutmut (the modules and the fast test
-subset are `[tool.mutmut]` in pyproject.toml), printing the score and every surviving mutant
-by file; then the planted-bug regression list (tests/mutants/planted.py), which must be
-caught whole. The mutation score is reported, not gated.
+subset are `[tool.mutmut]` in pyproject.toml), printing the score per file and every surviving
+mutant by file, and writing them with the wall time to mutants/summary.json; then the
+planted-bug regression list (tests/mutants/planted.py), which must be caught whole. The
+mutation score is reported, not gated; a surviving mutant reviewed as equivalent is listed
+with its reason in tests/mutants/equivalent.toml and counted apart.
 
-    python -m tests.mutants.run [--full] [--planted-only | --mutmut-only] [--max-children N]
+    python -m tests.mutants.run [--full | --only GLOB ...] [--planted-only | --mutmut-only]
+                                [--max-children N]
 
 Default (quick): only verify/bundle/dsse.py and verify/canonical.py are mutated (about 380
-mutants: under 4 minutes on two shared cores); `--full` mutates every listed module (about 1,800
-mutants, 920 of them in the bundle verifier, whose tests each need a bundle: about 30 a minute on
-two loaded cores, so roughly an hour).
+mutants, a few minutes); `--full` mutates every listed module (about 1,850 mutants, 955 of
+them in the bundle verifier); `--only 'verify.bundle.verifier.*'` mutates the mutants whose
+names match (one file, or one function: 'verify.bundle.verifier.x__check_sbom__*').
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import shutil
 import subprocess
 import sys
-from collections import Counter, defaultdict
+import time
+import tomllib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 from tests.mutants import planted
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 QUICK = ("verify.bundle.dsse.*", "verify.canonical.*")
 LOG = REPO_ROOT / "mutants" / "run.log"
+SUMMARY = REPO_ROOT / "mutants" / "summary.json"  # this run's scores per file and wall time
+# surviving mutants reviewed as equivalent, each with its reason (keep it short)
+EQUIVALENT = Path(__file__).with_name("equivalent.toml")
 RESULT = re.compile(r"^\s+(\S+): (.+)$")
 KILLED = {"killed", "caught by type check"}
 NOT_RUN = {"not checked", "skipped"}
@@ -47,15 +61,72 @@ def mutmut(args: list[str], log: Path | None = None) -> subprocess.CompletedProc
         )
 
 
-def run_mutmut(full: bool, max_children: int) -> int:
-    LOG.parent.mkdir(exist_ok=True)
-    globs = [] if full else list(QUICK)
+@dataclass(frozen=True)
+class Equivalent:
+    """A surviving mutant reviewed as equivalent: no input can tell it from the original."""
+
+    name: str
+    reason: str
+
+
+def equivalents(path: Path = EQUIVALENT) -> dict[str, Equivalent]:
+    rows = tomllib.loads(path.read_text(encoding="utf-8")).get("mutant", [])
+    found = {row["name"]: Equivalent(row["name"], row["reason"]) for row in rows}
+    if len(found) != len(rows) or not all(e.reason.strip() for e in found.values()):
+        raise SystemExit(f"{path}: every mutant once, each with its reason")
+    return found
+
+
+def score(statuses: dict[str, str], equivalent: dict[str, Equivalent]) -> dict[str, Any]:
+    """The summary of a run: totals, per file, survivors; reviewed equivalents that survived
+    are counted apart (and stay in the total, so the raw score is also given)."""
+    ran = {k: v for k, v in statuses.items() if v not in NOT_RUN}
+    files: dict[str, dict[str, Any]] = {}
+    for name, status in sorted(ran.items()):
+        row = files.setdefault(
+            module_of(name), {"total": 0, "killed": 0, "equivalent": 0, "survivors": []}
+        )
+        row["total"] += 1
+        if status in KILLED:
+            row["killed"] += 1
+        elif name in equivalent:
+            row["equivalent"] += 1
+        else:
+            row["survivors"].append(f"{name} ({status})")
+    for row in files.values():
+        row["score"] = round(100 * row["killed"] / max(1, row["total"] - row["equivalent"]), 1)
+    total = len(ran)
+    killed = sum(r["killed"] for r in files.values())
+    equal = sum(r["equivalent"] for r in files.values())
+    return {
+        "total": total,
+        "killed": killed,
+        "equivalent": equal,
+        "score": round(100 * killed / max(1, total - equal), 1),
+        "raw_score": round(100 * killed / max(1, total), 1),
+        "statuses": dict(sorted(Counter(statuses.values()).items())),
+        "files": files,
+        # a listed equivalent that was killed or is no longer a mutant: the list is stale
+        "stale_equivalents": sorted(
+            n for n in equivalent if n in statuses and statuses[n] in KILLED
+        ),
+    }
+
+
+def run_mutmut(full: bool, max_children: int, only: Sequence[str] = ()) -> int:
+    # mutmut keeps each mutant's result in mutants/ and, in a run not naming mutants, lets an
+    # earlier result stand even when the tests have changed since: every run starts afresh
+    shutil.rmtree(LOG.parent, ignore_errors=True)
+    LOG.parent.mkdir()
+    globs = list(only) or ([] if full else list(QUICK))
     print(
-        f"== mutmut over {'every listed module' if full else ', '.join(globs)} "
+        f"== mutmut over {', '.join(globs) or 'every listed module'} "
         f"(log: {LOG.relative_to(REPO_ROOT)})",
         flush=True,
     )
+    started = time.monotonic()
     done = mutmut(["run", "--max-children", str(max_children), *globs], LOG)
+    wall = time.monotonic() - started
     if done.returncode != 0:
         print(LOG.read_text()[-3000:])
         print(f"mutmut run failed (exit {done.returncode})")
@@ -64,30 +135,48 @@ def run_mutmut(full: bool, max_children: int) -> int:
     statuses: dict[str, str] = {}
     for line in listed.stdout.splitlines():
         match = RESULT.match(line)
-        if match and (full or any(match.group(1).startswith(g[:-1]) for g in globs)):
+        if match and (not globs or any(fnmatchcase(match.group(1), g) for g in globs)):
             statuses[match.group(1)] = match.group(2)
-    counts = Counter(statuses.values())
-    ran = {k: v for k, v in statuses.items() if v not in NOT_RUN}
-    killed = sum(v in KILLED for v in ran.values())
-    survivors: dict[str, list[str]] = defaultdict(list)
-    for name, status in sorted(ran.items()):
-        if status not in KILLED:
-            survivors[module_of(name)].append(f"{name} ({status})")
-    per_file = Counter(module_of(n) for n in ran)
-    per_file_killed = Counter(module_of(n) for n, s in ran.items() if s in KILLED)
+    equivalent = equivalents()
+    summary = {
+        "schema": "tinyrustlm.mutants.v1",
+        "mode": "only" if only else "full" if full else "quick",
+        "globs": globs,
+        "max_children": max_children,
+        "wall_seconds": round(wall, 1),
+        **score(statuses, equivalent),
+    }
     print(
-        f"\nmutation score: {killed}/{len(ran)} killed"
-        f" ({100 * killed / max(1, len(ran)):.1f}%); statuses: {dict(sorted(counts.items()))}"
+        f"\nmutation score: {summary['killed']}/{summary['total']} killed, "
+        f"{summary['equivalent']} reviewed equivalent ({EQUIVALENT.name}): "
+        f"{summary['score']:.1f}% ({summary['raw_score']:.1f}% counting equivalents as "
+        f"surviving); statuses: {summary['statuses']}; mutmut took {wall / 60:.1f} min "
+        f"with {max_children} children (summary: {SUMMARY.relative_to(REPO_ROOT)})"
     )
-    for path in sorted(per_file):
+    for path, row in summary["files"].items():
         print(
-            f"  {path}: {per_file_killed[path]}/{per_file[path]} killed, "
-            f"{len(survivors[path])} surviving"
+            f"  {path}: {row['score']:.1f}% ({row['killed']}/{row['total']} killed, "
+            f"{row['equivalent']} equivalent, {len(row['survivors'])} surviving)"
         )
-    for path, names in sorted(survivors.items()):
-        print(f"\nsurviving in {path} ({len(names)}; `mutmut show NAME` prints the diff):")
-        for name in names:
+    for path, row in summary["files"].items():
+        if row["survivors"]:
+            print(
+                f"\nsurviving in {path} ({len(row['survivors'])}; `mutmut show NAME` prints "
+                "the diff):"
+            )
+            for name in row["survivors"]:
+                print(f"  {name}")
+    summary["stale_equivalents"] += sorted(
+        n
+        for n in equivalent
+        if n not in statuses and (not globs or any(fnmatchcase(n, g) for g in globs))
+    )
+    SUMMARY.write_text(json.dumps(summary, indent=1) + "\n")
+    if summary["stale_equivalents"]:
+        print(f"\nlisted as equivalent but killed or gone (remove from {EQUIVALENT.name}):")
+        for name in summary["stale_equivalents"]:
             print(f"  {name}")
+        return 1
     return 0
 
 
@@ -100,13 +189,28 @@ def main(argv: list[str] | None = None) -> int:
     only.add_argument("--planted-only", action="store_true")
     only.add_argument("--mutmut-only", action="store_true")
     parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="mutate only these mutant names (repeatable), e.g. 'verify.bundle.verifier.*'",
+    )
     args = parser.parse_args(argv)
+    started = time.monotonic()
     status = 0
     if not args.planted_only:
-        status |= run_mutmut(args.full, args.max_children)
+        status |= run_mutmut(args.full, args.max_children, args.only)
     if not args.mutmut_only:
         print("\n== planted bugs (tests/mutants/planted.toml)", flush=True)
         status |= planted.main([])
+    wall = time.monotonic() - started
+    print(f"\nnox -s mutants took {wall / 60:.1f} min in all")
+    if not args.planted_only and SUMMARY.is_file():
+        summary = json.loads(SUMMARY.read_text())
+        summary["session_wall_seconds"] = round(wall, 1)
+        summary["planted"] = "not run" if args.mutmut_only else "caught" if not status else "failed"
+        SUMMARY.write_text(json.dumps(summary, indent=1) + "\n")
     return status
 
 

@@ -243,3 +243,64 @@ def test_attestation_shape(pristine: tuple[Harness, Path], tmp_path: Path) -> No
     assert statement.attested() == {a.name: a.expected_sha256 for a in artifacts}
     (match,) = statement.predicate.run_details.byproducts
     assert (match.name, match.annotations) == ("sbom.cdx.json", {"matched": False})
+
+
+# name -> (attestations, K, extra flags, exit code, step 14's detail or the refusal's message)
+WORDS: dict[str, tuple[tuple[Attest, ...], int, tuple[str, ...], int, str]] = {
+    "two of five": (
+        (Attest("alice"), Attest("bob")), 2, (), 0,
+        "2 of 5 rebuilders ({alice}…, {bob}…) reproduced every signed file (scope bundle), "
+        "2 required",
+    ),
+    "scope artifacts": (
+        (Attest("alice", "release"),), 1, ("--rebuild-scope", "artifacts"), 0,
+        "1 of 5 rebuilders ({alice}…) reproduced every artifact (scope artifacts), 1 required",
+    ),
+    "one short, with each file's reason": (
+        (Attest("alice"), Attest("bob", "digest")), 2, (), 1,
+        "1 independent trusted rebuild(s) reproduced every signed file, 2 required "
+        "(0-alice.sigstore.json: counts: 6 signed files reproduced; 1-bob.sigstore.json: not "
+        "reproduced or other digests: {wasm0})",
+    ),
+    "none given": ((), 1, (), 1,
+                   "0 independent trusted rebuild(s) reproduced every signed file, 1 required "
+                   "(none given)"),
+    "another revision, scope artifacts": (
+        (Attest("alice", "revision"),), 1, ("--rebuild-scope", "artifacts"), 1,
+        "0 independent trusted rebuild(s) reproduced every artifact, 1 required "
+        "(0-alice.sigstore.json: attests another source revision)",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("specs", "k", "extra", "exit_code", "words"), WORDS.values(), ids=WORDS.keys()
+)
+def test_rebuild_verdicts_word_for_word(
+    pristine: tuple[Harness, Path],
+    tmp_path: Path,
+    specs: tuple[Attest, ...],
+    k: int,
+    extra: tuple[str, ...],
+    exit_code: int,
+    words: str,
+) -> None:
+    """Step 14 names who counted and what they reproduced; a refusal names the scope, the
+    count and every attestation file with the reason it did or did not count."""
+    harness, bundle = pristine
+    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    files = [_write(spec, bundle, tmp_path, i) for i, spec in enumerate(specs)]
+    args = ["--rebuilders", str(_rebuilders(harness, tmp_path)), "--require-rebuilds", str(k)]
+    for path in files:
+        args += ["--rebuild-attestation", str(path)]
+    code, result, _ = verify_json(bundle, harness.trusted, *args, *extra)
+    expected = words.format(
+        alice=_key("alice").keyid[:16], bob=_key("bob").keyid[:16], wasm0=manifest.artifacts[0].url
+    )
+    if exit_code == 0:
+        assert (code, result["steps"][13]["detail"]) == (0, expected)
+    else:
+        error = result["error"]
+        assert (code, error["id"], error["step"], error["message"], error["where"]) == (
+            1, "rebuilds.insufficient", 14, expected, "--rebuild-attestation"
+        )  # fmt: skip

@@ -88,6 +88,7 @@ BAD_FILE: dict[str, Callable[[dict[str, Any]], None]] = {
     "two-sha256": lambda c: c["hashes"].append(dict(c["hashes"][0])),
     "no-sha256": lambda c: c.update(hashes=[{"alg": "SHA-512", "content": "0"}]),
     "hash-not-text": lambda c: c.update(hashes=[{"alg": "SHA-256", "content": 5}]),
+    "no-hashes": lambda c: c.pop("hashes"),
 }
 
 
@@ -113,7 +114,19 @@ def test_other_components_and_other_hashes_are_ignored(pristine: tuple[Harness, 
     doc["components"].append("not even an object")
     _first_file(doc)["hashes"].append({"alg": "SHA-512", "content": "ab"})
     _first_file(doc)["hashes"].append("not a hash object")
-    assert _check_sbom(_state(bundle, doc)).endswith(" file components")
+    files = sum(c.get("type") == "file" for c in doc["components"] if isinstance(c, dict))
+    assert _check_sbom(_state(bundle, doc)) == f"{files} file components"
+
+
+def test_a_component_before_the_files_is_skipped_not_the_end(
+    pristine: tuple[Harness, Path],
+) -> None:
+    """A non-file component first: the file components after it are still read."""
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    files = [c for c in doc["components"] if c.get("type") == "file"]
+    doc["components"] = [{"type": "library", "name": "lib"}, *doc["components"]]
+    assert _check_sbom(_state(bundle, doc)) == f"{len(files)} file components"
 
 
 def test_a_component_of_other_bytes_is_named(pristine: tuple[Harness, Path]) -> None:
@@ -124,8 +137,25 @@ def test_a_component_of_other_bytes_is_named(pristine: tuple[Harness, Path]) -> 
     with pytest.raises(e.SbomMismatch) as caught:
         _check_sbom(_state(bundle, doc))
     assert caught.value.where == SBOM
-    assert caught.value.message.startswith("file components do not match the files: ")
-    assert component["name"] in caught.value.message
+    assert caught.value.message == (
+        f"file components do not match the files: digest differs: {component['name']}"
+    )
+
+
+def test_every_differing_component_is_named(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    files = [c for c in doc["components"] if c.get("type") == "file"]
+    for component in files[:2]:
+        component["hashes"] = [{"alg": "SHA-256", "content": "0" * 64}]
+    doc["components"].remove(files[2])
+    with pytest.raises(e.SbomMismatch) as caught:
+        _check_sbom(_state(bundle, doc))
+    first, second = sorted(c["name"] for c in files[:2])
+    assert caught.value.message == (
+        f"file components do not match the files: digest differs: {first}, {second}; "
+        f"not named: {files[2]['name']}"
+    )
 
 
 def test_a_builder_path_in_a_signed_document(pristine: tuple[Harness, Path]) -> None:
@@ -139,6 +169,16 @@ def test_a_builder_path_in_a_signed_document(pristine: tuple[Harness, Path]) -> 
         "documents name locations as $WORKSPACE/... or $CARGO_HOME/..."
     )
     assert caught.value.where == f"{SBOM}: metadata.note"
+
+
+def test_a_builder_path_is_placed_by_its_whole_key(pristine: tuple[Harness, Path]) -> None:
+    """Only the leading dot of the path is dropped: a key's own first letters stay."""
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    doc["XLocation"] = "/home/builder/src"
+    with pytest.raises(e.BuilderPathLeaked) as caught:
+        _check_builder_paths(_state(bundle, doc))
+    assert caught.value.where == f"{SBOM}: XLocation"
 
 
 def test_a_signed_document_that_is_not_json(pristine: tuple[Harness, Path]) -> None:

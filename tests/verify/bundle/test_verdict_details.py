@@ -93,6 +93,7 @@ def test_floor_comparison_is_pep_440() -> None:
     assert caught.value.message == (
         "version 'not a version' is not a PEP 440 version: cannot compare it to 1.0"
     )
+    assert caught.value.where == "manifest.json: version"
     with pytest.raises(ValueError, match=r"^--not-before-version 'x\.y' is not a PEP 440 version$"):
         check("1.0", "x.y")
     check("1.0", "1")
