@@ -170,6 +170,7 @@ class _State:
     is_directory: bool
     top_folder: str = ""  # the tarball's single top folder (tarball input only)
     tarball: bytes = b""  # the input tarball's own bytes (tarball input only)
+    source: str = ""  # the input tarball's path, as given (tarball input only)
     signed: dict[str, SigstoreBundle] = field(default_factory=dict)
     signers: dict[str, tuple[TrustedKey, ...]] = field(default_factory=dict)
     manifest: ModuleManifest | None = None
@@ -235,7 +236,9 @@ def _opened(path: Path, limits: ReadLimits) -> Iterator[_State]:
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
-        yield _State(root, members, is_directory=False, top_folder=top, tarball=data)
+        yield _State(
+            root, members, is_directory=False, top_folder=top, tarball=data, source=str(path)
+        )
 
 
 # -- steps 2-4 ----------------------------------------------------------------------------
@@ -530,7 +533,7 @@ def _check_checksums(state: _State) -> str:
     problems = _diff(listed, actual)
     if problems:
         raise e.ChecksumsMismatch(problems, where=CHECKSUMS)
-    where = tarball if state.is_directory else str(state.root)
+    where = tarball if state.is_directory else state.source  # the file the user gave
     if not state.is_directory and state.top_folder != bundle_name(manifest.version):
         raise e.TarballMismatch(
             f"top folder {state.top_folder!r} is not {bundle_name(manifest.version)!r}",
