@@ -1025,8 +1025,6 @@ UNTRIGGERED: dict[str, str] = {
     "which refuses a lane without a policy first (documents.no-lane-policy)",
     "conformance.oracle-failed": "the bundle's own native binary crashing on a case while "
     "it runs the matrix as the oracle",
-    "provenance.invalid": "a provenance statement that is not in-toto yet carries a valid "
-    "signature of a trusted key",
 }
 
 

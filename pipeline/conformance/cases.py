@@ -31,7 +31,7 @@ TOP_PS = (0.5, 0.75, 0.875, 0.9375)
 PENALTIES = (1.125, 1.25, 1.5, 2.0)
 # The first long hot run: a prompt and seed whose greedy-free generation on the `small` model
 # (seed 1) reaches EOS after 47 tokens, so every N >= 7 exercises the EOS stop. The report's
-# `cases.oracle_stops` shows how many cases actually ended at EOS.
+# `models[].oracle_stops` shows how many cases actually ended at EOS, per tier.
 EOS_PROMPT, EOS_SEED, HOT_TEMPERATURE, LONG_RUN_TOKENS = "Hello, world", 3, 2.0, 64
 # kind -> (temperature?, top_k?, top_p?, penalty?, long run?)
 KINDS: tuple[tuple[str, bool, bool, bool, bool, bool], ...] = (

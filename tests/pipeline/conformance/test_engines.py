@@ -202,7 +202,9 @@ def test_cli_writes_a_report_that_validates(
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
     assert code == 0, [r for r in doc["rows"] if r["outcome"] == "fail"]
-    assert doc["cases"]["oracle_stops"].get("eos", 0) >= 1  # the pinned EOS case did stop
+    tiers = {m["tier"]: m for m in doc["models"]}
+    assert sorted(tiers) == ["f32", "int8"]  # a model of each kernel tier ran
+    assert tiers["f32"]["oracle_stops"].get("eos", 0) >= 1  # the pinned EOS case did stop
     engines = {r["engine"] for r in doc["rows"]}
     assert {"node", "wasmtime", "native"} <= engines
     assert out.with_suffix(".html").read_text().count("<tr>") >= len(engines)
