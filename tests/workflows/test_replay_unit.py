@@ -125,17 +125,30 @@ def _bundle(folder: Path, rows: list[dict[str, object]], artifact: bytes = b"was
     return root
 
 
-ROW = {"engine": "chromium", "lane": "scalar", "outcome": "pass", "cases_passed": 3}
+def _row(when: str, port: int, **receipt: object) -> dict[str, object]:
+    fetched = [{"url": f"http://127.0.0.1:{port}/b/manifest.json", "source": "network"}]
+    return {
+        "engine": "chromium",
+        "lane": "scalar",
+        "outcome": "pass",
+        "cases_passed": 3,
+        "receipt_sha256": f"{port:064x}",
+        "receipt": {"created_utc": when, "fetched": fetched, **receipt},
+    }
+
+
+ROW = _row("2026-12-01T18:00:00Z", 4000)
 
 
 def test_the_bundles_may_differ_only_in_the_measured_report(tmp_path: Path) -> None:
     same = _bundle(tmp_path / "a", [ROW]), _bundle(tmp_path / "b", [ROW])
     assert assert_same_but_the_measurement(*same) == []
-    timed = _bundle(tmp_path / "c", [{**ROW, "receipt": {"ttft_ms": 41.5}}])
-    assert "conformance.json" in assert_same_but_the_measurement(same[0], timed)
+    later = _bundle(tmp_path / "c", [_row("2026-12-01T18:40:00Z", 4711)])
+    assert "conformance.json" in assert_same_but_the_measurement(same[0], later)
     for name, other in [
         ("verdict", [{**ROW, "outcome": "fail"}]),
         ("rows", [ROW, ROW]),
+        ("receipt", [_row("2026-12-01T18:00:00Z", 4000, numerical_mode="other")]),
     ]:
         with pytest.raises(AssertionError):
             assert_same_but_the_measurement(same[0], _bundle(tmp_path / name, other))
