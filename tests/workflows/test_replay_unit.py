@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
+
+from pipeline.release.bundle import bundle_contents
 
 from .replay import (
     Replay,
@@ -101,26 +101,20 @@ def test_a_job_after_a_skipped_job_is_skipped(tmp_path: Path) -> None:
 
 
 def _bundle(folder: Path, rows: list[dict[str, object]], artifact: bytes = b"wasm") -> Path:
-    """A bundle shaped like the release's: a measured report, the provenance naming its
-    digest, SHA256SUMS over the files, and a tarball of them all."""
-    root = folder / "tinyrustlm-9.9.9"
-    (root / "artifacts").mkdir(parents=True)
+    """A bundle made as the release makes one (`bundle_contents`: SHA256SUMS and the tarball
+    over the files): a measured report and a provenance statement naming its digest."""
     files = {"artifacts/a.wasm": artifact, "conformance.json": json.dumps({"rows": rows}).encode()}
-    digest = {n: hashlib.sha256(b).hexdigest() for n, b in files.items()}
-    statement = {"subject": [{"name": n, "digest": {"sha256": d}} for n, d in digest.items()]}
+    statement = {
+        "subject": [
+            {"name": n, "digest": {"sha256": hashlib.sha256(b).hexdigest()}}
+            for n, b in files.items()
+        ]
+    }
     payload = base64.b64encode(json.dumps(statement).encode()).decode()
     files["provenance.sigstore.json"] = json.dumps({"dsseEnvelope": {"payload": payload}}).encode()
-    files["SHA256SUMS"] = "".join(
-        f"{hashlib.sha256(b).hexdigest()}  {n}\n" for n, b in sorted(files.items())
-    ).encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in sorted(files.items()):
-            info = tarfile.TarInfo(f"{root.name}/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    files["tinyrustlm-9.9.9.tar.gz"] = buffer.getvalue()
-    for name, data in files.items():
+    root = folder / "tinyrustlm-9.9.9"
+    for name, data in bundle_contents("9.9.9", files, 0).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
     return root
 
