@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import subprocess
-import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import pytest
 from pipeline.documents.keys import generate_key_files
 from tests.clones import clone_head
 from verify.bundle.layout import CHECKSUMS, CONFORMANCE, PROVENANCE_SIGNATURE
+from verify.bundle.tarball import read_tarball
 
 from .replay import Replay
 
@@ -56,15 +56,6 @@ def _statement(envelope: bytes) -> dict[str, Any]:
     payload = json.loads(envelope)["dsseEnvelope"]["payload"]
     statement: dict[str, Any] = json.loads(base64.b64decode(payload))
     return statement
-
-
-def _members(tarball: Path) -> dict[str, bytes]:
-    with tarfile.open(tarball) as tar:
-        return {
-            m.name.split("/", 1)[1]: tar.extractfile(m).read()  # type: ignore[union-attr]
-            for m in tar.getmembers()
-            if m.isfile()
-        }
 
 
 def assert_same_but_the_measurement(replayed: Path, reference: Path) -> list[str]:
@@ -98,7 +89,9 @@ def assert_same_but_the_measurement(replayed: Path, reference: Path) -> list[str
 
     assert sums(replayed) == sums(reference)
     # the tarball: the same members, equal but for the measured report and what names it
-    ours_tar, theirs_tar = _members(replayed / tarball), _members(reference / tarball)
+    ours_tar, theirs_tar = (
+        read_tarball((f / tarball).read_bytes(), tarball)[1] for f in (replayed, reference)
+    )
     assert sorted(ours_tar) == sorted(theirs_tar)
     assert {n for n in ours_tar if ours_tar[n] != theirs_tar[n]} <= measured
     return mismatch
