@@ -25,7 +25,7 @@ import pytest
 
 from pipeline.documents.keys import generate_key_files
 from tests.clones import clone_head
-from verify.bundle.layout import CHECKSUMS, CONFORMANCE, PROVENANCE_SIGNATURE
+from verify.bundle.layout import CHECKSUMS, CONFORMANCE, PROVENANCE_SIGNATURE, parse_checksums
 from verify.bundle.tarball import read_tarball
 
 from .replay import Replay
@@ -80,11 +80,13 @@ def assert_same_but_the_measurement(replayed: Path, reference: Path) -> list[str
         (replayed / PROVENANCE_SIGNATURE).read_bytes()
     )
 
-    # SHA256SUMS: equal on every line but the measured report's and those naming it
-    def sums(folder: Path) -> list[str]:
-        lines = (folder / CHECKSUMS).read_text(encoding="utf-8").splitlines()
-        kept = [line for line in lines if line.split()[-1].lstrip("*") not in {*measured, tarball}]
-        assert len(kept) >= len(lines) - 3
+    # SHA256SUMS (read with verify's own parser): equal on every line but the measured
+    # report's and those naming it
+    def sums(folder: Path) -> dict[str, str]:
+        listed = parse_checksums((folder / CHECKSUMS).read_bytes())
+        assert listed is not None
+        kept = {name: digest for name, digest in listed.items() if name not in {*measured, tarball}}
+        assert len(kept) >= len(listed) - 3
         return kept
 
     assert sums(replayed) == sums(reference)
