@@ -31,10 +31,15 @@ def _shown(path: Path) -> str:
 
 def verify_program() -> str:
     """`tinyrustlm-verify` as it runs from the current folder: the script installed beside
-    this interpreter (a fresh machine has it in .venv/bin, not on PATH)."""
+    this interpreter (a fresh machine has it in .venv/bin, not on PATH). The running
+    virtualenv's own bin never counts as on PATH: nox puts its session's there, and the
+    user's shell after `./nox -s release` has no such entry."""
     script = Path(sys.executable).parent / "tinyrustlm-verify"
     if not script.is_file():
         return "tinyrustlm-verify"
+    venv = os.environ.get("VIRTUAL_ENV")
+    if venv and (Path(venv) / "bin").resolve() == script.parent.resolve():
+        return _shown(script)
     on_path = any(
         (Path(d) / "tinyrustlm-verify").resolve() == script.resolve()
         for d in os.environ.get("PATH", "").split(os.pathsep)

@@ -7,13 +7,14 @@ import hashlib
 import os
 import shlex
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from pipeline.errors import CheckFailed
-from pipeline.release.cli import summary
+from pipeline.release.cli import summary, verify_program
 from pipeline.release.steps import STEP_TITLES
 from tests.harness.release import LANES, VERSION, Harness
 
@@ -136,3 +137,18 @@ def test_the_printed_verify_command_runs_as_printed(
     assert Path(argv[argv.index("--trusted-keys") + 1]).is_file() and "--allow-dev-key" in argv
     ran = subprocess.run([*argv, "--help"], capture_output=True, text=True, check=False)
     assert ran.returncode == 0 and "--trusted-keys" in ran.stdout
+
+
+def test_the_verify_command_names_the_session_venv_that_nox_put_on_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`./nox -s release` runs with its session's venv bin first on PATH and VIRTUAL_ENV set;
+    the user's shell afterwards has neither, so the printed program is the script's path."""
+    script = Path(sys.executable).parent / "tinyrustlm-verify"
+    assert script.is_file()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.setenv("VIRTUAL_ENV", str(script.parent.parent))
+    assert verify_program() == str(script)
+    monkeypatch.delenv("VIRTUAL_ENV")  # the user's own PATH holds it: the bare name runs
+    assert verify_program() == "tinyrustlm-verify"
