@@ -24,6 +24,7 @@ from typing import Any
 
 WORKSPACE = "$WORKSPACE"  # the repository checkout the build ran in
 CARGO_HOME = "$CARGO_HOME"  # the CARGO_HOME the build gave cargo
+STD_SYSROOT = "$STD_SYSROOT"  # the cache folder of std rebuilt for the lane (by its key)
 
 # First path components that name the same thing on every Debian machine.
 MACHINE_INDEPENDENT_ROOTS: tuple[str, ...] = (
@@ -34,6 +35,9 @@ MACHINE_INDEPENDENT_ROOTS: tuple[str, ...] = (
     "/sbin/",
     "/src/tinyrustlm",  # remap target of the workspace
     "/cargo",  # remap target of CARGO_HOME
+    "/rustc/",  # remap target of the std sources (rustup's convention: /rustc/<commit>)
+    "/rustc-std",  # remap target of the scratch folder std is rebuilt in
+    "/rustc-sysroot",  # remap target of the rebuilt std's sysroot folder
 )
 _SYSTEM_FOLDERS = frozenset(root.rstrip("/") for root in MACHINE_INDEPENDENT_ROOTS)
 

@@ -11,12 +11,14 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.toolchain import wasmtools
+from pipeline.lanebuild.stdbuild import source_remap, std_source_roots
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane, LanesFile
-from verify.placeholders import CARGO_HOME, WORKSPACE, to_placeholders
+from verify.placeholders import CARGO_HOME, STD_SYSROOT, WORKSPACE, to_placeholders
 
 Say = Callable[[str], None]
 HEARTBEAT_SECONDS = 15.0
+SYSROOT_REMAP = "/rustc-sysroot"
 
 
 class CompileError(PipelineError):
@@ -37,6 +39,7 @@ class CargoRun:
     output: Path  # what cargo writes for this lane
     post_link: list[list[str]]  # run in order after cargo; each rewrites `final` in place
     final: Path  # the lane's finished artifact (== output when there is no post-link step)
+    sysroot: Path | None = None  # the rebuilt std's sysroot (build_std lanes)
 
 
 def plan_run(
@@ -46,8 +49,22 @@ def plan_run(
     workspace: Path,
     scratch: Path,
     source_date_epoch: int,
+    sysroot: Path | None = None,
 ) -> CargoRun:
-    """The one cargo command for `lane`. Nothing from the caller's environment leaks in."""
+    """The one cargo command for `lane`. Nothing from the caller's environment leaks in.
+
+    `sysroot`: the std rebuilt for a `build_std` lane (stdbuild.py), read through --sysroot;
+    None for a lane linked with its target's prebuilt Debian std."""
+    if bool(lane.build_std) != (sysroot is not None):
+        raise CompileError(
+            f"lane {lane.id}: build_std={lane.build_std} needs its rebuilt std sysroot",
+            where=f"lane {lane.id}",
+        )
+    std_flags = (
+        []
+        if sysroot is None
+        else ["--sysroot", str(sysroot), "--remap-path-prefix", f"{sysroot}={SYSROOT_REMAP}"]
+    )
     cargo_home = scratch / "cargo-home"
     target_dir = scratch / "target" / lane.id
     link_args = list(lane.link_args)
@@ -62,6 +79,8 @@ def plan_run(
         *(arg for link_arg in link_args for arg in ("-C", f"link-arg={link_arg}")),
         "--remap-path-prefix", f"{workspace}={lanes.remap_workspace}",
         "--remap-path-prefix", f"{cargo_home}={lanes.remap_cargo_home}",
+        *(arg for root in std_source_roots(lock) for arg in ("--remap-path-prefix", f"{root}={source_remap(lock)}")),
+        *std_flags,
     ]
     # fmt: on
     env = {
@@ -99,7 +118,7 @@ def plan_run(
         post_link.append(
             [str(wasmtools.executable()), "strip", *deletes, str(output), "-o", str(final)]
         )
-    return CargoRun(argv, env, workspace, output, post_link, final)
+    return CargoRun(argv, env, workspace, output, post_link, final, sysroot)
 
 
 def as_recorded(run: CargoRun, repo_root: Path) -> CargoRun:
@@ -109,6 +128,7 @@ def as_recorded(run: CargoRun, repo_root: Path) -> CargoRun:
     places = [
         (str(repo_root), WORKSPACE),
         (run.env["CARGO_HOME"], CARGO_HOME),
+        *([(str(run.sysroot), STD_SYSROOT)] if run.sysroot is not None else []),
         *((argv[0], Path(argv[0]).name) for argv in run.post_link),
     ]
 
@@ -122,6 +142,7 @@ def as_recorded(run: CargoRun, repo_root: Path) -> CargoRun:
         output=Path(fix(str(run.output))),
         post_link=[[fix(a) for a in argv] for argv in run.post_link],
         final=Path(fix(str(run.final))),
+        sysroot=None if run.sysroot is None else Path(STD_SYSROOT),
     )
 
 

@@ -22,6 +22,7 @@ from pipeline.io.lock import hold_lock
 from pipeline.lanebuild import smoke
 from pipeline.lanebuild.cargo import CompileError, as_recorded, plan_run, run_cargo
 from pipeline.lanebuild.inputs import LaneBuildError, sha256_file, tree_inputs
+from pipeline.lanebuild.stdbuild import ensure_sysroot
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane
@@ -149,7 +150,16 @@ def _build_locked(tree: Tree, lanes: list[str] | None, force: bool, say: Say) ->
             say(f"[{number}/{len(selected)}] {lane.id}: building for {lane.target}")
             entries.pop(lane.id, None)  # until this lane succeeds, nothing may pick it up
             save()
-            run = plan_run(lane, lanes_file, lock, workspace, scratch, epoch)
+            sysroot = None
+            if lane.build_std:
+                std = ensure_sysroot(lane, lock)
+                sysroot = std.root
+                say(
+                    f"    std for {lane.target} "
+                    + ("rebuilt" if std.built else "from the cache")
+                    + f" (key {std.key[:16]}, {time.monotonic() - started:.1f}s)"
+                )
+            run = plan_run(lane, lanes_file, lock, workspace, scratch, epoch, sysroot)
             run_cargo(lane, run, say)
             _check_claimed_features(lane, run.final)
             artifact, sha, size = _publish(lane, run.final, lane_dir)

@@ -47,6 +47,7 @@ def compare(lock: ToolchainLock, digest_cache: Path | None = None) -> list[Diffe
     )
     facts = probe.rustc_facts(lock.rustc.binary)
     differ("rustc.release", lock.rustc.release, facts.get("release", probe.MISSING))
+    differ("rustc.commit_hash", lock.rustc.commit_hash, facts.get("commit-hash", probe.MISSING))
     differ("rustc.llvm_version", lock.rustc.llvm_version, facts.get("LLVM version", probe.MISSING))
     differ("rustc.host", lock.rustc.host, facts.get("host", probe.MISSING))
     differ("rustc.cargo_version", lock.rustc.cargo_version, probe.cargo_version(lock.rustc.cargo))
@@ -58,6 +59,9 @@ def compare(lock: ToolchainLock, digest_cache: Path | None = None) -> list[Diffe
         digest = probe.sysroot_digest(root, known)
         differ(f"sysroot.{root.target}.files", str(root.files), str(digest.files))
         differ(f"sysroot.{root.target}.sha256", root.sha256, digest.sha256)
+    source = probe.sysroot_digest(lock.std_source, known)
+    differ("std_source.files", str(lock.std_source.files), str(source.files))
+    differ("std_source.sha256", lock.std_source.sha256, source.sha256)
     for tool in lock.tool:
         differ(f"tool.{tool.name}.version", tool.version, probe.tool_version(tool))
     if digest_cache is not None and known is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.toolchain import nodejs, wasmtools
-from pipeline.toolchain.lockfile import PackageSeed, SysrootSeed, ToolSeed
+from pipeline.toolchain.lockfile import PackageSeed, StdSourceSeed, SysrootSeed, ToolSeed
 
 MISSING = "<missing>"
 # Tools shipped in a hash-pinned wheel of requirements.lock: argv[0] in the seed names the
@@ -106,7 +106,7 @@ Signature = tuple[int, int, int, int]
 
 
 def sysroot_digest(
-    sysroot: SysrootSeed, known: dict[str, tuple[Signature, str]] | None = None
+    sysroot: SysrootSeed | StdSourceSeed, known: dict[str, tuple[Signature, str]] | None = None
 ) -> SysrootFacts:
     """SHA-256 over sorted `relative-path  sha256` lines of every file in the folder.
 

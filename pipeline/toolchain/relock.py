@@ -13,6 +13,7 @@ from pipeline.toolchain.lockfile import (
     LOCK_SCHEMA,
     LockedPackage,
     LockedRustc,
+    LockedStdSource,
     LockedSysroot,
     LockedTool,
     ToolchainLock,
@@ -71,7 +72,10 @@ def build_lock(seed: ToolchainSeed) -> ToolchainLock:
     rustc = LockedRustc(
         binary=seed.rustc.binary,
         cargo=seed.rustc.cargo,
+        rustfmt=seed.rustc.rustfmt,
+        clippy=seed.rustc.clippy,
         release=facts["release"],
+        commit_hash=facts.get("commit-hash", ""),
         llvm_version=facts.get("LLVM version", probe.MISSING),
         host=facts.get("host", ""),
         cargo_version=probe.cargo_version(seed.rustc.cargo),
@@ -84,6 +88,19 @@ def build_lock(seed: ToolchainSeed) -> ToolchainLock:
                 target=root.target, path=root.path, files=digest.files, sha256=digest.sha256
             )
         )
+    source = probe.sysroot_digest(seed.std_source)
+    if source.files == 0:
+        raise RelockError(
+            f"the std sources are not installed at {seed.std_source.path}",
+            where=seed.std_source.path,
+            error_id="toolchain.lock-not-installed",
+        )
+    std_source = LockedStdSource(
+        path=seed.std_source.path,
+        vendor=seed.std_source.vendor,
+        files=source.files,
+        sha256=source.sha256,
+    )
     tools = [
         LockedTool(name=t.name, argv=t.argv, pattern=t.pattern, version=probe.tool_version(t))
         for t in seed.tools
@@ -101,6 +118,7 @@ def build_lock(seed: ToolchainSeed) -> ToolchainLock:
             "codename": seed.codename,
             "foreign_architectures": seed.foreign_architectures,
             "rustc": rustc,
+            "std_source": std_source,
             "package": packages,
             "sysroot": sysroots,
             "tool": tools,

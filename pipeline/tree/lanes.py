@@ -60,6 +60,11 @@ class Lane(StrictFrozen):
     strip_custom_sections: list[str] = Field(
         [], description="wasm: custom sections `wasm-tools strip` deletes after linking"
     )
+    build_std: list[str] = Field(
+        [],
+        description="std crates rebuilt from toolchain.lock's std_source with this lane's "
+        "rustflags (pipeline/lanebuild/stdbuild.py); empty: the target's prebuilt Debian std",
+    )
     shared_memory_bytes: int | None = Field(
         None, description="threads lane: imported shared memory, initial == maximum"
     )

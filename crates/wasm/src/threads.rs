@@ -27,7 +27,7 @@
 //! never continued with fewer workers.
 //!
 //! `memory.atomic.wait32`/`notify` are unstable library APIs in the pinned rustc 1.63
-//! (feature `stdsimd`); this module is their only user, and the crate enables the gate only
+//! (feature `stdarch_wasm_atomic_wait`); this module is their only user, and the crate enables the gate only
 //! when built with `atomics` (the threads lane builds with RUSTC_BOOTSTRAP=tinyrustlm_wasm).
 
 use core::arch::wasm32::{memory_atomic_notify, memory_atomic_wait32};
