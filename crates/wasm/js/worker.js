@@ -22,21 +22,38 @@ async function start(init) {
   const { instance } = /** @type {any} */ (await WebAssembly.instantiate(init.bytes, imports));
   /** @type {any} */
   const ex = instance.exports;
-  if (ex.__tls_size && ex.__tls_size.value !== 0) {
-    post({ type: 'refused', error: 'module uses thread-local storage, which this host does not set up' });
+  // Thread-local storage, judged from the module's own TLS exports (the lane links them and
+  // verify requires them whenever the bytes hold a TLS base): never assume "no export, no
+  // TLS" — rustc 1.96 exports none of them by itself, and a worker whose TLS base stays 0
+  // would share address 0 with every other thread.
+  const tls = ex.__tls_base && ex.__tls_size && ex.__tls_align && typeof ex.__wasm_init_tls === 'function';
+  if (!tls) {
+    post({ type: 'refused', error: 'module exports no __wasm_init_tls/__tls_base/__tls_size/__tls_align: this host cannot give each thread its own thread-local storage' });
     return;
   }
   if (init.role === 'leader') {
+    // The leader instantiates first: its start function placed the static TLS block.
+    if (ex.__tls_size.value !== 0 && ex.__tls_base.value === 0) {
+      post({ type: 'refused', error: 'the leader has no thread-local storage block (TLS base 0)' });
+      return;
+    }
     exportsOf = ex;
     post({ type: 'ready', sha256 });
     return;
   }
-  const top = ex.tr_worker_stack_top(init.id);
-  if (top === 0 || !ex.__stack_pointer) {
+  const stackTop = ex.tr_worker_stack_top(init.id);
+  if (stackTop === 0 || !ex.__stack_pointer) {
     post({ type: 'refused', error: `no stack for worker ${init.id}` });
     return;
   }
+  // This worker's TLS block sits at the top of its own stack region; the stack grows down
+  // from just below it (16-byte aligned, as the C ABI wants).
+  const size = ex.__tls_size.value >>> 0;
+  const align = Math.max(ex.__tls_align.value >>> 0, 1);
+  const block = size === 0 ? stackTop : Math.floor((stackTop - size) / align) * align;
+  const top = Math.floor(block / 16) * 16;
   ex.__stack_pointer.value = top;
+  if (size !== 0) ex.__wasm_init_tls(block);
   post({ type: 'ack', id: init.id, sha256 });
   // Let the ack leave before this thread blocks inside wasm.
   await new Promise((r) => setTimeout(r, 0));
