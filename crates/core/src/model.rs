@@ -369,9 +369,8 @@ impl Model {
         let entries = parse_directory(&bytes, &config)?;
         let mut float_count = 0usize;
         for e in entries.iter().filter(|e| e.layout == Layout::F32) {
-            float_count = float_count
-                .checked_add(mul(e.rows as usize, e.cols as usize)?)
-                .ok_or(TrResult::IntegerOverflow)?;
+            float_count =
+                float_count.checked_add(mul(e.rows as usize, e.cols as usize)?).ok_or(TrResult::IntegerOverflow)?;
         }
         let mut floats: Vec<f32> = reserved(float_count)?;
         let find = |kind: Kind, layer: u32| -> TrReturn<&Entry> {
@@ -416,25 +415,10 @@ impl Model {
             });
         }
         let final_norm = admit(find(Kind::FinalNorm, 0)?)?;
-        let output = if config.tied_embeddings() {
-            embedding
-        } else {
-            admit(find(Kind::Output, 0)?)?
-        };
+        let output = if config.tied_embeddings() { embedding } else { admit(find(Kind::Output, 0)?)? };
         let rope_cos = admit(find(Kind::RopeCos, 0)?)?;
         let rope_sin = admit(find(Kind::RopeSin, 0)?)?;
-        Ok(Model {
-            config,
-            entries,
-            bytes,
-            floats,
-            embedding,
-            layers,
-            final_norm,
-            output,
-            rope_cos,
-            rope_sin,
-        })
+        Ok(Model { config, entries, bytes, floats, embedding, layers, final_norm, output, rope_cos, rope_sin })
     }
 
     /// A weight matrix view for the kernels.

@@ -27,8 +27,7 @@ pub struct SamplerConfig {
 }
 
 impl SamplerConfig {
-    pub const GREEDY: SamplerConfig =
-        SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, repetition_penalty: 1.0 };
+    pub const GREEDY: SamplerConfig = SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, repetition_penalty: 1.0 };
 
     pub fn validate(&self) -> TrReturn<()> {
         let t = self.temperature;
@@ -94,13 +93,7 @@ pub fn sample(
     // 1-2. copy in token-id order, forbidden -> -inf.
     let values = &mut work.values;
     values.clear();
-    values.extend(logits.iter().enumerate().map(|(i, v)| {
-        if masked(mask, i) {
-            f32::NEG_INFINITY
-        } else {
-            *v
-        }
-    }));
+    values.extend(logits.iter().enumerate().map(|(i, v)| if masked(mask, i) { f32::NEG_INFINITY } else { *v }));
     // 3. repetition penalty, once per distinct token.
     if config.repetition_penalty != 1.0 {
         let p = config.repetition_penalty;
@@ -162,13 +155,7 @@ pub fn sample(
     if max == f32::INFINITY {
         let count = order.iter().filter(|i| values[**i as usize] == f32::INFINITY).count();
         let share = 1.0 / (count as f32);
-        probs.extend(order.iter().map(|i| {
-            if values[*i as usize] == f32::INFINITY {
-                share
-            } else {
-                0.0
-            }
-        }));
+        probs.extend(order.iter().map(|i| if values[*i as usize] == f32::INFINITY { share } else { 0.0 }));
     } else {
         let mut z = 0.0f32;
         for i in order.iter() {

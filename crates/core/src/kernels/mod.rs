@@ -98,7 +98,14 @@ pub fn rmsnorm_tier(tier: Tier, x: &[f32], weight: &[f32], eps: f32, out: &mut [
 }
 
 /// `attention_head` of the model's tier (see `rmsnorm_tier`).
-pub fn attention_head_tier(tier: Tier, q: &[f32], keys: &[f32], values: &[f32], scores: &mut [f32], out: &mut [f32]) -> TrReturn<()> {
+pub fn attention_head_tier(
+    tier: Tier,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    scores: &mut [f32],
+    out: &mut [f32],
+) -> TrReturn<()> {
     let n = scores.len().checked_mul(q.len()).ok_or(TrResult::IntegerOverflow)?;
     require(!q.is_empty() && out.len() == q.len() && keys.len() == n && values.len() == n)?;
     match tier {
