@@ -232,8 +232,8 @@ fn block_matvec_file(
 
 fn matvec_cases() -> Vec<(&'static str, Vec<Record>)> {
     let mut files = vec![
-        block_matvec_file("q8_matvec", false, 3, 0, |m, x, out| kernels::matvec(m, x, out)),
-        block_matvec_file("q4_matvec", true, 3, 500, |m, x, out| kernels::matvec(m, x, out)),
+        block_matvec_file("q8_matvec", false, 3, 0, kernels::matvec),
+        block_matvec_file("q4_matvec", true, 3, 500, kernels::matvec),
     ];
     let mut records = Vec::new();
     for (rows, cols) in [(1, 1), (3, 7), (2, 32), (4, 33), (5, 64)] {

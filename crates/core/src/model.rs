@@ -44,6 +44,7 @@ pub enum Kind {
 
 /// Which dimension a shape refers to.
 #[derive(Clone, Copy)]
+#[allow(clippy::enum_variant_names)] // QDim, KvDim: the contract's q_dim and kv_dim
 enum Dim {
     One,
     D,
@@ -219,12 +220,13 @@ pub fn parse_header_of_length(bytes: &[u8], actual: u64) -> TrReturn<Config> {
     }
     let c = &config;
     let dims = [c.n_layers, c.d_model, c.d_ff, c.vocab, c.n_heads, c.n_kv_heads, c.head_dim];
-    if dims.iter().any(|d| *d == 0) || c.max_context == 0 {
+    if dims.contains(&0) || c.max_context == 0 {
         return Err(TrResult::UnsupportedShape);
     }
-    if c.n_heads % c.n_kv_heads != 0 || c.head_dim % 2 != 0 || c.vocab < MIN_VOCAB {
+    if !c.n_heads.is_multiple_of(c.n_kv_heads) || !c.head_dim.is_multiple_of(2) || c.vocab < MIN_VOCAB {
         return Err(TrResult::UnsupportedShape);
     }
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN rms_eps must be refused too
     if !(c.rms_eps > 0.0) || !c.rms_eps.is_finite() {
         return Err(TrResult::InvalidModel);
     }
@@ -342,7 +344,7 @@ pub fn parse_directory_of_length(bytes: &[u8], config: &Config, actual: u64) -> 
         if end > actual {
             return Err(TrResult::Bounds);
         }
-        if entry.offset % TENSOR_ALIGN != 0 {
+        if !entry.offset.is_multiple_of(TENSOR_ALIGN) {
             return Err(TrResult::Alignment);
         }
         if entry.offset < dir_end {

@@ -72,7 +72,7 @@ pub(crate) fn reserved<T>(n: usize) -> TrReturn<Vec<T>> {
 
 /// Is token `id` forbidden by the bitset mask (bit id%8 of byte id/8)?
 fn masked(mask: &[u8], id: usize) -> bool {
-    mask.get(id / 8).map_or(false, |b| b & (1 << (id % 8)) != 0)
+    mask.get(id / 8).is_some_and(|b| b & (1 << (id % 8)) != 0)
 }
 
 /// Chooses the next token. `mask` is a bitset over the vocabulary (empty = nothing forbidden);
@@ -163,6 +163,7 @@ pub fn sample(
             probs.push(e);
             z = z + e;
         }
+        #[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(z > 0.0)` is also true for NaN: the contract's check
         if !(z > 0.0) || z == f32::INFINITY {
             return Err(TrResult::NumericalFailure);
         }

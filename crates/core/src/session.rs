@@ -300,7 +300,7 @@ impl Session {
         }
         let pending = self.pending.is_some() as usize;
         let needed = self.position.checked_add(pending + tokens.len());
-        if needed.map_or(true, |n| n > self.context) {
+        if needed.is_none_or(|n| n > self.context) {
             return Err(TrResult::ContextExceeded);
         }
         self.feed_pending(model)?;
@@ -359,7 +359,7 @@ impl Session {
             return Err(TrResult::InternalInvariant);
         }
         let pos0 = self.position;
-        if pos0.checked_add(n).map_or(true, |end| end > self.context) {
+        if pos0.checked_add(n).is_none_or(|end| end > self.context) {
             return Err(TrResult::ContextExceeded);
         }
         let c = &model.config;

@@ -74,7 +74,7 @@ impl<'a> Acts<'a> {
             Acts::F32(x) => (cols > 0 && x.len() % cols == 0).then(|| x.len() / cols),
             Acts::Int8 { codes, scales } => {
                 let t = scales.len().checked_div(blocks)?;
-                (scales.len() == t * blocks && codes.len() == t * blocks * BLOCK).then(|| t)
+                (scales.len() == t * blocks && codes.len() == t * blocks * BLOCK).then_some(t)
             }
         }
     }
