@@ -5,7 +5,7 @@
 //! transfer windows it obtained from `tr_alloc`: every address/length is checked against a live
 //! window, so no export can read or write memory it does not own. Record layouts: CONTRACT.md.
 
-#![cfg_attr(target_feature = "atomics", feature(stdsimd))] // memory.atomic.wait32/notify: threads.rs
+#![cfg_attr(target_feature = "atomics", feature(stdarch_wasm_atomic_wait))] // memory.atomic.wait32/notify: threads.rs
 
 mod handles;
 pub mod loader_abi;
