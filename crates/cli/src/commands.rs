@@ -129,7 +129,16 @@ fn inspect_model(args: &Args) -> Result<u8, CliError> {
     for (k, v) in header.iter() {
         outln!("  {k:<16} {v}");
     }
-    outln!("  {:<16} {:>5} {:<12} {:>6} {:>6} {:>10} {:>10}", "tensor", "layer", "layout", "rows", "cols", "offset", "bytes");
+    outln!(
+        "  {:<16} {:>5} {:<12} {:>6} {:>6} {:>10} {:>10}",
+        "tensor",
+        "layer",
+        "layout",
+        "rows",
+        "cols",
+        "offset",
+        "bytes"
+    );
     for e in model.entries.iter() {
         outln!(
             "  {:<16} {:>5} {:<12} {:>6} {:>6} {:>10} {:>10}",
@@ -144,7 +153,8 @@ fn inspect_model(args: &Args) -> Result<u8, CliError> {
     }
     outln!(
         "  memory at max_context: peak prefill {} bytes, steady decode {} bytes",
-        plan.peak_prefill, plan.steady_decode
+        plan.peak_prefill,
+        plan.steady_decode
     );
     Ok(EXIT_OK)
 }

@@ -19,12 +19,7 @@ pub struct RunOutput {
     pub final_rng: (u64, u64),
 }
 
-pub fn generate(
-    model: &Model,
-    config: SessionConfig,
-    prompt: &str,
-    max_tokens: u32,
-) -> Result<RunOutput, CliError> {
+pub fn generate(model: &Model, config: SessionConfig, prompt: &str, max_tokens: u32) -> Result<RunOutput, CliError> {
     let mut session = Session::new(model, config).map_err(|c| CliError::runtime("session", c))?;
     let mut prompt_tokens = Vec::new();
     tokenizer::encode(prompt.as_bytes(), &mut prompt_tokens);

@@ -17,9 +17,9 @@ use tinyrustlm_core::testdata::Lcg;
 use tinyrustlm_core::{TrResult, RUNTIME_SEMANTICS};
 
 use crate::args::Args;
+use crate::error::{outln, CliError, EXIT_OK};
 use crate::generate::generate;
 use crate::model_file::read_model;
-use crate::error::{outln, CliError, EXIT_OK};
 use crate::{json, sha256};
 
 /// Case data are k/256 - 1: exact in f32.
@@ -86,14 +86,24 @@ impl Record {
             .iter()
             .map(|(name, input)| {
                 let v = match input {
-                    Input::F32(v) => json::object(&[("kind", json::string("f32_bits")), ("values", json::list(v, |x| json::bits(*x)))], false),
-                    Input::U32(v) => json::object(&[("kind", json::string("u32")), ("values", json::list(v, |x| x.to_string()))], false),
+                    Input::F32(v) => json::object(
+                        &[("kind", json::string("f32_bits")), ("values", json::list(v, |x| json::bits(*x)))],
+                        false,
+                    ),
+                    Input::U32(v) => json::object(
+                        &[("kind", json::string("u32")), ("values", json::list(v, |x| x.to_string()))],
+                        false,
+                    ),
                     Input::Bytes(b) => {
                         let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
                         json::object(&[("kind", json::string("bytes_hex")), ("hex", json::string(&hex))], false)
                     }
                     Input::Fixture(sha, by) => json::object(
-                        &[("kind", json::string("fixture")), ("sha256", json::string(sha)), ("produced_by", json::string(by))],
+                        &[
+                            ("kind", json::string("fixture")),
+                            ("sha256", json::string(sha)),
+                            ("produced_by", json::string(by)),
+                        ],
                         false,
                     ),
                 };
@@ -101,10 +111,19 @@ impl Record {
             })
             .collect();
         let expected = match &self.expected {
-            Expected::F32(v) => json::object(&[("kind", json::string("f32_bits")), ("values", json::list(v, |x| json::bits(*x)))], false),
-            Expected::U32(v) => json::object(&[("kind", json::string("u32")), ("values", json::list(v, |x| x.to_string()))], false),
+            Expected::F32(v) => json::object(
+                &[("kind", json::string("f32_bits")), ("values", json::list(v, |x| json::bits(*x)))],
+                false,
+            ),
+            Expected::U32(v) => {
+                json::object(&[("kind", json::string("u32")), ("values", json::list(v, |x| x.to_string()))], false)
+            }
             Expected::Code(c) => json::object(
-                &[("kind", json::string("result_code")), ("code", c.code().to_string()), ("name", json::string(c.name()))],
+                &[
+                    ("kind", json::string("result_code")),
+                    ("code", c.code().to_string()),
+                    ("name", json::string(c.name())),
+                ],
                 false,
             ),
         };
@@ -142,12 +161,15 @@ fn tolerance_json(operator: &str) -> String {
     match kernels::tolerance::alternate_tolerance(operator) {
         None => "null".to_string(),
         Some(t) => json::object(
-            &[("abs", format!("{:e}", t.abs as f64)), ("rel", format!("{:e}", t.rel as f64)), ("max_ulp", t.max_ulp.to_string())],
+            &[
+                ("abs", format!("{:e}", t.abs as f64)),
+                ("rel", format!("{:e}", t.rel as f64)),
+                ("max_ulp", t.max_ulp.to_string()),
+            ],
             false,
         ),
     }
 }
-
 
 fn bits_param(v: f32) -> String {
     format!("\"0x{:08x}\"", v.to_bits())
@@ -210,8 +232,8 @@ fn block_matvec_file(
 
 fn matvec_cases() -> Vec<(&'static str, Vec<Record>)> {
     let mut files = vec![
-        block_matvec_file("q8_matvec", false, 3, 0, |m, x, out| kernels::matvec(m, x, out)),
-        block_matvec_file("q4_matvec", true, 3, 500, |m, x, out| kernels::matvec(m, x, out)),
+        block_matvec_file("q8_matvec", false, 3, 0, kernels::matvec),
+        block_matvec_file("q4_matvec", true, 3, 500, kernels::matvec),
     ];
     let mut records = Vec::new();
     for (rows, cols) in [(1, 1), (3, 7), (2, 32), (4, 33), (5, 64)] {
@@ -289,7 +311,9 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
         soft.push(rec);
     }
     let mut attn = Vec::new();
-    for (n_heads, n_kv_heads, head_dim, n_pos) in [(1usize, 1usize, 4usize, 1usize), (4, 2, 8, 5), (6, 2, 20, 9), (4, 4, 2, 3)] {
+    for (n_heads, n_kv_heads, head_dim, n_pos) in
+        [(1usize, 1usize, 4usize, 1usize), (4, 2, 8, 5), (6, 2, 20, 9), (4, 4, 2, 3)]
+    {
         let mut g = Lcg::seeded((n_heads * 1000 + n_kv_heads * 100 + head_dim * 10 + n_pos) as u32);
         let q = g.vec(n_heads * head_dim, STEPS);
         let keys = g.vec(n_pos * n_kv_heads * head_dim, STEPS);
@@ -326,7 +350,8 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
         v.extend_from_slice(&[0.0, -0.0, 1e-8, -1e-8, 88.72283, -87.33654, f32::INFINITY, -f32::INFINITY]);
         v
     };
-    let mut exp_rec = Record::new("exp_det.grid".into(), "exp_det", Expected::F32(xs.iter().map(|x| exp_det(*x)).collect()));
+    let mut exp_rec =
+        Record::new("exp_det.grid".into(), "exp_det", Expected::F32(xs.iter().map(|x| exp_det(*x)).collect()));
     exp_rec.shape = vec![("n", xs.len() as u64)];
     exp_rec.inputs = vec![("x", Input::F32(xs))];
     vec![
@@ -364,9 +389,8 @@ fn sampler_cases() -> Vec<(&'static str, Vec<Record>)> {
     for (name, cfg) in configs.iter() {
         let mut rng = Pcg32::new(2024, 0);
         let mut work = SamplerWork::new(logits.len()).expect("small");
-        let tokens: Vec<u32> = (0..16)
-            .map(|_| sample(&logits, &[], &history, cfg, &mut rng, &mut work).unwrap_or(u32::MAX))
-            .collect();
+        let tokens: Vec<u32> =
+            (0..16).map(|_| sample(&logits, &[], &history, cfg, &mut rng, &mut work).unwrap_or(u32::MAX)).collect();
         let mut rec = Record::new(format!("sampler.{name}"), "sampler", Expected::U32(tokens));
         rec.shape = vec![("vocab", logits.len() as u64), ("draws", 16)];
         rec.params = vec![
@@ -389,7 +413,9 @@ fn sampler_cases() -> Vec<(&'static str, Vec<Record>)> {
         ("ties", vec![2.0; 6]),
     ];
     for (name, l) in special.iter() {
-        for (cname, cfg) in [("greedy", SamplerConfig::GREEDY), ("t1", SamplerConfig { temperature: 1.0, ..SamplerConfig::GREEDY })] {
+        for (cname, cfg) in
+            [("greedy", SamplerConfig::GREEDY), ("t1", SamplerConfig { temperature: 1.0, ..SamplerConfig::GREEDY })]
+        {
             let mut rng = Pcg32::new(5, 0);
             let mut work = SamplerWork::new(l.len()).expect("small");
             let first = sample(l, &[], &[], &cfg, &mut rng, &mut work);
@@ -422,8 +448,20 @@ fn sampler_cases() -> Vec<(&'static str, Vec<Record>)> {
 pub const E2E_CASES: [(&str, &str, SamplerConfig, u64, u32); 4] = [
     ("greedy", "Hello, world", SamplerConfig::GREEDY, 0, 24),
     ("greedy-rep1.3", "The quick brown fox", SamplerConfig { repetition_penalty: 1.3, ..SamplerConfig::GREEDY }, 0, 24),
-    ("t0.8-k40-p0.95-seed7", "Hello, world", SamplerConfig { temperature: 0.8, top_k: 40, top_p: 0.95, repetition_penalty: 1.0 }, 7, 32),
-    ("t1.0-seed1234", "tiny", SamplerConfig { temperature: 1.0, top_k: 0, top_p: 1.0, repetition_penalty: 1.1 }, 1234, 32),
+    (
+        "t0.8-k40-p0.95-seed7",
+        "Hello, world",
+        SamplerConfig { temperature: 0.8, top_k: 40, top_p: 0.95, repetition_penalty: 1.0 },
+        7,
+        32,
+    ),
+    (
+        "t1.0-seed1234",
+        "tiny",
+        SamplerConfig { temperature: 1.0, top_k: 0, top_p: 1.0, repetition_penalty: 1.1 },
+        1234,
+        32,
+    ),
 ];
 
 fn e2e_cases(model_path: &str) -> Result<Vec<(&'static str, Vec<Record>)>, CliError> {
@@ -452,10 +490,8 @@ fn e2e_records(
             ("top_p", bits_param(sampler.top_p)),
             ("repetition_penalty", bits_param(sampler.repetition_penalty)),
         ];
-        rec.inputs = vec![
-            ("model", Input::Fixture(digest.clone(), fixture)),
-            ("prompt_tokens", Input::U32(out.prompt_tokens)),
-        ];
+        rec.inputs =
+            vec![("model", Input::Fixture(digest.clone(), fixture)), ("prompt_tokens", Input::U32(out.prompt_tokens))];
         records.push(rec);
     }
     Ok(vec![(operator, records)])

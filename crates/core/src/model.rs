@@ -44,6 +44,7 @@ pub enum Kind {
 
 /// Which dimension a shape refers to.
 #[derive(Clone, Copy)]
+#[allow(clippy::enum_variant_names)] // QDim, KvDim: the contract's q_dim and kv_dim
 enum Dim {
     One,
     D,
@@ -219,12 +220,13 @@ pub fn parse_header_of_length(bytes: &[u8], actual: u64) -> TrReturn<Config> {
     }
     let c = &config;
     let dims = [c.n_layers, c.d_model, c.d_ff, c.vocab, c.n_heads, c.n_kv_heads, c.head_dim];
-    if dims.iter().any(|d| *d == 0) || c.max_context == 0 {
+    if dims.contains(&0) || c.max_context == 0 {
         return Err(TrResult::UnsupportedShape);
     }
-    if c.n_heads % c.n_kv_heads != 0 || c.head_dim % 2 != 0 || c.vocab < MIN_VOCAB {
+    if !c.n_heads.is_multiple_of(c.n_kv_heads) || !c.head_dim.is_multiple_of(2) || c.vocab < MIN_VOCAB {
         return Err(TrResult::UnsupportedShape);
     }
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN rms_eps must be refused too
     if !(c.rms_eps > 0.0) || !c.rms_eps.is_finite() {
         return Err(TrResult::InvalidModel);
     }
@@ -342,7 +344,7 @@ pub fn parse_directory_of_length(bytes: &[u8], config: &Config, actual: u64) -> 
         if end > actual {
             return Err(TrResult::Bounds);
         }
-        if entry.offset % TENSOR_ALIGN != 0 {
+        if !entry.offset.is_multiple_of(TENSOR_ALIGN) {
             return Err(TrResult::Alignment);
         }
         if entry.offset < dir_end {
@@ -369,9 +371,8 @@ impl Model {
         let entries = parse_directory(&bytes, &config)?;
         let mut float_count = 0usize;
         for e in entries.iter().filter(|e| e.layout == Layout::F32) {
-            float_count = float_count
-                .checked_add(mul(e.rows as usize, e.cols as usize)?)
-                .ok_or(TrResult::IntegerOverflow)?;
+            float_count =
+                float_count.checked_add(mul(e.rows as usize, e.cols as usize)?).ok_or(TrResult::IntegerOverflow)?;
         }
         let mut floats: Vec<f32> = reserved(float_count)?;
         let find = |kind: Kind, layer: u32| -> TrReturn<&Entry> {
@@ -416,25 +417,10 @@ impl Model {
             });
         }
         let final_norm = admit(find(Kind::FinalNorm, 0)?)?;
-        let output = if config.tied_embeddings() {
-            embedding
-        } else {
-            admit(find(Kind::Output, 0)?)?
-        };
+        let output = if config.tied_embeddings() { embedding } else { admit(find(Kind::Output, 0)?)? };
         let rope_cos = admit(find(Kind::RopeCos, 0)?)?;
         let rope_sin = admit(find(Kind::RopeSin, 0)?)?;
-        Ok(Model {
-            config,
-            entries,
-            bytes,
-            floats,
-            embedding,
-            layers,
-            final_norm,
-            output,
-            rope_cos,
-            rope_sin,
-        })
+        Ok(Model { config, entries, bytes, floats, embedding, layers, final_norm, output, rope_cos, rope_sin })
     }
 
     /// A weight matrix view for the kernels.

@@ -27,8 +27,7 @@ pub struct SamplerConfig {
 }
 
 impl SamplerConfig {
-    pub const GREEDY: SamplerConfig =
-        SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, repetition_penalty: 1.0 };
+    pub const GREEDY: SamplerConfig = SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, repetition_penalty: 1.0 };
 
     pub fn validate(&self) -> TrReturn<()> {
         let t = self.temperature;
@@ -73,7 +72,7 @@ pub(crate) fn reserved<T>(n: usize) -> TrReturn<Vec<T>> {
 
 /// Is token `id` forbidden by the bitset mask (bit id%8 of byte id/8)?
 fn masked(mask: &[u8], id: usize) -> bool {
-    mask.get(id / 8).map_or(false, |b| b & (1 << (id % 8)) != 0)
+    mask.get(id / 8).is_some_and(|b| b & (1 << (id % 8)) != 0)
 }
 
 /// Chooses the next token. `mask` is a bitset over the vocabulary (empty = nothing forbidden);
@@ -94,13 +93,7 @@ pub fn sample(
     // 1-2. copy in token-id order, forbidden -> -inf.
     let values = &mut work.values;
     values.clear();
-    values.extend(logits.iter().enumerate().map(|(i, v)| {
-        if masked(mask, i) {
-            f32::NEG_INFINITY
-        } else {
-            *v
-        }
-    }));
+    values.extend(logits.iter().enumerate().map(|(i, v)| if masked(mask, i) { f32::NEG_INFINITY } else { *v }));
     // 3. repetition penalty, once per distinct token.
     if config.repetition_penalty != 1.0 {
         let p = config.repetition_penalty;
@@ -162,13 +155,7 @@ pub fn sample(
     if max == f32::INFINITY {
         let count = order.iter().filter(|i| values[**i as usize] == f32::INFINITY).count();
         let share = 1.0 / (count as f32);
-        probs.extend(order.iter().map(|i| {
-            if values[*i as usize] == f32::INFINITY {
-                share
-            } else {
-                0.0
-            }
-        }));
+        probs.extend(order.iter().map(|i| if values[*i as usize] == f32::INFINITY { share } else { 0.0 }));
     } else {
         let mut z = 0.0f32;
         for i in order.iter() {
@@ -176,6 +163,7 @@ pub fn sample(
             probs.push(e);
             z = z + e;
         }
+        #[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(z > 0.0)` is also true for NaN: the contract's check
         if !(z > 0.0) || z == f32::INFINITY {
             return Err(TrResult::NumericalFailure);
         }

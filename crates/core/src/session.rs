@@ -61,8 +61,8 @@ struct TileBuffers {
 /// The integer tier's quantized matrix input of a tile (empty for the f32 tier): per token
 /// ⌈W/32⌉ blocks of the widest input W = max(D, q_dim, F); a phase uses ⌈cols/32⌉ of them.
 struct QuantBuffers {
-    blocks: usize,  // blocks per token (capacity)
-    codes: Vec<i8>, // [cap, blocks * 32]
+    blocks: usize,    // blocks per token (capacity)
+    codes: Vec<i8>,   // [cap, blocks * 32]
     scales: Vec<f32>, // [cap, blocks]
 }
 
@@ -93,7 +93,11 @@ impl QuantBuffers {
         }
         let (codes, scales) = (&mut self.codes[..n * blocks * 32], &mut self.scales[..n * blocks]);
         for (t, x) in xs.chunks_exact(cols).enumerate() {
-            kernels::quantize(x, &mut codes[t * blocks * 32..(t + 1) * blocks * 32], &mut scales[t * blocks..(t + 1) * blocks])?;
+            kernels::quantize(
+                x,
+                &mut codes[t * blocks * 32..(t + 1) * blocks * 32],
+                &mut scales[t * blocks..(t + 1) * blocks],
+            )?;
         }
         Ok(kernels::Acts::Int8 { codes, scales })
     }
@@ -128,8 +132,8 @@ pub struct Session {
     key_cache: Vec<f32>,   // [L, H_kv, C, d_h]: one contiguous [C, d_h] run per kv head
     value_cache: Vec<f32>, // [L, H_kv, C, d_h]
     buf: TileBuffers,
-    scores: Vec<f32>, // [H_kv, C]: one score row per kv-head unit
-    logits: Vec<f32>, // [V] after the last committed token
+    scores: Vec<f32>,      // [H_kv, C]: one score row per kv-head unit
+    logits: Vec<f32>,      // [V] after the last committed token
     next_logits: Vec<f32>, // [V] computed by a forward, swapped in by its commit
     work: SamplerWork,
     model_fingerprint: (usize, u64),
@@ -296,7 +300,7 @@ impl Session {
         }
         let pending = self.pending.is_some() as usize;
         let needed = self.position.checked_add(pending + tokens.len());
-        if needed.map_or(true, |n| n > self.context) {
+        if needed.is_none_or(|n| n > self.context) {
             return Err(TrResult::ContextExceeded);
         }
         self.feed_pending(model)?;
@@ -322,14 +326,8 @@ impl Session {
             return Err(TrResult::InvalidArgument); // nothing prefilled yet
         }
         let mut rng = self.rng;
-        let token = sample(
-            &self.logits,
-            &self.config.mask,
-            &self.history,
-            &self.config.sampler,
-            &mut rng,
-            &mut self.work,
-        )?;
+        let token =
+            sample(&self.logits, &self.config.mask, &self.history, &self.config.sampler, &mut rng, &mut self.work)?;
         // Commit: PRNG, history and pending token change together.
         self.rng = rng;
         self.history.push(token);
@@ -361,7 +359,7 @@ impl Session {
             return Err(TrResult::InternalInvariant);
         }
         let pos0 = self.position;
-        if pos0.checked_add(n).map_or(true, |end| end > self.context) {
+        if pos0.checked_add(n).is_none_or(|end| end > self.context) {
             return Err(TrResult::ContextExceeded);
         }
         let c = &model.config;
@@ -383,7 +381,13 @@ impl Session {
         for (l, w) in model.layers.iter().enumerate() {
             kernels::checkpoint()?; // cancellation point between layers (threads lane)
             for t in 0..n {
-                kernels::rmsnorm_tier(tier, &x[t * d..(t + 1) * d], model.floats(&w.attn_norm), eps, &mut xb[t * d..(t + 1) * d])?;
+                kernels::rmsnorm_tier(
+                    tier,
+                    &x[t * d..(t + 1) * d],
+                    model.floats(&w.attn_norm),
+                    eps,
+                    &mut xb[t * d..(t + 1) * d],
+                )?;
             }
             let (wq, wk, wv) = (model.matrix(&w.wq), model.matrix(&w.wk), model.matrix(&w.wv));
             let xin = quant.acts(tier, xb, d)?;
@@ -397,13 +401,16 @@ impl Session {
                     // its score row; att columns of its heads likewise.
                     let (kc, vc) = unsafe { (keys.slice(cache.clone())?, values.slice(cache)?) };
                     let sc = unsafe { scores.slice(g * ctx..(g + 1) * ctx)? };
-                    kernels::tile_rows_acts(wq, d, qr.clone(), xin, &mut |r, t, v| unsafe { q.set(t * q_dim + qr.start + r, v) })?;
+                    kernels::tile_rows_acts(wq, d, qr.clone(), xin, &mut |r, t, v| unsafe {
+                        q.set(t * q_dim + qr.start + r, v)
+                    })?;
                     let kv = g * hd..(g + 1) * hd;
                     kernels::tile_rows_acts(wk, d, kv.clone(), xin, &mut |r, t, v| kc[(pos0 + t) * hd + r] = v)?;
                     kernels::tile_rows_acts(wv, d, kv, xin, &mut |r, t, v| vc[(pos0 + t) * hd + r] = v)?;
                     for t in 0..n {
                         let pos = pos0 + t;
-                        let (cos, sin) = (&rope_cos[pos * half..(pos + 1) * half], &rope_sin[pos * half..(pos + 1) * half]);
+                        let (cos, sin) =
+                            (&rope_cos[pos * half..(pos + 1) * half], &rope_sin[pos * half..(pos + 1) * half]);
                         for h in g * group..(g + 1) * group {
                             // SAFETY: query head h of token t belongs to unit g.
                             kernels::rope(unsafe { q.slice(t * q_dim + h * hd..t * q_dim + (h + 1) * hd)? }, cos, sin)?;
@@ -416,7 +423,14 @@ impl Session {
                             let head = t * q_dim + h * hd..t * q_dim + (h + 1) * hd;
                             // SAFETY: as above; q is only read here, after this unit wrote it.
                             let (qh, out) = unsafe { (q.slice(head.clone())?, att.slice(head)?) };
-                            kernels::attention_head_tier(tier, qh, &kc[..used], &vc[..used], &mut sc[..pos0 + t + 1], out)?;
+                            kernels::attention_head_tier(
+                                tier,
+                                qh,
+                                &kc[..used],
+                                &vc[..used],
+                                &mut sc[..pos0 + t + 1],
+                                out,
+                            )?;
                         }
                     }
                 }
@@ -435,7 +449,13 @@ impl Session {
                 })
             })?;
             for t in 0..n {
-                kernels::rmsnorm_tier(tier, &x[t * d..(t + 1) * d], model.floats(&w.ffn_norm), eps, &mut xb[t * d..(t + 1) * d])?;
+                kernels::rmsnorm_tier(
+                    tier,
+                    &x[t * d..(t + 1) * d],
+                    model.floats(&w.ffn_norm),
+                    eps,
+                    &mut xb[t * d..(t + 1) * d],
+                )?;
             }
             // gated FFN: gate/up rows, then silu(gate) * up on the unit's own rows
             let (wg, wu, wd) = (model.matrix(&w.w_gate), model.matrix(&w.w_up), model.matrix(&w.w_down));
@@ -444,7 +464,9 @@ impl Session {
                 let r0 = rows.start;
                 // SAFETY: rows r0.. of every token belong to this unit alone.
                 kernels::tile_rows_acts(wg, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb.set(t * f + r0 + r, v) })?;
-                kernels::tile_rows_acts(wu, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb2.set(t * f + r0 + r, v) })?;
+                kernels::tile_rows_acts(wu, d, rows.clone(), xin, &mut |r, t, v| unsafe {
+                    hb2.set(t * f + r0 + r, v)
+                })?;
                 for t in 0..n {
                     let own = t * f + rows.start..t * f + rows.end;
                     let (g, u) = unsafe { (hb.slice(own.clone())?, hb2.slice(own)?) };
@@ -469,7 +491,7 @@ impl Session {
         let xin = quant.acts(tier, &xb[..d], d)?;
         kernels::matvec_acts(model.matrix(&model.output), d, xin, &mut self.next_logits)?;
         kernels::checkpoint()?; // last cancellation point before the commit
-        // commit: a failure anywhere above left position, logits and history as they were
+                                // commit: a failure anywhere above left position, logits and history as they were
         core::mem::swap(&mut self.logits, &mut self.next_logits);
         self.position = pos0 + n;
         self.logits_valid = true;

@@ -12,6 +12,7 @@ impl Lcg {
         Lcg(seed.wrapping_mul(2_654_435_761).wrapping_add(12_345))
     }
 
+    #[allow(clippy::should_implement_trait)] // one LCG step, not an iterator: the stream never ends
     pub fn next(&mut self) -> u32 {
         self.0 = self.0.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         self.0 >> 8

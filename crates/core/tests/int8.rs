@@ -10,7 +10,8 @@ use tinyrustlm_core::TrResult;
 #[test]
 fn rounding_is_half_away_from_zero() {
     let below_half = f32::from_bits(0.5f32.to_bits() - 1);
-    let cases = [(0.5, 1), (-0.5, -1), (1.5, 2), (2.5, 3), (-2.5, -3), (126.5, 127), (below_half, 0), (0.0, 0), (-0.0, 0)];
+    let cases =
+        [(0.5, 1), (-0.5, -1), (1.5, 2), (2.5, 3), (-2.5, -3), (126.5, 127), (below_half, 0), (0.0, 0), (-0.0, 0)];
     for (q, want) in cases {
         assert_eq!(int8::round_half_away(q), want, "{q}");
     }
@@ -95,7 +96,10 @@ fn tiles_equal_one_matvec_per_token_for_every_tail() {
             let acts = Acts::Int8 { codes: &codes, scales: &scales };
             kernels::tile_rows_acts(m, cols, 0..rows, acts, &mut |r, t, v| tiled[t * rows + r] = v).unwrap();
             for t in 0..tokens {
-                let one = Acts::Int8 { codes: &codes[t * blocks * 32..(t + 1) * blocks * 32], scales: &scales[t * blocks..(t + 1) * blocks] };
+                let one = Acts::Int8 {
+                    codes: &codes[t * blocks * 32..(t + 1) * blocks * 32],
+                    scales: &scales[t * blocks..(t + 1) * blocks],
+                };
                 let mut out = vec![0.0f32; rows];
                 kernels::matvec_acts(m, cols, one, &mut out).unwrap();
                 let bits: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();

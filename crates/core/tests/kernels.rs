@@ -154,9 +154,18 @@ fn gqa_equals_mha_with_repeated_kv_heads() {
     let mut gqa = vec![0.0f32; 6 * head_dim];
     let mut mha = vec![0.0f32; 6 * head_dim];
     let mut scores = vec![0.0f32; n_pos];
-    kernels::attention(AttentionShape { n_heads: 6, n_kv_heads: 2, head_dim }, &q, &keys, &values, &mut scores, &mut gqa).unwrap();
+    kernels::attention(
+        AttentionShape { n_heads: 6, n_kv_heads: 2, head_dim },
+        &q,
+        &keys,
+        &values,
+        &mut scores,
+        &mut gqa,
+    )
+    .unwrap();
     let (k6, v6) = (expand(&keys), expand(&values));
-    kernels::attention(AttentionShape { n_heads: 6, n_kv_heads: 6, head_dim }, &q, &k6, &v6, &mut scores, &mut mha).unwrap();
+    kernels::attention(AttentionShape { n_heads: 6, n_kv_heads: 6, head_dim }, &q, &k6, &v6, &mut scores, &mut mha)
+        .unwrap();
     assert_eq!(gqa, mha);
 }
 
@@ -164,7 +173,15 @@ fn gqa_equals_mha_with_repeated_kv_heads() {
 fn attention_over_one_position_returns_its_value() {
     let v = [0.5f32, -2.0];
     let mut out = [0.0f32; 2];
-    kernels::attention(AttentionShape { n_heads: 1, n_kv_heads: 1, head_dim: 2 }, &[1.0, 1.0], &[3.0, 3.0], &v, &mut [0.0], &mut out).unwrap();
+    kernels::attention(
+        AttentionShape { n_heads: 1, n_kv_heads: 1, head_dim: 2 },
+        &[1.0, 1.0],
+        &[3.0, 3.0],
+        &v,
+        &mut [0.0],
+        &mut out,
+    )
+    .unwrap();
     assert_eq!(out, v);
 }
 

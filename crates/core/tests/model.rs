@@ -47,9 +47,13 @@ fn malformed_cases_give_their_codes() {
         ("format version 3", |b| put_u32(b, 8, 3), TrResult::UnsupportedFeature),
         ("format version 2 with an f32 matrix", |b| put_u32(b, 8, 2), TrResult::UnsupportedQuantization),
         ("unknown flag bit", |b| put_u32(b, 12, 1 | 4), TrResult::UnsupportedFeature),
-        ("trailing byte", |b| {
-            b.push(0);
-        }, TrResult::InvalidModel),
+        (
+            "trailing byte",
+            |b| {
+                b.push(0);
+            },
+            TrResult::InvalidModel,
+        ),
         ("zero layers", |b| put_u32(b, 16, 0), TrResult::UnsupportedShape),
         ("heads not a multiple of kv heads", |b| put_u32(b, 36, 3), TrResult::UnsupportedShape),
         ("odd head_dim", |b| put_u32(b, 40, 7), TrResult::UnsupportedShape),
@@ -59,20 +63,32 @@ fn malformed_cases_give_their_codes() {
         ("unknown layout", |b| put_u32(b, entry(0) + 4, 9), TrResult::UnsupportedQuantization),
         ("unknown kind", |b| b[entry(0)] = 99, TrResult::InvalidModel),
         ("norm stored as q8", |b| put_u32(b, entry(4) + 4, 1), TrResult::UnsupportedQuantization),
-        ("misaligned offset", |b| {
-            let off = u64_at(b, entry(3) + 16);
-            put_u64(b, entry(3) + 16, off + 4);
-        }, TrResult::Alignment),
+        (
+            "misaligned offset",
+            |b| {
+                let off = u64_at(b, entry(3) + 16);
+                put_u64(b, entry(3) + 16, off + 4);
+            },
+            TrResult::Alignment,
+        ),
         ("offset beyond the file", |b| put_u64(b, entry(3) + 16, 1 << 40), TrResult::Bounds),
         ("offset + bytes wraps u64", |b| put_u64(b, entry(3) + 16, u64::MAX - 15), TrResult::IntegerOverflow),
-        ("overlapping tensors", |b| {
-            let off = u64_at(b, entry(1) + 16);
-            put_u64(b, entry(2) + 16, off);
-        }, TrResult::InvalidModel),
-        ("stored bytes disagree with the layout", |b| {
-            let n = u64_at(b, entry(2) + 24);
-            put_u64(b, entry(2) + 24, n - 16);
-        }, TrResult::InvalidModel),
+        (
+            "overlapping tensors",
+            |b| {
+                let off = u64_at(b, entry(1) + 16);
+                put_u64(b, entry(2) + 16, off);
+            },
+            TrResult::InvalidModel,
+        ),
+        (
+            "stored bytes disagree with the layout",
+            |b| {
+                let n = u64_at(b, entry(2) + 24);
+                put_u64(b, entry(2) + 24, n - 16);
+            },
+            TrResult::InvalidModel,
+        ),
     ];
     for (name, mutate, want) in cases {
         assert_eq!(load_mutated(mutate), Err(want), "{name}");

@@ -78,12 +78,10 @@ impl Handles {
         let (_, slot) = split(handle);
         let entry = &mut self.slots[slot as usize];
         entry.object = None;
-        match entry.generation.checked_add(1) {
-            Some(next) => {
-                entry.generation = next;
-                self.free.push(slot);
-            }
-            None => {} // retired: never reissued
+        // A slot whose generation would wrap is retired: never reissued.
+        if let Some(next) = entry.generation.checked_add(1) {
+            entry.generation = next;
+            self.free.push(slot);
         }
         Ok(())
     }

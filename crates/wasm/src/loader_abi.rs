@@ -47,7 +47,15 @@ impl Runtime {
     /// The memory plan of the model whose first `len` bytes (header + directory) are at
     /// `addr` and whose whole file is `file_length` bytes; writes `u64 peak_prefill, u64
     /// steady_decode` like `tr_preflight`, and `OutOfMemory` if either exceeds `budget`.
-    pub fn preflight_header(&mut self, addr: u32, len: u32, file_length: u64, context: u32, budget: u64, out: u32) -> TrReturn<()> {
+    pub fn preflight_header(
+        &mut self,
+        addr: u32,
+        len: u32,
+        file_length: u64,
+        context: u32,
+        budget: u64,
+        out: u32,
+    ) -> TrReturn<()> {
         self.windows.get_mut(out, PREFLIGHT_RECORD_BYTES)?;
         let prefix = self.windows.get_mut(addr, len)?;
         let plan = admission::plan_from_prefix(prefix, file_length, context)?;
@@ -86,7 +94,14 @@ pub extern "C" fn tr_model_prefix_bytes(addr: u32, len: u32) -> u32 {
 }
 
 #[no_mangle]
-pub extern "C" fn tr_preflight_header(addr: u32, len: u32, file_length: u64, context: u32, budget: u64, out: u32) -> i32 {
+pub extern "C" fn tr_preflight_header(
+    addr: u32,
+    len: u32,
+    file_length: u64,
+    context: u32,
+    budget: u64,
+    out: u32,
+) -> i32 {
     with_runtime(|rt| code(rt.preflight_header(addr, len, file_length, context, budget, out)))
 }
 
@@ -122,8 +137,7 @@ fn atomics_self_test() -> TrReturn<()> {
     check(WORD.fetch_add(3, SeqCst) == 9 && WORD.load(SeqCst) == 12)?;
     let ptr = &WORD as *const AtomicU32 as *mut i32;
     // SAFETY: `ptr` is a valid, aligned word of this module's (shared) memory.
-    let (not_equal, timed_out, woken) = unsafe {
-        (memory_atomic_wait32(ptr, 0, 0), memory_atomic_wait32(ptr, 12, 0), memory_atomic_notify(ptr, 1))
-    };
+    let (not_equal, timed_out, woken) =
+        unsafe { (memory_atomic_wait32(ptr, 0, 0), memory_atomic_wait32(ptr, 12, 0), memory_atomic_notify(ptr, 1)) };
     check(not_equal == 1 && timed_out == 2 && woken == 0)
 }

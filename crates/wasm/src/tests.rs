@@ -179,5 +179,8 @@ fn header_preflight_equals_preflight_of_the_loaded_model() {
     // a prefix shorter than the directory, or a file length that disagrees with the header
     assert_eq!(rt.preflight_header(prefix, 64, total, 16, u64::MAX, out), Err(TrResult::Bounds));
     assert_eq!(rt.preflight_header(prefix, prefix_len as u32, total - 1, 16, u64::MAX, out), Err(TrResult::Bounds));
-    assert_eq!(rt.preflight_header(prefix, prefix_len as u32, total + 1, 16, u64::MAX, out), Err(TrResult::InvalidModel));
+    assert_eq!(
+        rt.preflight_header(prefix, prefix_len as u32, total + 1, 16, u64::MAX, out),
+        Err(TrResult::InvalidModel)
+    );
 }

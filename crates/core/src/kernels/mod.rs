@@ -74,7 +74,7 @@ impl<'a> Acts<'a> {
             Acts::F32(x) => (cols > 0 && x.len() % cols == 0).then(|| x.len() / cols),
             Acts::Int8 { codes, scales } => {
                 let t = scales.len().checked_div(blocks)?;
-                (scales.len() == t * blocks && codes.len() == t * blocks * BLOCK).then(|| t)
+                (scales.len() == t * blocks && codes.len() == t * blocks * BLOCK).then_some(t)
             }
         }
     }
@@ -98,7 +98,14 @@ pub fn rmsnorm_tier(tier: Tier, x: &[f32], weight: &[f32], eps: f32, out: &mut [
 }
 
 /// `attention_head` of the model's tier (see `rmsnorm_tier`).
-pub fn attention_head_tier(tier: Tier, q: &[f32], keys: &[f32], values: &[f32], scores: &mut [f32], out: &mut [f32]) -> TrReturn<()> {
+pub fn attention_head_tier(
+    tier: Tier,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    scores: &mut [f32],
+    out: &mut [f32],
+) -> TrReturn<()> {
     let n = scores.len().checked_mul(q.len()).ok_or(TrResult::IntegerOverflow)?;
     require(!q.is_empty() && out.len() == q.len() && keys.len() == n && values.len() == n)?;
     match tier {

@@ -178,6 +178,7 @@ pub fn softmax(scores: &mut [f32]) -> TrReturn<()> {
         *s = exp_det(*s - max);
         z = z + *s;
     }
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(z > 0.0)` is also true for NaN: the contract's check
     if !(z > 0.0) || z == f32::INFINITY {
         return Err(TrResult::NumericalFailure);
     }

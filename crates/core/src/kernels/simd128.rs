@@ -48,7 +48,6 @@ pub(super) fn load16(b: &[u8], at: usize) -> v128 {
     unsafe { v128_load(sixteen.as_ptr() as *const v128) }
 }
 
-
 /// Sixteen signed 8-bit codes as four f32x4 holding code * 2^24 (codes 0..4, 4..8, 8..12,
 /// 12..16), exactly: a byte swizzle puts each code in the top byte of an i32 lane with zero
 /// bytes below it, so the lane *is* code * 2^24 and `f32x4_convert_i32x4` is exact.
@@ -91,8 +90,14 @@ fn block_x(x: &[f32]) -> [v128; 8] {
 fn block_sum(t0: v128, t1: v128, xv: &[v128; 8]) -> v128 {
     let [f0, f1, f2, f3] = codes_to_f32(t0);
     let [f4, f5, f6, f7] = codes_to_f32(t1);
-    let a = f32x4_add(f32x4_add(f32x4_mul(f0, xv[0]), f32x4_mul(f1, xv[1])), f32x4_add(f32x4_mul(f2, xv[2]), f32x4_mul(f3, xv[3])));
-    let b = f32x4_add(f32x4_add(f32x4_mul(f4, xv[4]), f32x4_mul(f5, xv[5])), f32x4_add(f32x4_mul(f6, xv[6]), f32x4_mul(f7, xv[7])));
+    let a = f32x4_add(
+        f32x4_add(f32x4_mul(f0, xv[0]), f32x4_mul(f1, xv[1])),
+        f32x4_add(f32x4_mul(f2, xv[2]), f32x4_mul(f3, xv[3])),
+    );
+    let b = f32x4_add(
+        f32x4_add(f32x4_mul(f4, xv[4]), f32x4_mul(f5, xv[5])),
+        f32x4_add(f32x4_mul(f6, xv[6]), f32x4_mul(f7, xv[7])),
+    );
     f32x4_add(a, b)
 }
 
@@ -366,8 +371,14 @@ fn block_codes(t0: v128, t1: v128) -> [v128; 8] {
 /// tree, so the same bits.
 #[inline(always)]
 fn block_sum_f(f: &[v128; 8], xv: &[v128; 8]) -> v128 {
-    let a = f32x4_add(f32x4_add(f32x4_mul(f[0], xv[0]), f32x4_mul(f[1], xv[1])), f32x4_add(f32x4_mul(f[2], xv[2]), f32x4_mul(f[3], xv[3])));
-    let b = f32x4_add(f32x4_add(f32x4_mul(f[4], xv[4]), f32x4_mul(f[5], xv[5])), f32x4_add(f32x4_mul(f[6], xv[6]), f32x4_mul(f[7], xv[7])));
+    let a = f32x4_add(
+        f32x4_add(f32x4_mul(f[0], xv[0]), f32x4_mul(f[1], xv[1])),
+        f32x4_add(f32x4_mul(f[2], xv[2]), f32x4_mul(f[3], xv[3])),
+    );
+    let b = f32x4_add(
+        f32x4_add(f32x4_mul(f[4], xv[4]), f32x4_mul(f[5], xv[5])),
+        f32x4_add(f32x4_mul(f[6], xv[6]), f32x4_mul(f[7], xv[7])),
+    );
     f32x4_add(a, b)
 }
 
@@ -392,15 +403,45 @@ fn quant_tile(
     for (r, row) in w.chunks_exact(row_bytes).enumerate() {
         let mut t = 0;
         while t + 8 <= tokens {
-            group::<8>(row, &xs[t * cols..(t + 8) * cols], cols, whole, blocks, block_bytes, codes, tail, &mut |k, v| emit(r, t + k, v));
+            group::<8>(
+                row,
+                &xs[t * cols..(t + 8) * cols],
+                cols,
+                whole,
+                blocks,
+                block_bytes,
+                codes,
+                tail,
+                &mut |k, v| emit(r, t + k, v),
+            );
             t += 8;
         }
         while t + 4 <= tokens {
-            group::<4>(row, &xs[t * cols..(t + 4) * cols], cols, whole, blocks, block_bytes, codes, tail, &mut |k, v| emit(r, t + k, v));
+            group::<4>(
+                row,
+                &xs[t * cols..(t + 4) * cols],
+                cols,
+                whole,
+                blocks,
+                block_bytes,
+                codes,
+                tail,
+                &mut |k, v| emit(r, t + k, v),
+            );
             t += 4;
         }
         while t < tokens {
-            group::<1>(row, &xs[t * cols..(t + 1) * cols], cols, whole, blocks, block_bytes, codes, tail, &mut |k, v| emit(r, t + k, v));
+            group::<1>(
+                row,
+                &xs[t * cols..(t + 1) * cols],
+                cols,
+                whole,
+                blocks,
+                block_bytes,
+                codes,
+                tail,
+                &mut |k, v| emit(r, t + k, v),
+            );
             t += 1;
         }
     }

@@ -183,11 +183,17 @@ fn quad_group<C: Codes>(rows: &[u8], row_bytes: usize, group: &[(&[i8], &[f32])]
     acc.iter_mut().for_each(|a| *a = f32x4_splat(0.0));
     let mut at = 0usize; // the block's first activation code
     for (b, (((b0, b1), b2), b3)) in blocks.enumerate() {
-        let (w0, w1, w2, w3) = (widen_weights::<C>(b0), widen_weights::<C>(b1), widen_weights::<C>(b2), widen_weights::<C>(b3));
+        let (w0, w1, w2, w3) =
+            (widen_weights::<C>(b0), widen_weights::<C>(b1), widen_weights::<C>(b2), widen_weights::<C>(b3));
         let ws = f32x4(scale_of(b0), scale_of(b1), scale_of(b2), scale_of(b3));
         for (a_acc, (tc, ts)) in acc.iter_mut().zip(group) {
             let a = widen_acts(&tc[at..at + BLOCK]);
-            let isum = transpose_sum(partials_wide(&w0, &a), partials_wide(&w1, &a), partials_wide(&w2, &a), partials_wide(&w3, &a));
+            let isum = transpose_sum(
+                partials_wide(&w0, &a),
+                partials_wide(&w1, &a),
+                partials_wide(&w2, &a),
+                partials_wide(&w3, &a),
+            );
             // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
             *a_acc = f32x4_add(*a_acc, f32x4_mul(f32x4_mul(ws, f32x4_splat(ts[b])), f32x4_convert_i32x4(isum)));
         }

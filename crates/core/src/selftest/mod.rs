@@ -28,8 +28,11 @@ pub const TINY_PROMPT: &[u8] = b"tiny";
 pub const TINY_PENALTY: f32 = 4.0;
 pub const TINY_EXPECTED: [u32; 8] = [16, 37, 106, 53, 32, 235, 242, 204];
 
+/// A self-test: its name and the check it runs.
+pub type SelfTest = (&'static str, fn() -> TrReturn<()>);
+
 /// (name, test): the one table of startup self-tests.
-pub const TESTS: [(&str, fn() -> TrReturn<()>); 12] = [
+pub const TESTS: [SelfTest; 12] = [
     ("math.sqrt_exp", math_known_values),
     ("kernel.matvec_f32", matvec_f32),
     ("kernel.matvec_q8", matvec_q8),
@@ -84,12 +87,11 @@ fn abs(v: f64) -> f64 {
     }
 }
 
-
 fn math_known_values() -> TrReturn<()> {
     check(crate::math::sqrt_det(2.0).to_bits() == 0x3fb5_04f3)?;
     check(crate::math::sqrt_det(16.0) == 4.0)?;
     check(crate::math::exp_det(0.0) == 1.0)?;
-    close(&[crate::math::exp_det(1.0), crate::math::exp_det(-3.5)], &[2.718_281_828_459_045, 0.030_197_383_422_318_5])
+    close(&[crate::math::exp_det(1.0), crate::math::exp_det(-3.5)], &[core::f64::consts::E, 0.030_197_383_422_318_5])
 }
 
 fn matvec_f32() -> TrReturn<()> {
@@ -99,9 +101,7 @@ fn matvec_f32() -> TrReturn<()> {
     let x = g.vec(cols, STEPS);
     let mut out = [0.0f32; 3];
     kernels::matvec(Matrix::F32(&w), &x, &mut out)?;
-    let want: Vec<f64> = (0..rows)
-        .map(|r| (0..cols).map(|c| w[r * cols + c] as f64 * x[c] as f64).sum())
-        .collect();
+    let want: Vec<f64> = (0..rows).map(|r| (0..cols).map(|c| w[r * cols + c] as f64 * x[c] as f64).sum()).collect();
     close(&out, &want)
 }
 
@@ -131,9 +131,8 @@ fn quant_case(q4: bool) -> TrReturn<()> {
     let (rows, cols) = (3, 45);
     let blocks = 2;
     let mut g = Lcg(if q4 { 3 } else { 2 });
-    let codes: Vec<i32> = (0..rows * cols)
-        .map(|_| if q4 { (g.next() % 16) as i32 - 8 } else { (g.next() % 256) as i32 - 128 })
-        .collect();
+    let codes: Vec<i32> =
+        (0..rows * cols).map(|_| if q4 { (g.next() % 16) as i32 - 8 } else { (g.next() % 256) as i32 - 128 }).collect();
     let scales: Vec<f32> = (0..rows * blocks).map(|i| 0.0625 * (i as f32 + 1.0)).collect();
     let packed = pack_blocks(&codes, cols, &scales, q4);
     let want_len = rows * blocks * if q4 { Q4_BLOCK_BYTES } else { Q8_BLOCK_BYTES };
@@ -144,9 +143,7 @@ fn quant_case(q4: bool) -> TrReturn<()> {
     kernels::matvec(m, &x, &mut out)?;
     let want: Vec<f64> = (0..rows)
         .map(|r| {
-            (0..cols)
-                .map(|c| scales[r * blocks + c / BLOCK] as f64 * codes[r * cols + c] as f64 * x[c] as f64)
-                .sum()
+            (0..cols).map(|c| scales[r * blocks + c / BLOCK] as f64 * codes[r * cols + c] as f64 * x[c] as f64).sum()
         })
         .collect();
     close(&out, &want)?;

@@ -65,8 +65,19 @@ pub extern "C" fn h_rmsnorm(set: u32, x: u32, weight: u32, n: u32, eps_bits: u32
 }
 
 #[no_mangle]
-pub extern "C" fn h_attention(set: u32, n_heads: u32, n_kv_heads: u32, head_dim: u32, n_pos: u32, q: u32, keys: u32, values: u32, out: u32) -> i32 {
-    let shape = AttentionShape { n_heads: n_heads as usize, n_kv_heads: n_kv_heads as usize, head_dim: head_dim as usize };
+pub extern "C" fn h_attention(
+    set: u32,
+    n_heads: u32,
+    n_kv_heads: u32,
+    head_dim: u32,
+    n_pos: u32,
+    q: u32,
+    keys: u32,
+    values: u32,
+    out: u32,
+) -> i32 {
+    let shape =
+        AttentionShape { n_heads: n_heads as usize, n_kv_heads: n_kv_heads as usize, head_dim: head_dim as usize };
     let q_dim = n_heads * head_dim;
     let kv = n_pos * n_kv_heads * head_dim;
     let (q, keys, values, out) = (slice(q, q_dim), slice(keys, kv), slice(values, kv), slice_mut(out, q_dim));
@@ -141,7 +152,15 @@ pub extern "C" fn h_read_probe(ptr: u32, len: u32, reps: u32) -> u32 {
 /// cols] (rows split at rows / 2, as a partition would) vs one `kernels::matvec` per token.
 /// Returns how many of the rows * tokens values differ in any bit (0 = identical), or -code.
 #[no_mangle]
-pub extern "C" fn h_tile_mismatches(layout: u32, w: u32, w_len: u32, xs: u32, cols: u32, rows: u32, tokens: u32) -> i32 {
+pub extern "C" fn h_tile_mismatches(
+    layout: u32,
+    w: u32,
+    w_len: u32,
+    xs: u32,
+    cols: u32,
+    rows: u32,
+    tokens: u32,
+) -> i32 {
     let (cols_u, rows_u, tokens_u) = (cols as usize, rows as usize, tokens as usize);
     let xs = slice::<f32>(xs, cols * tokens);
     let m = match layout {
@@ -172,10 +191,22 @@ pub extern "C" fn h_tile_mismatches(layout: u32, w: u32, w_len: u32, xs: u32, co
 /// `kernels::attention_head` per head (keys/values of its kv head copied contiguous) vs
 /// `kernels::attention`: how many output values differ in any bit (0 = identical), or -code.
 #[no_mangle]
-pub extern "C" fn h_attention_head_mismatches(n_heads: u32, n_kv_heads: u32, head_dim: u32, n_pos: u32, q: u32, keys: u32, values: u32) -> i32 {
+pub extern "C" fn h_attention_head_mismatches(
+    n_heads: u32,
+    n_kv_heads: u32,
+    head_dim: u32,
+    n_pos: u32,
+    q: u32,
+    keys: u32,
+    values: u32,
+) -> i32 {
     let (h, kvh, hd, n) = (n_heads as usize, n_kv_heads as usize, head_dim as usize, n_pos as usize);
     let shape = AttentionShape { n_heads: h, n_kv_heads: kvh, head_dim: hd };
-    let (q, keys, values) = (slice::<f32>(q, n_heads * head_dim), slice::<f32>(keys, n_pos * n_kv_heads * head_dim), slice::<f32>(values, n_pos * n_kv_heads * head_dim));
+    let (q, keys, values) = (
+        slice::<f32>(q, n_heads * head_dim),
+        slice::<f32>(keys, n_pos * n_kv_heads * head_dim),
+        slice::<f32>(values, n_pos * n_kv_heads * head_dim),
+    );
     let mut scores = vec![0.0f32; n];
     let mut whole = vec![0.0f32; h * hd];
     if let Err(e) = kernels::attention(shape, q, keys, values, &mut scores, &mut whole) {
@@ -185,13 +216,16 @@ pub extern "C" fn h_attention_head_mismatches(n_heads: u32, n_kv_heads: u32, hea
     let group = h / kvh;
     for head in 0..h {
         let g = head / group;
-        let gather = |src: &[f32]| -> Vec<f32> { (0..n).flat_map(|t| src[(t * kvh + g) * hd..(t * kvh + g + 1) * hd].to_vec()).collect() };
+        let gather = |src: &[f32]| -> Vec<f32> {
+            (0..n).flat_map(|t| src[(t * kvh + g) * hd..(t * kvh + g + 1) * hd].to_vec()).collect()
+        };
         let (k, v) = (gather(keys), gather(values));
         let mut out = vec![0.0f32; hd];
         if let Err(e) = kernels::attention_head(&q[head * hd..(head + 1) * hd], &k, &v, &mut scores, &mut out) {
             return -e.code();
         }
-        differ += out.iter().zip(&whole[head * hd..(head + 1) * hd]).filter(|(a, b)| a.to_bits() != b.to_bits()).count() as i32;
+        differ += out.iter().zip(&whole[head * hd..(head + 1) * hd]).filter(|(a, b)| a.to_bits() != b.to_bits()).count()
+            as i32;
     }
     differ
 }
@@ -210,7 +244,19 @@ pub extern "C" fn h_quantize(x: u32, n: u32, codes: u32, scales: u32) -> i32 {
 /// `set` 0 the oracle (`kernels::int8`, one row per call), 1 the active set's matvec per token
 /// (`kernels::matvec_acts`), 2 the active set's tile (`kernels::tile_rows_acts`, rows r0..rows).
 #[no_mangle]
-pub extern "C" fn h_int_rows(set: u32, layout: u32, w: u32, w_len: u32, codes: u32, scales: u32, cols: u32, tokens: u32, rows: u32, r0: u32, out: u32) -> i32 {
+pub extern "C" fn h_int_rows(
+    set: u32,
+    layout: u32,
+    w: u32,
+    w_len: u32,
+    codes: u32,
+    scales: u32,
+    cols: u32,
+    tokens: u32,
+    rows: u32,
+    r0: u32,
+    out: u32,
+) -> i32 {
     use tinyrustlm_core::kernels::{int8, Acts};
     let blocks = (cols + 31) / 32;
     let (w, out) = (slice::<u8>(w, w_len), slice_mut::<f32>(out, tokens * rows));
@@ -239,9 +285,13 @@ pub extern "C" fn h_int_rows(set: u32, layout: u32, w: u32, w_len: u32, codes: u
     }
     if set >= 2 {
         let rows_n = rows as usize;
-        let r = kernels::tile_rows_acts(m, cols as usize, r0 as usize..rows_n, Acts::Int8 { codes, scales }, &mut |r, t, v| {
-            out[t * rows_n + r0 as usize + r] = v
-        });
+        let r = kernels::tile_rows_acts(
+            m,
+            cols as usize,
+            r0 as usize..rows_n,
+            Acts::Int8 { codes, scales },
+            &mut |r, t, v| out[t * rows_n + r0 as usize + r] = v,
+        );
         return code(r);
     }
     0
