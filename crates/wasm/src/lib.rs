@@ -8,9 +8,9 @@
 #![cfg_attr(target_feature = "atomics", feature(stdarch_wasm_atomic_wait))] // memory.atomic.wait32/notify: threads.rs
 
 mod handles;
-pub mod loader_abi;
 #[cfg(target_feature = "atomics")]
 mod heap;
+pub mod loader_abi;
 #[cfg(target_feature = "atomics")]
 pub mod threads;
 mod windows;

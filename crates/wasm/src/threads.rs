@@ -26,7 +26,7 @@
 //! the host must discard the instance and fall back to a lower lane. A barrier generation is
 //! never continued with fewer workers.
 //!
-//! `memory.atomic.wait32`/`notify` are unstable library APIs in the pinned rustc 1.63
+//! `memory.atomic.wait32`/`notify` are unstable library APIs in the pinned rustc 1.96
 //! (feature `stdarch_wasm_atomic_wait`); this module is their only user, and the crate enables the gate only
 //! when built with `atomics` (the threads lane builds with RUSTC_BOOTSTRAP=tinyrustlm_wasm).
 
