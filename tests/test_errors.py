@@ -689,6 +689,17 @@ def _t_compile(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     return lambda: run_cargo(_lane("scalar-wasm32"), run, lambda _: None)  # type: ignore[arg-type]
 
 
+def _t_std(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.lanebuild.stdbuild import ensure_sysroot
+    from pipeline.toolchain.lockfile import load_lock
+
+    lock = load_lock(REPO / "toolchain.lock")
+    broken = lock.model_copy(
+        update={"rustc": lock.rustc.model_copy(update={"cargo": str(tmp / "no-cargo")})}
+    )
+    return lambda: ensure_sysroot(_lane("scalar-wasm32"), broken, tmp / "std-cache")  # type: ignore[arg-type]
+
+
 def _t_cargo_lock(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     from pipeline.lanebuild.inputs import lane_inputs
 
@@ -786,7 +797,12 @@ def _t_rustc(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     from pipeline.toolchain.lockfile import RustcSeed
     from pipeline.toolchain.relock import build_lock
 
-    rustc = RustcSeed(binary=str(tmp / "no-rustc"), cargo=str(tmp / "no-cargo"))
+    rustc = RustcSeed(
+        binary=str(tmp / "no-rustc"),
+        cargo=str(tmp / "no-cargo"),
+        rustfmt=str(tmp / "no-rustfmt"),
+        clippy=str(tmp / "no-clippy"),
+    )
     return lambda: build_lock(_seed(rustc=rustc))  # type: ignore[arg-type]
 
 
@@ -965,6 +981,7 @@ TRIGGERS: dict[str, Trigger] = {
     "toolchain.node-missing": _t_node,
     "wasm-tools.missing": _t_verify_wasm_tools,
     "build.compile": _t_compile,
+    "build.std": _t_std,
     "build.cargo-lock-missing": _t_cargo_lock,
     "bench.failed": _t_bench,
     "build-index.revision": lambda tmp, mp: _index_of(tmp, "source_revision"),

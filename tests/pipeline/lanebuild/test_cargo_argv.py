@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.lanebuild.cargo import plan_run
+from pipeline.lanebuild.cargo import CargoRun, CompileError, plan_run
 from pipeline.toolchain.lockfile import load_lock
-from pipeline.tree.lanes import load_lanes
+from pipeline.tree.lanes import Lane, load_lanes
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 LANES = load_lanes(REPO_ROOT / "manifests" / "lanes.toml")
@@ -18,6 +18,13 @@ LOCK = load_lock(REPO_ROOT / "toolchain.lock")
 WORKSPACE = Path("/checkout/of/tinyrustlm/crates")
 SCRATCH = Path("/checkout/of/tinyrustlm/build/.scratch")
 EPOCH = 1_700_000_000
+STD_SYSROOT = Path("/home/someone/.cache/tinyrustlm/std/0123abcd")
+
+
+def _plan(lane: Lane) -> CargoRun:
+    """The lane's run, with a rebuilt-std sysroot exactly when the lane names build_std."""
+    sysroot = STD_SYSROOT if lane.build_std else None
+    return plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH, sysroot)
 IDS = [lane.id for lane in LANES.lane]
 ENV_KEYS = {
     "PATH",
@@ -42,7 +49,7 @@ def _pairs(flags: list[str], flag: str) -> list[str]:
 @pytest.mark.parametrize("lane_id", IDS, ids=IDS)
 def test_argv_is_exact(lane_id: str) -> None:
     lane = next(lane for lane in LANES.lane if lane.id == lane_id)
-    run = plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH)
+    run = _plan(lane)
     assert run.argv == [
         "/usr/bin/cargo",
         "build",
@@ -60,7 +67,7 @@ def test_argv_is_exact(lane_id: str) -> None:
 @pytest.mark.parametrize("lane_id", IDS, ids=IDS)
 def test_environment_is_complete_and_controlled(lane_id: str) -> None:
     lane = next(lane for lane in LANES.lane if lane.id == lane_id)
-    env = plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH).env
+    env = _plan(lane).env
     assert set(env) == ENV_KEYS | set(lane.env)
     assert env["PATH"] == "/usr/bin:/bin"
     assert env["RUSTC"] == "/usr/bin/rustc" == LOCK.rustc.binary
@@ -76,15 +83,20 @@ def test_environment_is_complete_and_controlled(lane_id: str) -> None:
 def test_rustflags_carry_the_lane_flags_linker_and_remap_prefixes(lane_id: str) -> None:
     lane = next(lane for lane in LANES.lane if lane.id == lane_id)
     flags = (
-        plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH)
+        _plan(lane)
         .env["CARGO_ENCODED_RUSTFLAGS"]
         .split("\x1f")
     )
     assert flags[: len(lane.rustflags)] == list(lane.rustflags)
+    std_source = f"/rustc/{LOCK.rustc.commit_hash}"
     assert _pairs(flags, "--remap-path-prefix") == [
         f"{WORKSPACE}=/src/tinyrustlm",
         f"{SCRATCH / 'cargo-home'}=/cargo",
+        f"/usr/src/rustc-1.96.0={std_source}",
+        f"/usr/lib/rustlib/src/rust={std_source}",
+        *([f"{STD_SYSROOT}=/rustc-sysroot"] if lane.build_std else []),
     ]
+    assert _pairs(flags, "--sysroot") == ([str(STD_SYSROOT)] if lane.build_std else [])
     codegen = _pairs(flags, "-C")
     assert f"linker={lane.linker}" in codegen
     link_args = [c.removeprefix("link-arg=") for c in codegen if c.startswith("link-arg=")]
@@ -97,3 +109,16 @@ def test_rustflags_carry_the_lane_flags_linker_and_remap_prefixes(lane_id: str) 
         ]
     else:
         assert link_args == list(lane.link_args)
+
+
+def test_every_wasm_lane_starts_from_the_mvp_cpu_and_rebuilds_std() -> None:
+    """No Wasm lane leans on the target's defaults (which grow with every compiler)."""
+    for lane in LANES.of_kind("wasm"):
+        assert _pairs(list(lane.rustflags), "-C")[0] == "target-cpu=mvp", lane.id
+        assert lane.build_std == ["std", "panic_abort"], lane.id
+
+
+def test_a_build_std_lane_without_its_sysroot_is_refused() -> None:
+    lane = next(lane for lane in LANES.lane if lane.build_std)
+    with pytest.raises(CompileError, match="needs its rebuilt std sysroot"):
+        plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH, None)

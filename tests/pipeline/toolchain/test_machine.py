@@ -41,18 +41,27 @@ def test_real_check_passes_on_this_machine() -> None:
 
 
 EDITS = {
-    "rustc-release": ('release = "1.63.0"', 'release = "1.64.0"', "rustc.release"),
-    "llvm": ('llvm_version = "14.0.6"', 'llvm_version = "15.0.0"', "rustc.llvm_version"),
+    "rustc-release": ('release = "1.96.0"', 'release = "1.96.1"', "rustc.release"),
+    "rustc-commit": ('commit_hash = "a', 'commit_hash = "b', "rustc.commit_hash"),
+    "llvm": ('llvm_version = "22.1.8"', 'llvm_version = "22.1.9"', "rustc.llvm_version"),
     "package-version": (
-        'version = "1.63.0+dfsg1-2"',
-        'version = "1.63.0+dfsg1-3"',
-        "package.rustc:amd64.version",
+        'version = "1.96.0+dfsg1-1~deb12u2"',
+        'version = "1.96.0+dfsg1-1~deb12u3"',
+        "package.rustc-web:amd64.version",
     ),
     "sysroot-digest": (
-        'target = "wasm32-unknown-unknown"\npath = "/usr/lib/rustlib/'
-        'wasm32-unknown-unknown/lib"\nfiles = ',
+        'target = "aarch64-unknown-linux-gnu"\npath = "/usr/lib/rustlib/'
+        'aarch64-unknown-linux-gnu/lib"\nfiles = ',
         None,
-        "sysroot.wasm32-unknown-unknown.files",
+        "sysroot.aarch64-unknown-linux-gnu.files",
+    ),
+    "std-source-files": ('vendor"\nfiles = ', None, "std_source.files"),
+    "std-source-digest": (
+        '[std_source]\npath = "/usr/src/rustc-1.96.0/library"\nvendor = '
+        '"/usr/src/rustc-1.96.0/library/vendor"\nfiles = 3351\nsha256 = "7',
+        '[std_source]\npath = "/usr/src/rustc-1.96.0/library"\nvendor = '
+        '"/usr/src/rustc-1.96.0/library/vendor"\nfiles = 3351\nsha256 = "6',
+        "std_source.sha256",
     ),
     "tool-version": ('version = "1.262.0"', 'version = "1.261.0"', "tool.wasm-tools.version"),
 }
@@ -117,7 +126,7 @@ def test_not_root_prints_the_commands_and_installs_nothing(
     from pipeline.toolchain import install as install_module
 
     text = LOCK.read_text(encoding="utf-8").replace(
-        'version = "1.63.0+dfsg1-2"', 'version = "1.63.0+dfsg1-9"', 1
+        'version = "1.96.0+dfsg1-1~deb12u2"', 'version = "1.96.0+dfsg1-1~deb12u9"', 1
     )
     lock_copy = tmp_path / "toolchain.lock"
     lock_copy.write_text(text, encoding="utf-8")
@@ -128,5 +137,5 @@ def test_not_root_prints_the_commands_and_installs_nothing(
         install_module.install(load_lock(lock_copy), lambda _: None)
     message = info.value.diagnostics()
     assert "needs root" in message
-    assert "apt-get download rustc:amd64=1.63.0+dfsg1-9" in message
+    assert "apt-get download 'rustc-web:amd64=1.96.0+dfsg1-1~deb12u9'" in message
     assert ran == []
