@@ -80,12 +80,26 @@ def pe_aslr(f: NativeFacts, p: NativePolicy) -> Finding:
 
 
 def isa_baseline(f: NativeFacts, p: NativePolicy) -> Finding:
-    beyond = {g: n for g, n in f.isa.groups.items() if g in p.forbidden_isa_groups}
+    """Forbidden groups' instructions, less the policy's baseline encodings (an encoding every
+    baseline CPU executes as an older instruction, e.g. tzcnt as `rep bsf`)."""
+    beyond: dict[str, int] = {}
+    compatible: dict[str, int] = {}
+    for group, count in f.isa.groups.items():
+        if group not in p.forbidden_isa_groups:
+            continue
+        mnemonics = f.isa.group_mnemonics.get(group, {})
+        for mnemonic, n in mnemonics.items():
+            if mnemonic in p.baseline_encodings:
+                compatible[mnemonic] = compatible.get(mnemonic, 0) + n
+        left = count - sum(n for m, n in mnemonics.items() if m in p.baseline_encodings)
+        if left:
+            beyond[group] = left
     if f.isa.instruction_count == 0:
         return Finding("", False, "no instructions decoded: cannot judge the ISA")
     if beyond:
         return Finding("", False, f"instructions beyond the baseline ISA: {beyond}")
-    return Finding("", True, f"{f.isa.instruction_count} instructions, all baseline")
+    also = f" (baseline encodings: {compatible})" if compatible else ""
+    return Finding("", True, f"{f.isa.instruction_count} instructions, all baseline{also}")
 
 
 def isa_fma(f: NativeFacts, p: NativePolicy) -> Finding:

@@ -106,6 +106,11 @@ class NativeLane(StrictFrozen):
     pe_dynamic_base: bool
     pe_high_entropy_va: bool
     forbidden_isa_groups: Names = Field(description="capstone groups beyond the baseline ISA")
+    baseline_encodings: dict[str, str] = Field(
+        {},
+        description="mnemonic -> why: instructions of a forbidden group whose encoding every "
+        "baseline CPU executes as an older instruction (not counted as beyond the baseline)",
+    )
     fma_mnemonics: Names = Field(description="mnemonic prefixes of fused multiply-add")
     extra_allowed_path_prefixes: Names
 

@@ -36,6 +36,7 @@ def inventory(machine: str, code_ranges: list[tuple[bytes, int]]) -> IsaInventor
         return IsaInventory(0, sum(len(c) for c, _ in code_ranges), {}, {})
     md = _engine(machine)
     groups: Counter[str] = Counter()
+    by_group: dict[str, Counter[str]] = {}
     fma: Counter[str] = Counter()
     count = 0
     skipped = 0
@@ -46,7 +47,10 @@ def inventory(machine: str, code_ranges: list[tuple[bytes, int]]) -> IsaInventor
                 continue
             count += 1
             for group in insn.groups:
-                groups[md.group_name(group) or str(group)] += 1
+                name = md.group_name(group) or str(group)
+                groups[name] += 1
+                by_group.setdefault(name, Counter())[insn.mnemonic] += 1
             if insn.mnemonic.startswith(FMA_PREFIXES):
                 fma[insn.mnemonic] += 1
-    return IsaInventory(count, skipped, dict(groups), dict(fma))
+    mnemonics = {g: dict(c) for g, c in sorted(by_group.items())}
+    return IsaInventory(count, skipped, dict(groups), dict(fma), mnemonics)

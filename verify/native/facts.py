@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -11,6 +11,8 @@ class IsaInventory:
     undecoded_bytes: int  # bytes capstone skipped (data in code, padding)
     groups: dict[str, int]  # capstone instruction group name -> count
     fma: dict[str, int]  # fused multiply-add mnemonic -> count
+    # capstone group -> mnemonic -> count: which instructions made a group's count
+    group_mnemonics: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,6 +89,7 @@ class NativePolicy:
     forbid_debug_sections: bool
     forbid_parse_anomalies: bool  # lief's warnings, or a file shorter than its headers claim
     forbidden_isa_groups: tuple[str, ...]  # capstone group names beyond the baseline ISA
+    baseline_encodings: tuple[str, ...]  # mnemonics of those groups every baseline CPU runs
     fma_mnemonics: tuple[str, ...]  # mnemonic prefixes of fused multiply-add
     allowed_path_prefixes: tuple[str, ...]
 
@@ -179,6 +180,7 @@ def _native_lanes(doc: NativePolicyFile) -> dict[str, NativePolicy]:
             forbid_debug_sections=c.forbid_debug_sections,
             forbid_parse_anomalies=c.forbid_parse_anomalies,
             forbidden_isa_groups=tuple(body.forbidden_isa_groups),
+            baseline_encodings=tuple(sorted(body.baseline_encodings)),
             fma_mnemonics=tuple(body.fma_mnemonics),
             allowed_path_prefixes=(*c.allowed_path_prefixes, *body.extra_allowed_path_prefixes),
         )
