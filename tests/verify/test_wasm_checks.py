@@ -32,7 +32,8 @@ CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
         "v128-op-in-scalar",
         "scalar-wasm32",
         lambda: _with(wb.simd_spec()),
-        {"wasm.proposals.allowed", "wasm.tools.valid"},
+        # target_features claims simd128, beyond the lane
+        {"wasm.proposals.allowed", "wasm.tools.valid", "wasm.target_features.agree"},
     ),
     (
         "relaxed-simd-op",
@@ -42,7 +43,7 @@ CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
             code=[wb.V128_OP + wb.RELAXED_SIMD_OP],
             customs=[wb.target_features(("+", "simd128"), ("+", "relaxed-simd"))],
         ),
-        {"wasm.proposals.allowed", "wasm.tools.valid"},
+        {"wasm.proposals.allowed", "wasm.tools.valid", "wasm.target_features.agree"},
     ),
     (
         "memory-grow-in-threads",
