@@ -66,7 +66,9 @@ def immediates(op: Op, index: int) -> bytes:
                 out += b"\x00"
             case Imm.BR_ON_CAST:  # nullable to nullable, depth 0, funcref to funcref
                 out += b"\x03" + uleb(0) + b"\x70\x70"
-            case _:  # an index, depth or u32: LABEL FUNC TYPE TABLE LOCAL GLOBAL MEM DATA ELEM TAG U32
+            case (
+                _
+            ):  # an index, depth or u32: LABEL FUNC TYPE TABLE LOCAL GLOBAL MEM DATA ELEM TAG U32
                 out += uleb(0)
     return bytes(out)
 

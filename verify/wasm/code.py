@@ -247,34 +247,38 @@ def _memarg(body: Sequence[int], pos: int, base: int, extra: _Extra) -> int:
     return _leb(body, pos, False, 64, base, "memarg offset")
 
 
-def _index(body: Sequence[int], pos: int, op: Op, imm: Imm, base: int, extra: _Extra) -> int:
+def _index(
+    body: Sequence[int], pos: int, op: Op, imm: Imm, base: int, extra: _Extra, op_at: int
+) -> int:
     """A table or memory index. Wasm 1.0 wrote these as one 0x00 byte; wasmparser reads a
     LEB only with a proposal: call_indirect's table with call-indirect-overlong (a non-zero
     table also needs a second table: reference-types), memory.size/grow's with multi-memory.
     The other operators' indices are LEBs of their own proposal (a non-zero index still
-    needs the second table or memory)."""
+    needs the second table or memory). A use is recorded at the operator (`op_at`)."""
     index, nxt = _u32(body, pos, base, f"{op.name} index")
     overlong = nxt - pos > 1
     if imm is Imm.MEM:
         if index or (overlong and op.prefix == 0):
-            extra.need(Proposal.MULTI_MEMORY, base + pos, f"{op.name} naming memory {index}"
+            extra.need(Proposal.MULTI_MEMORY, op_at, f"{op.name} naming memory {index}"
                        + (" (overlong index)" if overlong and not index else ""))  # fmt: skip
     elif index:
-        extra.need(Proposal.REFERENCE_TYPES, base + pos, f"{op.name} naming table {index}")
+        extra.need(Proposal.REFERENCE_TYPES, op_at, f"{op.name} naming table {index}")
     elif overlong and op.prefix == 0 and op.code == _CALL_INDIRECT:
-        extra.need(Proposal.CALL_INDIRECT_OVERLONG, base + pos,
+        extra.need(Proposal.CALL_INDIRECT_OVERLONG, op_at,
                    "call_indirect with an overlong table index")  # fmt: skip
     return nxt
 
 
-def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra, depth: int) -> int:
+def _immediates(
+    body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra, depth: int, op_at: int
+) -> int:
     """Decode the immediates of any operator but br_table and try_table (the generic, slower
     path; those two are decoded by `_structured`, which checks their labels). `depth` is the
-    number of open frames, which a branch label must stay below."""
+    number of open frames, which a branch label must stay below; `op_at` the operator's offset."""
     for imm in op.imms:
         if imm is Imm.TABLE or imm is Imm.MEM:
             if body[pos]:
-                pos = _index(body, pos, op, imm, base, extra)
+                pos = _index(body, pos, op, imm, base, extra, op_at)
             else:
                 pos += 1
         elif imm is Imm.LABEL:
@@ -412,7 +416,7 @@ def _structured(
         return pos
     info = SINGLE[op]
     assert info is not None
-    return _immediates(body, pos, info, base, extra, len(frames))
+    return _immediates(body, pos, info, base, extra, len(frames), at)
 
 
 def decode_bodies(data: bytes, bodies: list[tuple[int, int]], first_function: int = 0) -> CodeFacts:
@@ -540,7 +544,8 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]], first_function: in
                     elif imms is _MEMARG_ONLY and body[pos] < 0x40:  # longer offsets
                         pos = _leb(body, pos + 1, False, 64, start, "memarg offset")
                     else:
-                        pos = _immediates(body, pos, info, start, extra, depth)
+                        op_at = start + sub_at - 1
+                        pos = _immediates(body, pos, info, start, extra, depth, op_at)
                 elif shape == 7:  # _OTHER: rare operators, and all beyond Wasm 1.0
                     if counts[op] == 1 and op in BEYOND_MVP:
                         first_ops[op] = Site(function, start + pos - 1, BEYOND_MVP[op])
