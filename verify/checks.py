@@ -31,13 +31,18 @@ def _names(flags: Proposal) -> str:
 def _why(inv: WasmInventory, flags: Proposal) -> str:
     parts = []
     for name in features.names(flags):
-        parts.append(f"{name}: {'; '.join(inv.reasons.get(name, ()))}")
+        site = inv.first_uses.get(name)
+        where = (f"first {site.what} in function {site.function} at offset 0x{site.offset:x}; "
+                 if site else "")  # fmt: skip
+        parts.append(f"{name}: {where}{'; '.join(inv.reasons.get(name, ()))}")
     return " | ".join(parts)
 
 
 def proposals_allowed(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    """Every proposal the code needs is in the lane (an allowed proposal allows its parts:
+    bulk-memory allows bulk-memory-opt); each one beyond it is named with its first use."""
     inv = facts.inventory
-    extra = inv.required & ~policy.allowed & ~Proposal.MVP
+    extra = inv.required & ~features.closure(policy.allowed) & ~Proposal.MVP
     if extra:
         return Finding("", False, f"requires {_names(extra)} beyond the lane: {_why(inv, extra)}")
     return Finding("", True, f"requires {_names(inv.required)}")
@@ -51,28 +56,39 @@ def proposals_required(facts: WasmFacts, policy: WasmPolicy) -> Finding:
 
 
 def target_features_agree(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    """target_features against the code and the lane: every proposal the code needs is
+    claimed and none denied; nothing beyond the lane is claimed (a lane built on the
+    target's defaults claims them even where no operator needs them); and every name is one
+    LLVM 22 writes: an unknown name, or a `+` of a feature we model no proposal for
+    (fp16 ...), is a finding, never skipped."""
     inv = facts.inventory
     if not inv.declared_present and not policy.missing_target_features_is_empty_claim:
         return Finding("", True, "no target_features section; the policy does not judge it")
     claimed = denied = NONE
+    problems: list[str] = []
     for prefix, name in inv.declared:
         proposal = BY_TARGET_FEATURE.get(name)
-        if proposal is None:
-            continue  # a feature we do not model (e.g. shared-mem) is recorded, not judged
-        if prefix == "-":
+        if proposal is None and name in features.TARGET_FEATURES_WITHOUT_PROPOSAL:
+            if prefix != "-":
+                why = features.TARGET_FEATURES_WITHOUT_PROPOSAL[name]
+                problems.append(f"claims {prefix}{name} ({why}), which no lane allows")
+        elif proposal is None:
+            problems.append(f"names an unknown target feature {prefix}{name}")
+        elif prefix == "-":
             denied |= proposal
         else:
             claimed |= proposal
-    unclaimed = inv.required & ~claimed & ~Proposal.MVP
+    unclaimed = inv.required & ~features.closure(claimed) & ~Proposal.MVP
     contradicted = inv.required & denied
+    beyond = claimed & ~features.closure(policy.allowed) & ~Proposal.MVP
     source = "target_features" if inv.declared_present else "no target_features section"
     if unclaimed or contradicted:
-        return Finding(
-            "",
-            False,
-            f"code requires {_names(unclaimed | contradicted)} but {source} "
-            f"claims {[p + n for p, n in inv.declared]}",
-        )
+        problems.insert(0, f"code requires {_names(unclaimed | contradicted)} but {source} "
+                        f"claims {[p + n for p, n in inv.declared]}")  # fmt: skip
+    if beyond:
+        problems.append(f"claims {_names(beyond)} beyond the lane")
+    if problems:
+        return Finding("", False, "; ".join(problems))
     return Finding("", True, f"{source} covers {_names(inv.required)}")
 
 

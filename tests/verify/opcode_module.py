@@ -64,7 +64,11 @@ def immediates(op: Op, index: int) -> bytes:
                 out += b"\x40" + uleb(0)
             case Imm.ZERO:
                 out += b"\x00"
-            case _:  # an index or depth: LABEL FUNC TYPE TABLE LOCAL GLOBAL MEM DATA ELEM TAG
+            case Imm.BR_ON_CAST:  # nullable to nullable, depth 0, funcref to funcref
+                out += b"\x03" + uleb(0) + b"\x70\x70"
+            case (
+                _
+            ):  # an index, depth or u32: LABEL FUNC TYPE TABLE LOCAL GLOBAL MEM DATA ELEM TAG U32
                 out += uleb(0)
     return bytes(out)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.verify.printed import printed_counts
 from verify.wasm.opcodes import op_by_key
 from verify.wasm.sections import parse_module
 from verify.wasm.tools import executable
@@ -143,20 +144,6 @@ def _module(body: str) -> str:
       {body})"""
 
 
-def _printed_counts(path: Path) -> Counter[str]:
-    """Operator mnemonics in `wasm-tools print` (which omits each function's final `end`)."""
-    text = subprocess.run([str(executable()), "print", str(path)], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
-    counts: Counter[str] = Counter()
-    for line in text.splitlines():
-        word = line.strip()
-        if word.startswith("(func"):
-            counts["end"] += 1
-        elif word and not word.startswith(("(", ")")):
-            counts[word.split()[0].rstrip(")")] += 1
-    return counts
-
-
 @pytest.mark.parametrize("body", CASES.values(), ids=CASES.keys())
 def test_exception_handling_parses_as_wasm_tools_prints_it(body: str, tmp_path: Path) -> None:
     wat, wasm = tmp_path / "m.wat", tmp_path / "m.wasm"
@@ -169,4 +156,4 @@ def test_exception_handling_parses_as_wasm_tools_prints_it(body: str, tmp_path: 
     ours: Counter[str] = Counter()
     for key, count in module.code.op_counts.items():
         ours[op_by_key(key).name] += count
-    assert ours == _printed_counts(wasm)
+    assert ours == printed_counts(wasm)

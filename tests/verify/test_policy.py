@@ -46,7 +46,7 @@ BAD_WASM: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("unknown-field", lambda d: d["lanes"]["scalar-wasm32"].update(extra=1), "unknown field"),
     ("missing-field", lambda d: d["lanes"]["scalar-wasm32"].pop("memory"), "missing field"),
     ("unknown-proposal",
-     lambda d: d["lanes"]["scalar-wasm32"]["allowed_proposals"].append("gc"), "unknown proposal"),
+     lambda d: d["lanes"]["scalar-wasm32"]["allowed_proposals"].append("fp16"), "unknown proposal"),
     ("required-not-allowed",
      lambda d: d["lanes"]["scalar-wasm32"]["required_proposals"].append("simd"), "not all allowed"),
     ("wrong-schema", lambda d: d.update(schema="x"), "schema"),

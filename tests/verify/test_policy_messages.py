@@ -45,7 +45,7 @@ def test_unknown_proposal_names_the_known_ones(tmp_path: Path) -> None:
         load_wasm_policies(tmp_path)
     assert caught.value.message.startswith(
         "field 'wasm.lanes.scalar-wasm32.allowed_proposals': proposal list: unknown proposal "
-        "'gc' (known: ['bulk-memory', "
+        "'fp16' (known: ['bulk-memory', "
     )
 
 

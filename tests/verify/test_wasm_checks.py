@@ -32,7 +32,8 @@ CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
         "v128-op-in-scalar",
         "scalar-wasm32",
         lambda: _with(wb.simd_spec()),
-        {"wasm.proposals.allowed", "wasm.tools.valid"},
+        # target_features claims simd128, beyond the lane
+        {"wasm.proposals.allowed", "wasm.tools.valid", "wasm.target_features.agree"},
     ),
     (
         "relaxed-simd-op",
@@ -42,7 +43,7 @@ CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
             code=[wb.V128_OP + wb.RELAXED_SIMD_OP],
             customs=[wb.target_features(("+", "simd128"), ("+", "relaxed-simd"))],
         ),
-        {"wasm.proposals.allowed", "wasm.tools.valid"},
+        {"wasm.proposals.allowed", "wasm.tools.valid", "wasm.target_features.agree"},
     ),
     (
         "memory-grow-in-threads",
@@ -123,6 +124,39 @@ CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
         "simd128-wasm32",
         lambda: _with(wb.simd_spec(), customs=[wb.target_features(("+", "mutable-globals"))]),
         {"wasm.target_features.agree"},
+    ),
+    (
+        "unknown-target-feature",
+        "simd128-wasm32",
+        lambda: _with(
+            wb.simd_spec(), customs=[wb.target_features(("+", "simd128"), ("+", "simd256"))]
+        ),
+        {"wasm.target_features.agree"},
+    ),
+    (
+        "fp16-claimed",  # known to LLVM 22, but no proposal we (or wasm-tools) can check
+        "simd128-wasm32",
+        lambda: _with(
+            wb.simd_spec(), customs=[wb.target_features(("+", "simd128"), ("+", "fp16"))]
+        ),
+        {"wasm.target_features.agree"},
+    ),
+    (
+        "fp16-denied",
+        "simd128-wasm32",
+        lambda: _with(
+            wb.simd_spec(), customs=[wb.target_features(("+", "simd128"), ("-", "fp16"))]
+        ),
+        set(),
+    ),
+    (
+        "memory.fill-in-threads",  # the lane allows bulk-memory, which holds memory.fill
+        "simd128-threads-wasm32",
+        lambda: _with(
+            wb.threads_spec(),
+            code=[wb.V128_OP + wb.ATOMIC_WAIT_NOTIFY + b"\x41\x00\x41\x00\x41\x00\xfc\x0b\x00"],
+        ),
+        set(),
     ),
     (
         "target-features-missing",

@@ -66,13 +66,14 @@ def test_builder_sleb_round_trips(value: int) -> None:
 
 
 def test_table_invariants() -> None:
-    # Names are unique except the two encodings of `select`.
+    # Names are unique except the two encodings of `select` and the nullable and non-null
+    # forms of ref.test and ref.cast (printed as one name with different heap types).
     names = [op.name for op in OPCODES.values()]
-    assert {n for n in names if names.count(n) > 1} == {"select"}
+    assert {n for n in names if names.count(n) > 1} == {"select", "ref.test", "ref.cast"}
     # SIMD128 is complete (236 operators), relaxed SIMD has 20, threads 67 (wasmparser's counts).
     per = {p: sum(op.proposal is p for op in OPCODES.values()) for p in Proposal}
     assert (per[Proposal.SIMD], per[Proposal.RELAXED_SIMD], per[Proposal.THREADS]) == (236, 20, 67)
-    assert all(op.prefix in (0, 0xFC, 0xFD, 0xFE) for op in OPCODES.values())
+    assert all(op.prefix in (0, 0xFB, 0xFC, 0xFD, 0xFE) for op in OPCODES.values())
 
 
 _BLOCKS = {"block", "loop", "if", "try", "try_table"}
@@ -89,6 +90,7 @@ def _imm_bytes(imm: Imm) -> bytes:
         Imm.SELECT_T: b"\x01\x7f",
         Imm.HEAPTYPE: b"\x70",
         Imm.TRY_TABLE: b"\x40\x00",
+        Imm.BR_ON_CAST: b"\x03\x00\x70\x70",
     }.get(imm, b"\x00")
 
 

@@ -90,6 +90,7 @@ class ModuleSpec:
     data: list[bytes] = field(default_factory=list)  # raw data segments
     data_count: bool = False
     raw_bodies: list[bytes] | None = None  # whole bodies (size-prefixed), replacing code
+    table: bytes | None = None  # one table entry (reference type + limits)
 
 
 def module(spec: ModuleSpec | None = None) -> bytes:
@@ -99,6 +100,8 @@ def module(spec: ModuleSpec | None = None) -> bytes:
     if spec.imports:
         out += section(2, vec(spec.imports))
     out += section(3, vec([uleb(0)] * len(spec.code)))
+    if spec.table is not None:
+        out += section(4, vec([spec.table]))
     if spec.memory is not None:
         out += section(5, vec([spec.memory]))
     exports = [name(e) + b"\x00" + uleb(0) for e in spec.exports]

@@ -6,6 +6,12 @@ only in a `try`, branch depths within the open frames, the final `end` as the bo
 byte), and LEB128 immediates are range-checked. Hot path: list indexing on a per-body
 slice, one small-int `shape` per single-byte opcode (derived from opcodes.OPCODES),
 single-byte LEBs inline; everything rare goes through `_structured`/`_immediates`.
+
+Besides counts, the decoder records where each operator first occurs (function index and
+file offset) and every requirement that shows in no operator of its own: an overlong
+call_indirect table index (call-indirect-overlong), a type-index block type (multi-value),
+reference or v128 types of locals, block and select types, memory indices (multi-memory).
+Every operator beyond Wasm 1.0 takes the `_structured` path, so only rare paths record.
 """
 
 from __future__ import annotations
@@ -14,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from verify.wasm.errors import MalformedWasm
-from verify.wasm.features import NONE, Proposal
+from verify.wasm.features import NONE, Proposal, members
 from verify.wasm.opcodes import OPCODES, PREFIXES, Imm, Op
 from verify.wasm.reader import leb_signed, leb_unsigned
-from verify.wasm.types import heaptype_end, valtype_requirement
+from verify.wasm.types import heaptype_end, valtype_at
 
 # ---- shapes of single-byte opcodes (derived from the table) ----
 _UNKNOWN, _NONE, _LEB, _MEMARG, _BLOCK, _END, _PREFIX, _OTHER, _ELSE, _LABEL, _FIXED = range(11)
@@ -47,7 +53,7 @@ _OPENS = {"block": _F_BLOCK, "loop": _F_LOOP, "if": _F_IF, "try": _F_TRY,
           "try_table": _F_TRY_TABLE}  # fmt: skip
 # Operators whose legality depends on the open frames (decoded on the structured path).
 _STRUCTURED = frozenset(
-    {"else", "catch", "catch_all", "delegate", "try_table", "br_table", "rethrow"}
+    {"else", "catch", "catch_all", "delegate", "try", "try_table", "br_table", "rethrow"}
 )
 
 
@@ -56,8 +62,8 @@ def _shape(op: Op) -> int:
         return _END
     if op.name == "else":
         return _ELSE
-    if op.name in _STRUCTURED:
-        return _OTHER
+    if op.name in _STRUCTURED or op.proposal is not Proposal.MVP:
+        return _OTHER  # (beyond Wasm 1.0: recorded where first seen, see decode_bodies)
     if op.imms == (Imm.LABEL,):  # br, br_if: the depth must name an open frame
         return _LABEL
     if op.imms == (Imm.BLOCKTYPE,):
@@ -106,6 +112,11 @@ for (_prefix, _code), _op in OPCODES.items():
             LEB5_LAST[_code] = [_leb5_last(b, *_LEB_KINDS[_op.imms[0]]) for b in range(256)]
 for _prefix in PREFIXES:
     SHAPES[_prefix] = _PREFIX
+# Single-byte operators beyond Wasm 1.0 -> name (all take the _OTHER path, which records them).
+BEYOND_MVP: dict[int, str] = {
+    code: op.name for (prefix, code), op in OPCODES.items()
+    if not prefix and op.proposal is not Proposal.MVP
+}  # fmt: skip
 # Prefixed operators as lists indexed by sub-opcode (list indexing beats a tuple-keyed dict).
 PREFIXED: list[list[Op | None]] = [[] for _ in range(256)]
 for (_prefix, _code), _op in OPCODES.items():
@@ -114,12 +125,31 @@ for (_prefix, _code), _op in OPCODES.items():
         _row.extend([None] * (_code + 1 - len(_row)))
         _row[_code] = _op
 # Structured operators outside the fast shapes.
+_TRY = 0x06
 _TRY_TABLE = 0x1F
 _DELEGATE = 0x18
 _CATCH = 0x07
 _CATCH_ALL = 0x19
 _BR_TABLE = 0x0E
 _RETHROW = 0x09
+_CALL_INDIRECT = 0x11
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """Where something first occurs: function index (imports counted) and file offset."""
+
+    function: int
+    offset: int
+    what: str  # the operator, or the use ("call_indirect with an overlong table index")
+
+
+@dataclass(frozen=True, slots=True)
+class ImplicitUse:
+    """A proposal needed by no operator of its own: how often, and the first time."""
+
+    count: int
+    first: Site
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,15 +160,33 @@ class CodeFacts:
     instruction_count: int  # every operator, including each body's final `end`
     op_counts: dict[int, int]  # opcodes.key_of(prefix, code) -> count
     requires: Proposal  # proposals implied by immediates and local types (not opcodes)
+    first_ops: dict[int, Site]  # opcode key -> first occurrence (operators beyond Wasm 1.0)
+    implicit: dict[Proposal, ImplicitUse]  # each single flag of `requires` -> its uses
 
 
 class _Extra:
     """Requirements seen in immediates; mutable scratch for one decode run."""
 
-    __slots__ = ("requires",)
+    __slots__ = ("counts", "firsts", "function", "requires")
 
     def __init__(self) -> None:
         self.requires = NONE
+        self.function = 0  # index of the function being decoded
+        self.counts: dict[Proposal, int] = {}
+        self.firsts: dict[Proposal, Site] = {}
+
+    def need(self, flags: Proposal, offset: int, what: str) -> None:
+        """Record one use needing `flags` (each single flag counted on its own)."""
+        if not flags:
+            return
+        self.requires |= flags
+        for flag in members(flags):
+            self.counts[flag] = self.counts.get(flag, 0) + 1
+            if flag not in self.firsts:
+                self.firsts[flag] = Site(self.function, offset, what)
+
+    def implicit(self) -> dict[Proposal, ImplicitUse]:
+        return {flag: ImplicitUse(n, self.firsts[flag]) for flag, n in self.counts.items()}
 
 
 def _leb(body: Sequence[int], pos: int, signed: bool, bits: int, base: int, what: str) -> int:
@@ -160,44 +208,82 @@ def _u32(body: Sequence[int], pos: int, base: int, what: str) -> tuple[int, int]
         raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
 
 
+def _valtype(body: Sequence[int], pos: int, base: int, extra: _Extra, what: str) -> int:
+    """One value type (a reference type may be several bytes); returns the next position."""
+    try:
+        needs, nxt = valtype_at(body, pos, len(body))
+    except MalformedWasm as exc:
+        raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
+    extra.need(needs, base + pos, what)
+    return nxt
+
+
 def _blocktype(body: Sequence[int], pos: int, base: int, extra: _Extra) -> int:
     b = body[pos]
     if b == 0x40:
         return pos + 1
-    if 0x40 < b < 0x80:  # a single value type (negative s33)
-        extra.requires |= valtype_requirement(b, base + pos)
-        return pos + 1
+    if 0x40 < b < 0x80:  # a value type (negative s33; 0x63/0x64 start a reference type)
+        return _valtype(body, pos, base, extra, "block type")
     try:
         index, nxt = leb_signed(body, pos, len(body), 33, "block type")
     except MalformedWasm as exc:
         raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
     if index < 0:
         raise MalformedWasm(f"invalid block type 0x{b:02x}", base + pos)
-    extra.requires |= Proposal.MULTI_VALUE  # a type-index block type
+    extra.need(Proposal.MULTI_VALUE, base + pos, "block type given by a type index")
     return nxt
 
 
 def _memarg(body: Sequence[int], pos: int, base: int, extra: _Extra) -> int:
+    at = pos
     align, pos = _u32(body, pos, base, "memarg alignment")
     if align & 0x40:  # multi-memory: an explicit memory index follows
         index, pos = _u32(body, pos, base, "memarg memory index")
         if index:
-            extra.requires |= Proposal.MULTI_MEMORY
+            extra.need(Proposal.MULTI_MEMORY, base + at, f"memarg naming memory {index}")
         align &= ~0x40
     if align >= 0x40:
         raise MalformedWasm(f"memarg alignment flags 0x{align:x} out of range", base + pos)
     return _leb(body, pos, False, 64, base, "memarg offset")
 
 
-def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra) -> int:
+def _index(
+    body: Sequence[int], pos: int, op: Op, imm: Imm, base: int, extra: _Extra, op_at: int
+) -> int:
+    """A table or memory index. Wasm 1.0 wrote these as one 0x00 byte; wasmparser reads a
+    LEB only with a proposal: call_indirect's table with call-indirect-overlong (a non-zero
+    table also needs a second table: reference-types), memory.size/grow's with multi-memory.
+    The other operators' indices are LEBs of their own proposal (a non-zero index still
+    needs the second table or memory). A use is recorded at the operator (`op_at`)."""
+    index, nxt = _u32(body, pos, base, f"{op.name} index")
+    overlong = nxt - pos > 1
+    if imm is Imm.MEM:
+        if index or (overlong and op.prefix == 0):
+            extra.need(Proposal.MULTI_MEMORY, op_at, f"{op.name} naming memory {index}"
+                       + (" (overlong index)" if overlong and not index else ""))  # fmt: skip
+    elif index:
+        extra.need(Proposal.REFERENCE_TYPES, op_at, f"{op.name} naming table {index}")
+    elif overlong and op.prefix == 0 and op.code == _CALL_INDIRECT:
+        extra.need(Proposal.CALL_INDIRECT_OVERLONG, op_at,
+                   "call_indirect with an overlong table index")  # fmt: skip
+    return nxt
+
+
+def _immediates(
+    body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra, depth: int, op_at: int
+) -> int:
     """Decode the immediates of any operator but br_table and try_table (the generic, slower
-    path; those two are decoded by `_structured`, which checks their labels)."""
+    path; those two are decoded by `_structured`, which checks their labels). `depth` is the
+    number of open frames, which a branch label must stay below; `op_at` the operator's offset."""
     for imm in op.imms:
-        if imm in _ONE_LEB and body[pos] < 0x80:  # any one-byte LEB is in range
-            if (imm is Imm.MEM or imm is Imm.TABLE) and body[pos]:
-                extra.requires |= (
-                    Proposal.MULTI_MEMORY if imm is Imm.MEM else Proposal.REFERENCE_TYPES
-                )
+        if imm is Imm.TABLE or imm is Imm.MEM:
+            if body[pos]:
+                pos = _index(body, pos, op, imm, base, extra, op_at)
+            else:
+                pos += 1
+        elif imm is Imm.LABEL:
+            pos = _label(body, pos, depth, base)
+        elif imm in _ONE_LEB and body[pos] < 0x80:  # any one-byte LEB is in range
             pos += 1
         elif imm in _LEB_KINDS:
             signed, bits = _LEB_KINDS[imm]
@@ -206,14 +292,8 @@ def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra)
             pos = _memarg(body, pos, base, extra)
         elif imm is Imm.BLOCKTYPE:
             pos = _blocktype(body, pos, base, extra)
-        elif imm is Imm.TYPE:
-            pos = _leb(body, pos, False, 32, base, f"{op.name} type index")
-        elif imm in (Imm.TABLE, Imm.MEM):
-            index, pos = _u32(body, pos, base, f"{op.name} index")
-            if index and imm is Imm.MEM:
-                extra.requires |= Proposal.MULTI_MEMORY
-            elif index:
-                extra.requires |= Proposal.REFERENCE_TYPES
+        elif imm is Imm.TYPE or imm is Imm.U32:
+            pos = _leb(body, pos, False, 32, base, f"{op.name} index")
         elif imm is Imm.F32:
             pos += 4
         elif imm is Imm.F64:
@@ -231,16 +311,24 @@ def _immediates(body: Sequence[int], pos: int, op: Op, base: int, extra: _Extra)
         elif imm is Imm.SELECT_T:
             n, pos = _u32(body, pos, base, "select type count")
             for _ in range(n):
-                extra.requires |= valtype_requirement(body[pos], base + pos)
-                pos += 1
+                pos = _valtype(body, pos, base, extra, "select type")
         elif imm is Imm.HEAPTYPE:
-            try:
-                pos = heaptype_end(body, pos, len(body))
-            except MalformedWasm as exc:
-                raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
+            pos = _heaptype(body, pos, base)
+        elif imm is Imm.BR_ON_CAST:
+            if body[pos] > 3:
+                raise MalformedWasm(f"{op.name}: invalid cast flags 0x{body[pos]:02x}", base + pos)
+            pos = _label(body, pos + 1, depth, base)
+            pos = _heaptype(body, _heaptype(body, pos, base), base)
         else:  # pragma: no cover - br_table and try_table are `_structured`'s (their labels
             raise AssertionError(imm)  # are checked against the open frames)
     return pos
+
+
+def _heaptype(body: Sequence[int], pos: int, base: int) -> int:
+    try:
+        return heaptype_end(body, pos, len(body))
+    except MalformedWasm as exc:
+        raise MalformedWasm(exc.message, base + (exc.offset or 0)) from None
 
 
 # Local types that need no proposal (the common case, checked without a call).
@@ -265,8 +353,7 @@ def _locals(body: Sequence[int], base: int, extra: _Extra) -> int:
         total += count
         if total > 50_000:  # wasmparser's limit; also bounds any later allocation
             raise MalformedWasm("too many locals", base + pos)
-        extra.requires |= valtype_requirement(body[pos], base + pos)
-        pos += 1
+        pos = _valtype(body, pos, base, extra, "local type")
     return pos
 
 
@@ -282,7 +369,7 @@ def _label(body: Sequence[int], pos: int, depth: int, base: int) -> int:
 def _structured(
     op: int, body: list[int], pos: int, frames: list[int], base: int, extra: _Extra
 ) -> int:
-    """catch, catch_all, delegate, try_table, br_table and every other rare operator."""
+    """try, catch, catch_all, delegate, try_table, br_table and every other rare operator."""
     at = base + pos - 1
     if op == _BR_TABLE:
         n, pos = _u32(body, pos, base, "br_table label count")
@@ -290,6 +377,10 @@ def _structured(
             raise MalformedWasm(f"br_table: count {n} exceeds the remaining bytes", at + 1)
         for _ in range(n + 1):
             pos = _label(body, pos, len(frames), base)
+        return pos
+    if op == _TRY:
+        pos = _blocktype(body, pos, base, extra)
+        frames.append(_F_TRY)
         return pos
     if op in (_CATCH, _CATCH_ALL):
         name = "catch" if op == _CATCH else "catch_all"
@@ -325,11 +416,13 @@ def _structured(
         return pos
     info = SINGLE[op]
     assert info is not None
-    return _immediates(body, pos, info, base, extra)
+    return _immediates(body, pos, info, base, extra, len(frames), at)
 
 
-def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
+def decode_bodies(data: bytes, bodies: list[tuple[int, int]], first_function: int = 0) -> CodeFacts:
     """Decode every body data[start:end]; counts are per opcode key (see opcodes.key_of).
+    `first_function` is the index of the first body's function (the imported functions
+    come first), for the sites in `first_ops` and `implicit`.
 
     Each body is checked for structure as wasmparser's operator reader does: `else` only in
     an `if`, `catch`/`catch_all`/`delegate` only in a `try`, branch depths within the open
@@ -346,7 +439,9 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
     leb_bits_of = LEB_BITS
     leb5_last = LEB5_LAST
     fixed_width = FIXED_WIDTH
-    for start, end in bodies:
+    first_ops: dict[int, Site] = {}
+    for index, (start, end) in enumerate(bodies):
+        extra.function = function = first_function + index
         body = list(data[start:end])  # list indexing is specialised by CPython 3.11; bytes is not
         n = len(body)
         pos = 0
@@ -435,7 +530,10 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                         raise MalformedWasm(
                             f"unknown opcode 0x{op:02x} 0x{code:x}", start + sub_at - 1
                         )
-                    prefixed[op][code] += 1
+                    seen = prefixed[op]
+                    if not seen[code]:
+                        first_ops[(op << 16) | code] = Site(function, start + sub_at - 1, info.name)
+                    seen[code] += 1
                     imms = info.imms
                     if not imms:
                         pass
@@ -446,8 +544,11 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
                     elif imms is _MEMARG_ONLY and body[pos] < 0x40:  # longer offsets
                         pos = _leb(body, pos + 1, False, 64, start, "memarg offset")
                     else:
-                        pos = _immediates(body, pos, info, start, extra)
-                elif shape == 7:  # _OTHER
+                        op_at = start + sub_at - 1
+                        pos = _immediates(body, pos, info, start, extra, depth, op_at)
+                elif shape == 7:  # _OTHER: rare operators, and all beyond Wasm 1.0
+                    if counts[op] == 1 and op in BEYOND_MVP:
+                        first_ops[op] = Site(function, start + pos - 1, BEYOND_MVP[op])
                     pos = _structured(op, body, pos, frames, start, extra)
                     depth = len(frames)  # try_table pushes, delegate pops
                 else:
@@ -462,4 +563,4 @@ def decode_bodies(data: bytes, bodies: list[tuple[int, int]]) -> CodeFacts:
     for prefix, by_code in enumerate(prefixed):
         op_counts.update({(prefix << 16) | code: c for code, c in enumerate(by_code) if c})
     total = sum(op_counts.values())  # prefix bytes were moved to their full keys above
-    return CodeFacts(len(bodies), total, op_counts, extra.requires)
+    return CodeFacts(len(bodies), total, op_counts, extra.requires, first_ops, extra.implicit())

@@ -2,7 +2,10 @@
 
 Like wasmparser's `features.rs`: one flag per proposal, named sets built from flags.
 `Proposal.MVP` stands for Wasm 1.0 without mutable-global imports/exports (which
-wasm-tools' `mvp` set also leaves out).
+wasm-tools' `mvp` set also leaves out). Two flags are parts of a larger proposal, as in
+wasmparser and LLVM: bulk-memory-opt (memory.copy, memory.fill) is part of bulk-memory and
+call-indirect-overlong (a LEB table index in call_indirect) part of reference-types;
+`IMPLIES` records that, `closure` and `minimal` use it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ class Proposal(enum.Flag):
     SIGN_EXTENSION = enum.auto()
     SATURATING_FLOAT_TO_INT = enum.auto()
     BULK_MEMORY = enum.auto()
+    BULK_MEMORY_OPT = enum.auto()  # memory.copy and memory.fill only (lime1)
     REFERENCE_TYPES = enum.auto()
+    CALL_INDIRECT_OVERLONG = enum.auto()  # call_indirect's table index as any LEB (lime1)
     MULTI_VALUE = enum.auto()
     SIMD = enum.auto()
     RELAXED_SIMD = enum.auto()
@@ -28,10 +33,14 @@ class Proposal(enum.Flag):
     MULTI_MEMORY = enum.auto()
     EXTENDED_CONST = enum.auto()
     FUNCTION_REFERENCES = enum.auto()  # typed function references (call_ref, return_call_ref)
+    GC = enum.auto()
+    WIDE_ARITHMETIC = enum.auto()
 
 
 # Proposal -> (our policy name, wasm-tools `--features` name, LLVM target_features name).
-# One row per proposal; everything that converts names reads this table.
+# One row per proposal; everything that converts names reads this table. The LLVM names are
+# LLVM 22's WebAssembly.td SubtargetFeatures (typed function references and legacy
+# exceptions have none of their own: LLVM's reference-types and exception-handling).
 PROPOSAL_NAMES: dict[Proposal, tuple[str, str, str]] = {
     Proposal.MVP: ("mvp", "mvp", ""),
     Proposal.MUTABLE_GLOBAL: ("mutable-global", "mutable-global", "mutable-globals"),
@@ -42,7 +51,13 @@ PROPOSAL_NAMES: dict[Proposal, tuple[str, str, str]] = {
         "nontrapping-fptoint",
     ),
     Proposal.BULK_MEMORY: ("bulk-memory", "bulk-memory", "bulk-memory"),
+    Proposal.BULK_MEMORY_OPT: ("bulk-memory-opt", "bulk-memory-opt", "bulk-memory-opt"),
     Proposal.REFERENCE_TYPES: ("reference-types", "reference-types", "reference-types"),
+    Proposal.CALL_INDIRECT_OVERLONG: (
+        "call-indirect-overlong",
+        "call-indirect-overlong",
+        "call-indirect-overlong",
+    ),
     Proposal.MULTI_VALUE: ("multi-value", "multi-value", "multivalue"),
     Proposal.SIMD: ("simd", "simd", "simd128"),
     Proposal.RELAXED_SIMD: ("relaxed-simd", "relaxed-simd", "relaxed-simd"),
@@ -54,10 +69,29 @@ PROPOSAL_NAMES: dict[Proposal, tuple[str, str, str]] = {
     Proposal.MULTI_MEMORY: ("multi-memory", "multi-memory", "multimemory"),
     Proposal.EXTENDED_CONST: ("extended-const", "extended-const", "extended-const"),
     Proposal.FUNCTION_REFERENCES: ("function-references", "function-references", ""),
+    Proposal.GC: ("gc", "gc", "gc"),
+    Proposal.WIDE_ARITHMETIC: ("wide-arithmetic", "wide-arithmetic", "wide-arithmetic"),
+}
+
+# A proposal -> the smaller ones it contains (wasmparser: REFERENCE_TYPES and BULK_MEMORY
+# carry the CALL_INDIRECT_OVERLONG and BULK_MEMORY_OPT bits; LLVM: enabling bulk-memory
+# enables bulk-memory-opt, reference-types enables call-indirect-overlong).
+IMPLIES: dict[Proposal, Proposal] = {
+    Proposal.BULK_MEMORY: Proposal.BULK_MEMORY_OPT,
+    Proposal.REFERENCE_TYPES: Proposal.CALL_INDIRECT_OVERLONG,
 }
 
 BY_NAME: dict[str, Proposal] = {row[0]: p for p, row in PROPOSAL_NAMES.items()}
 BY_TARGET_FEATURE: dict[str, Proposal] = {row[2]: p for p, row in PROPOSAL_NAMES.items() if row[2]}
+
+# Names LLVM 22 can write into target_features that enable no proposal we model, with why.
+# A `+` claim of one is a finding (no lane can allow what we cannot check); `-` is harmless.
+# Any name in neither table is unknown, and an unknown name is a finding too.
+TARGET_FEATURES_WITHOUT_PROPOSAL: dict[str, str] = {
+    "fp16": "half-precision operators (0xfd 0x120...), which wasm-tools cannot validate",
+    "component-model-thread-context": "component-model intrinsics, not core Wasm",
+    "shared-mem": "lld's marker that the objects were built for a shared memory",
+}
 
 NONE = Proposal(0)
 
@@ -69,6 +103,23 @@ def members(flags: Proposal) -> list[Proposal]:
 
 def names(flags: Proposal) -> list[str]:
     return [PROPOSAL_NAMES[p][0] for p in members(flags)]
+
+
+def closure(flags: Proposal) -> Proposal:
+    """`flags` with everything they contain (an allowed bulk-memory allows bulk-memory-opt)."""
+    for big, small in IMPLIES.items():
+        if flags & big:
+            flags |= small
+    return flags
+
+
+def minimal(flags: Proposal) -> Proposal:
+    """`flags` without the parts of a proposal that is itself in `flags`: the smallest set
+    naming the same features (bulk-memory-opt goes when bulk-memory is there)."""
+    for big, small in IMPLIES.items():
+        if flags & big:
+            flags &= ~small
+    return flags
 
 
 def from_names(values: list[str], where: str) -> Proposal:

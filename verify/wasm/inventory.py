@@ -11,11 +11,16 @@ from dataclasses import dataclass
 
 from verify.paths import absolute_paths
 from verify.wasm import features
+from verify.wasm.code import Site
 from verify.wasm.features import NONE, Proposal
-from verify.wasm.opcodes import op_by_key
+from verify.wasm.opcodes import OPCODES, Imm, op_by_key
 from verify.wasm.sections import Import, Limits, WasmModule, parse_module
 
 DEBUG_PREFIX = ".debug_"
+# Operators that address a linear memory (a memarg, or a memory index of their own).
+MEMORY_OPERATORS = frozenset(
+    op.name for op in OPCODES.values() if Imm.MEMARG in op.imms or Imm.MEM in op.imms
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +37,16 @@ class WasmInventory:
     instruction_count: int
     function_count: int
     op_counts: dict[str, int]  # operator name -> count (a prefixed name is unique as well)
-    proposal_counts: dict[str, int]  # proposal name -> operators of that proposal
+    # proposal name -> its operators, plus each use that needs it with no operator of its
+    # own (an overlong call_indirect, a reference-typed local, a type-index block type, a
+    # memory operator on a 64-bit memory, a type with two results ...), so the values may
+    # sum past instruction_count; `reasons` says what each count is made of
+    proposal_counts: dict[str, int]
+    # what the module needs, smallest form: a proposal contained in another required one
+    # (bulk-memory-opt in bulk-memory) is left out, its reasons and counts kept
     required: Proposal
-    reasons: dict[str, tuple[str, ...]]  # proposal name -> why it is required
+    reasons: dict[str, tuple[str, ...]]  # proposal name -> why it is needed
+    first_uses: dict[str, Site]  # proposal name -> its first use in code, if any
     declared: tuple[tuple[str, str], ...]  # target_features: (prefix, name)
     declared_present: bool  # False: no target_features section (an empty claim)
     imports: tuple[Import, ...]
@@ -53,33 +65,61 @@ class WasmInventory:
         return self.proposal_counts.get(features.PROPOSAL_NAMES[proposal][0], 0)
 
 
+def _memory64_ops(module: WasmModule, op_counts: dict[str, int]) -> int:
+    """Memory operators that address a 64-bit memory 0 (a memarg naming another memory is
+    counted too: multi-memory modules are not split per memory)."""
+    memories = [imp.limits for imp in module.imports if imp.kind == "memory" and imp.limits]
+    memories += module.memories
+    if not memories or not memories[0].is64:
+        return 0
+    return sum(count for name, count in op_counts.items() if name in MEMORY_OPERATORS)
+
+
 def inventory_of(module: WasmModule, data: bytes) -> WasmInventory:
     op_counts: dict[str, int] = {}
     proposal_counts: dict[str, int] = {}
     reasons: dict[str, list[str]] = {}
-    required = NONE
+    needed = NONE
     by_proposal: dict[Proposal, list[str]] = {}
-    for key, count in sorted(module.code.op_counts.items()):
+    first: dict[Proposal, Site] = {}
+
+    def count(proposal: Proposal, n: int) -> None:
+        pname = features.PROPOSAL_NAMES[proposal][0]
+        proposal_counts[pname] = proposal_counts.get(pname, 0) + n
+
+    def seen_at(proposal: Proposal, site: Site) -> None:
+        if proposal not in first or site.offset < first[proposal].offset:
+            first[proposal] = site
+
+    for key, n in sorted(module.code.op_counts.items()):
         op = op_by_key(key)
-        op_counts[op.name] = op_counts.get(op.name, 0) + count
-        pname = features.PROPOSAL_NAMES[op.proposal][0]
-        proposal_counts[pname] = proposal_counts.get(pname, 0) + count
+        op_counts[op.name] = op_counts.get(op.name, 0) + n
+        count(op.proposal, n)
         if op.proposal is not Proposal.MVP:
-            required |= op.proposal
+            needed |= op.proposal
             by_proposal.setdefault(op.proposal, []).append(op.name)
+            seen_at(op.proposal, module.code.first_ops[key])
     for proposal, names in by_proposal.items():
         shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
         reasons.setdefault(features.PROPOSAL_NAMES[proposal][0], []).append(
             f"{len(names)} distinct operators ({shown})"
         )
-    for proposal in features.members(module.code.requires):
-        required |= proposal
+    # Uses in code with no operator of their own (immediates, local/block/select types).
+    for proposal, use in module.code.implicit.items():
+        needed |= proposal
+        count(proposal, use.count)
+        seen_at(proposal, use.first)
         reasons.setdefault(features.PROPOSAL_NAMES[proposal][0], []).append(
-            "operator immediates or local types"
+            f"{use.count} uses in code, the first a {use.first.what}"
         )
     for req in module.structural:
-        required |= req.proposal
+        needed |= req.proposal
+        count(req.proposal, 1)
         reasons.setdefault(features.PROPOSAL_NAMES[req.proposal][0], []).append(req.reason)
+    memory64_ops = _memory64_ops(module, op_counts)
+    if memory64_ops:
+        count(Proposal.MEMORY64, memory64_ops)
+        reasons["memory64"].append(f"{memory64_ops} memory operators on the 64-bit memory 0")
     memories = tuple(
         MemoryFact(True, imp.module, imp.name, imp.limits)
         for imp in module.imports
@@ -93,8 +133,9 @@ def inventory_of(module: WasmModule, data: bytes) -> WasmInventory:
         function_count=module.code.function_count,
         op_counts=op_counts,
         proposal_counts=proposal_counts,
-        required=required,
+        required=features.minimal(needed),
         reasons={name: tuple(why) for name, why in reasons.items()},
+        first_uses={features.PROPOSAL_NAMES[p][0]: site for p, site in first.items()},
         declared=declared,
         declared_present=module.target_features is not None,
         imports=module.imports,

@@ -5,8 +5,14 @@ Prefix 0 means a single-byte opcode; 0xFC, 0xFD and 0xFE are followed by a u32 L
 Memory64 and multi-memory add no operators: they change immediates (a memarg's memory
 index and 64-bit offset, non-zero memory indices), which `code.py` reports as facts.
 Extended-const adds no operators either: it allows i32/i64 add, sub, mul in constant
-expressions (see sections.py). Everything else (decoder shapes, proposal sets) derives
-from this table.
+expressions (see sections.py); call-indirect-overlong changes call_indirect's encoding
+(code.py). Everything else (decoder shapes, proposal sets) derives from this table.
+
+Checked against wasmparser (tests/verify/test_operator_table.py and its snapshot): every
+operator of the proposals LLVM 22 can emit is here. Left out, so refused as unknown opcodes
+like any byte we cannot judge: stack switching (0xe0-0xe6), custom descriptors (0xfb
+0x20-0x26), shared-everything-threads (0xfe 0x4f-0x72), memory-control (memory.discard),
+and fp16 (which wasm-tools does not know either).
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ class Imm(enum.IntEnum):
     HEAPTYPE = 22  # s33
     TRY_TABLE = 23  # blocktype + vec(catch clause)
     ZERO = 24  # one reserved 0x00 byte
+    U32 = 25  # a u32 that is no index of its own kind (struct field, array length)
+    BR_ON_CAST = 26  # cast flags byte, u32 label, heap type, heap type
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +154,14 @@ _SATURATING: list[Row] = [
 _BULK_MEMORY: list[Row] = [
     (0xFC, 0x08, "memory.init", (_I.DATA, _I.MEM)),
     (0xFC, 0x09, "data.drop", (_I.DATA,)),
-    (0xFC, 0x0A, "memory.copy", (_I.MEM, _I.MEM)),
-    (0xFC, 0x0B, "memory.fill", (_I.MEM,)),
     (0xFC, 0x0C, "table.init", (_I.ELEM, _I.TABLE)),
     (0xFC, 0x0D, "elem.drop", (_I.ELEM,)),
     (0xFC, 0x0E, "table.copy", (_I.TABLE, _I.TABLE)),
+]
+# wasmparser lists these under bulk memory but validates them with `bulk_memory_opt`.
+_BULK_MEMORY_OPT: list[Row] = [
+    (0xFC, 0x0A, "memory.copy", (_I.MEM, _I.MEM)),
+    (0xFC, 0x0B, "memory.fill", (_I.MEM,)),
 ]
 _REFERENCE_TYPES: list[Row] = [
     (0, 0x1C, "select", (_I.SELECT_T,)),  # typed select, printed as `select (result t)`
@@ -170,6 +181,48 @@ _TAIL_CALL: list[Row] = [
 _FUNCTION_REFERENCES: list[Row] = [
     (0, 0x14, "call_ref", (_I.TYPE,)),
     (0, 0x15, "return_call_ref", (_I.TYPE,)),
+    (0, 0xD4, "ref.as_non_null", ()),
+    (0, 0xD5, "br_on_null", (_I.LABEL,)),
+    (0, 0xD6, "br_on_non_null", (_I.LABEL,)),
+]
+_TYPE_FIELD = (_I.TYPE, _I.U32)
+_GC: list[Row] = [
+    (0, 0xD3, "ref.eq", ()),
+    (0xFB, 0x00, "struct.new", (_I.TYPE,)),
+    (0xFB, 0x01, "struct.new_default", (_I.TYPE,)),
+    (0xFB, 0x02, "struct.get", _TYPE_FIELD),
+    (0xFB, 0x03, "struct.get_s", _TYPE_FIELD),
+    (0xFB, 0x04, "struct.get_u", _TYPE_FIELD),
+    (0xFB, 0x05, "struct.set", _TYPE_FIELD),
+    (0xFB, 0x06, "array.new", (_I.TYPE,)),
+    (0xFB, 0x07, "array.new_default", (_I.TYPE,)),
+    (0xFB, 0x08, "array.new_fixed", _TYPE_FIELD),
+    (0xFB, 0x09, "array.new_data", (_I.TYPE, _I.DATA)),
+    (0xFB, 0x0A, "array.new_elem", (_I.TYPE, _I.ELEM)),
+    (0xFB, 0x0B, "array.get", (_I.TYPE,)),
+    (0xFB, 0x0C, "array.get_s", (_I.TYPE,)),
+    (0xFB, 0x0D, "array.get_u", (_I.TYPE,)),
+    (0xFB, 0x0E, "array.set", (_I.TYPE,)),
+    (0xFB, 0x0F, "array.len", ()),
+    (0xFB, 0x10, "array.fill", (_I.TYPE,)),
+    (0xFB, 0x11, "array.copy", (_I.TYPE, _I.TYPE)),
+    (0xFB, 0x12, "array.init_data", (_I.TYPE, _I.DATA)),
+    (0xFB, 0x13, "array.init_elem", (_I.TYPE, _I.ELEM)),
+    (0xFB, 0x14, "ref.test", (_I.HEAPTYPE,)),  # (ref ht): LLVM's function-pointer test
+    (0xFB, 0x15, "ref.test", (_I.HEAPTYPE,)),  # (ref null ht); print names both ref.test
+    (0xFB, 0x16, "ref.cast", (_I.HEAPTYPE,)),
+    (0xFB, 0x17, "ref.cast", (_I.HEAPTYPE,)),
+    (0xFB, 0x18, "br_on_cast", (_I.BR_ON_CAST,)),
+    (0xFB, 0x19, "br_on_cast_fail", (_I.BR_ON_CAST,)),
+    (0xFB, 0x1A, "any.convert_extern", ()),
+    (0xFB, 0x1B, "extern.convert_any", ()),
+    (0xFB, 0x1C, "ref.i31", ()),
+    (0xFB, 0x1D, "i31.get_s", ()),
+    (0xFB, 0x1E, "i31.get_u", ()),
+]
+_WIDE_ARITHMETIC: list[Row] = [
+    (0xFC, 0x13 + i, name, ())
+    for i, name in enumerate(_words("i64.add128 i64.sub128 i64.mul_wide_s i64.mul_wide_u"))
 ]
 _EXCEPTIONS: list[Row] = [
     (0, 0x08, "throw", (_I.TAG,)),
@@ -295,9 +348,12 @@ _GROUPS: list[tuple[Proposal, list[Row]]] = [
     (_P.SIGN_EXTENSION, _SIGN_EXTENSION),
     (_P.SATURATING_FLOAT_TO_INT, _SATURATING),
     (_P.BULK_MEMORY, _BULK_MEMORY),
+    (_P.BULK_MEMORY_OPT, _BULK_MEMORY_OPT),
     (_P.REFERENCE_TYPES, _REFERENCE_TYPES),
     (_P.TAIL_CALL, _TAIL_CALL),
     (_P.FUNCTION_REFERENCES, _FUNCTION_REFERENCES),
+    (_P.GC, _GC),
+    (_P.WIDE_ARITHMETIC, _WIDE_ARITHMETIC),
     (_P.EXCEPTIONS, _EXCEPTIONS),
     (_P.LEGACY_EXCEPTIONS, _LEGACY_EXCEPTIONS),
     (_P.SIMD, _SIMD),

@@ -18,9 +18,9 @@ from verify.wasm.custom import (
     parse_target_features,
 )
 from verify.wasm.errors import MalformedWasm
-from verify.wasm.features import Proposal
+from verify.wasm.features import Proposal, members
 from verify.wasm.reader import Reader
-from verify.wasm.types import FUNCREF, REFTYPES, heaptype_end, valtype_requirement
+from verify.wasm.types import FUNCREF, REF, REF_NULL, REFTYPES, VALTYPES, heaptype_end, valtype_at
 
 MAGIC = b"\0asm"
 SECTION_NAMES = {
@@ -141,16 +141,26 @@ class _State:
         self.names: NameSection | None = None
         self.requirements: dict[tuple[Proposal, str], None] = {}
 
-    def need(self, proposal: Proposal, reason: str) -> None:
-        if proposal:
+    def need(self, proposals: Proposal, reason: str) -> None:
+        for proposal in members(proposals):  # exnref: exceptions and reference-types
             self.requirements[(proposal, reason)] = None
 
 
 def _valtype(r: Reader, st: _State, reason: str) -> int:
+    """A value type (a reference type may be several bytes); returns its first byte."""
     at = r.pos
-    byte = r.byte("value type")
-    st.need(valtype_requirement(byte, at), reason)
-    return byte
+    if at >= r.end:
+        raise r.error("unexpected end of data reading value type")
+    needs, r.pos = valtype_at(r.data, at, r.end)
+    st.need(needs, f"{reason} uses {_type_name(r.data, at)}")
+    return r.data[at]
+
+
+def _type_name(data: bytes, at: int) -> str:
+    first = data[at]
+    if first in VALTYPES:
+        return VALTYPES[first][0]
+    return "a typed reference" if first in (REF, REF_NULL) else f"type 0x{first:02x}"
 
 
 def _reftype(r: Reader, st: _State, reason: str) -> int:
@@ -159,8 +169,11 @@ def _reftype(r: Reader, st: _State, reason: str) -> int:
     byte = r.byte("reference type")
     if byte not in REFTYPES:
         raise r.error(f"expected a reference type, found 0x{byte:02x}", at)
-    if byte != FUNCREF:
-        st.need(valtype_requirement(byte, at), reason)
+    r.pos = at
+    if byte == FUNCREF:
+        r.pos += 1
+    else:
+        _valtype(r, st, reason)
     return byte
 
 
@@ -471,7 +484,8 @@ def _finish(data: bytes, st: _State) -> WasmModule:
     tables = [imp for imp in st.imports if imp.kind == "table"] + st.tables
     if len(tables) > 1:
         st.need(Proposal.REFERENCE_TYPES, f"{len(tables)} tables")
-    code = decode_bodies(data, st.bodies)
+    imported_functions = sum(imp.kind == "func" for imp in st.imports)
+    code = decode_bodies(data, st.bodies, imported_functions)
     structural = tuple(Requirement(p, why) for p, why in st.requirements)
     return WasmModule(
         size=len(data),
