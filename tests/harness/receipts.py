@@ -25,8 +25,8 @@ def loader_receipt(
             "artifact_id": lane,
             "sha256": artifact_sha256,
             "build_manifest_sha256": manifest_sha256,
-            "rustc": "1.63.0",
-            "llvm": "14.0.6",
+            "rustc": "1.96.0",
+            "llvm": "22.1.8",
             "compile_features": [],
         },
         "observed": {

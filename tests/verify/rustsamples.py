@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.lanebuild.stdbuild import ensure_sysroot
+from pipeline.toolchain.lockfile import load_lock
+from pipeline.tree.lanes import load_lanes
 from verify.wasm.tools import executable
+
+REPO = Path(__file__).resolve().parents[2]
 
 RUSTC = Path("/usr/bin/rustc")
 
@@ -88,6 +93,21 @@ SAMPLES: dict[str, tuple[str, list[str], str]] = {
 }
 
 
+def _std_for(args: list[str]) -> list[str]:
+    """`--sysroot` of the std rebuilt for the sample's target, and that lane's own codegen
+    flags, where Debian ships no prebuilt std (wasm32, Windows): the release's own
+    (content-cached) std, so a sample is built as the lane would build it."""
+    if "--target" not in args:
+        return []
+    target = args[args.index("--target") + 1]
+    lanes = load_lanes(REPO / "manifests" / "lanes.toml")
+    lane = next((x for x in lanes.lane if x.target == target and x.build_std), None)
+    if lane is None:
+        return []
+    sysroot = ensure_sysroot(lane, load_lock(REPO / "toolchain.lock")).root
+    return ["--sysroot", str(sysroot), *(f for f in lane.rustflags if f != "strip=debuginfo")]
+
+
 def compile_sample(name: str, folder: Path) -> Path:
     """Compile sample `name` into `folder` (skips the test if the toolchain is missing)."""
     if not RUSTC.exists():
@@ -97,7 +117,7 @@ def compile_sample(name: str, folder: Path) -> Path:
     src.write_text(source, encoding="utf-8")
     out = folder / out_name
     remap = f"--remap-path-prefix={folder}=/src/tinyrustlm"
-    done = subprocess.run([str(RUSTC), str(src), "-o", str(out), remap, *args],
+    done = subprocess.run([str(RUSTC), str(src), "-o", str(out), remap, *_std_for(args), *args],
                           capture_output=True, text=True)  # fmt: skip
     if done.returncode != 0:
         pytest.fail(f"rustc failed for {name}:\n{done.stderr[-3000:]}")

@@ -86,7 +86,7 @@ def test_cyclonedx_strict_16_validates_sbom(pristine: tuple[Harness, Path]) -> N
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
     doc = json.loads(text)
     purls = {c.get("purl", "") for c in doc["components"]}
-    assert any(p.startswith("pkg:deb/debian/rustc@") and "arch=amd64" in p for p in purls)
+    assert any(p.startswith("pkg:deb/debian/rustc-web@") and "arch=amd64" in p for p in purls)
     assert "pkg:cargo/tinyrustlm-core@0.1.0" in purls
     assert "pkg:pypi/pydantic@2.14.4" in purls
     tasks = doc["formulation"][0]["workflows"][0]["tasks"]
@@ -122,7 +122,7 @@ def test_in_toto_attestation_parses_statement_and_slsa(pristine: tuple[Harness, 
     provenance = json_format.ParseDict(predicate, provenance_pb2.Provenance())
     deps = {d.name: d for d in provenance.build_definition.resolved_dependencies}
     assert deps["source"].digest["gitCommit"] == pristine[0].repo_head()
-    assert deps["rustc"].digest["sha256"]
+    assert deps["rustc-web"].digest["sha256"]
     subjects = {s.name for s in pb.subject}
     on_disk = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
     assert subjects == on_disk - {

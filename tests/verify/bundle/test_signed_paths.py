@@ -29,7 +29,7 @@ RULE_CASES = {
     "cargo remap": ("$CARGO_HOME=/cargo", []),
     "placeholder": ("$WORKSPACE/build/.scratch/home", []),
     "url": ("https://slsa.dev/provenance/v1", []),
-    "purl": ("pkg:deb/debian/rustc@1.63.0%2Bdfsg1-2?arch=amd64", []),
+    "purl": ("pkg:deb/debian/rustc-web@1.96.0%2Bdfsg1-1~deb12u2?arch=amd64", []),
     "relative": ("build/scalar-wasm32/runtime.wasm", []),
     "home": ("/home/alice/src/tinyrustlm", ["/home/alice/src/tinyrustlm"]),
     "tmp in a flag": ("--remap-path-prefix\x1f/tmp/x/crates=/src/tinyrustlm", ["/tmp/x/crates"]),
