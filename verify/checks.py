@@ -127,6 +127,26 @@ def memory_growth(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     return Finding("", ok, f"{grows} memory.grow operators; growth allowed={policy.memory.growth}")
 
 
+def tls_per_thread(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    """A shared-memory module whose start function places a TLS block must export what a host
+    needs to give every other thread its own (judged from the code, never from exports)."""
+    tls = facts.inventory.tls
+    if not tls.shared_memory:
+        return Finding("", True, "no shared memory: one thread, wasm-ld's static TLS block")
+    if not tls.holds_tls:
+        return Finding("", True, "the start function writes no global: no thread-local storage")
+    missing = tls.missing_exports
+    if missing:
+        return Finding(
+            "",
+            False,
+            f"the start function writes the TLS base ({tls.start_writes_globals} global.set): "
+            f"the module holds thread-local storage but does not export {', '.join(missing)}, "
+            "so every thread but the first would keep its thread-locals at address 0",
+        )
+    return Finding("", True, "thread-local storage, per-thread blocks through __wasm_init_tls")
+
+
 def exports_required(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     have = {name for name, kind in facts.inventory.exports if kind == "func"}
     missing = [e for e in policy.required_exports if e not in have]
@@ -232,6 +252,7 @@ WASM_CHECKS: dict[str, tuple[Check, Applies]] = {
     "wasm.memory.shared": (memory_shared, always),
     "wasm.memory.fixed": (memory_fixed, always),
     "wasm.memory.growth": (memory_growth, always),
+    "wasm.tls.per_thread": (tls_per_thread, always),
     "wasm.exports.required": (exports_required, always),
     "wasm.exports.allowed": (exports_allowed, always),
     "wasm.imports.allowed": (imports_allowed, always),

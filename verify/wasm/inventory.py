@@ -14,6 +14,7 @@ from verify.wasm import features
 from verify.wasm.code import Site
 from verify.wasm.features import NONE, Proposal
 from verify.wasm.opcodes import OPCODES, Imm, op_by_key
+from verify.wasm.tls import TlsFacts, tls_facts
 from verify.wasm.sections import Import, Limits, WasmModule, parse_module
 
 DEBUG_PREFIX = ".debug_"
@@ -56,6 +57,7 @@ class WasmInventory:
     debug_sections: tuple[str, ...]
     producers: tuple[tuple[str, str, str], ...]
     paths: tuple[str, ...]  # absolute-path-like strings anywhere in the bytes
+    tls: TlsFacts  # thread-local storage, from the start function's code (verify/wasm/tls.py)
 
     @property
     def required_names(self) -> list[str]:
@@ -145,6 +147,7 @@ def inventory_of(module: WasmModule, data: bytes) -> WasmInventory:
         debug_sections=tuple(n for n in customs if n.startswith(DEBUG_PREFIX)),
         producers=module.producers,
         paths=absolute_paths(data),
+        tls=tls_facts(module, data),
     )
 
 

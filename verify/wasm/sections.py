@@ -109,6 +109,7 @@ class WasmModule:
     data_count: int | None
     tags: int
     code: CodeFacts
+    bodies: tuple[tuple[int, int], ...]  # each defined function's body: (start, end) offsets
     custom: tuple[Section, ...]
     target_features: tuple[TargetFeature, ...] | None  # None: the section is absent
     producers: tuple[tuple[str, str, str], ...]
@@ -503,6 +504,7 @@ def _finish(data: bytes, st: _State) -> WasmModule:
         data_count=st.data_count,
         tags=st.tags,
         code=code,
+        bodies=tuple(st.bodies),
         custom=tuple(st.custom),
         target_features=st.target_features,
         producers=st.producers,
