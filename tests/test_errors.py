@@ -783,7 +783,7 @@ def _t_linker(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
 def _t_apt(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     from pipeline.toolchain import install
 
-    return lambda: install._run(["false"], None, lambda _: None)  # as a failing apt-get
+    return lambda: install.run_apt(["false"], None, lambda _: None)  # as a failing apt-get
 
 
 def _seed(**update: object) -> object:

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 from pipeline.bench.errors import BenchError
+from pipeline.lanebuild.stdbuild import ensure_sysroot
+from pipeline.toolchain.lockfile import load_lock
 from pipeline.tree.lanes import Lane
 
 HARNESS_DIR = Path("pipeline/bench/harness")  # relative to the repository root
@@ -18,13 +20,21 @@ HARNESS_DIR = Path("pipeline/bench/harness")  # relative to the repository root
 def build_kernel_harness(repo_root: Path, lane: Lane) -> Path:
     """The kernel harness compiled with `lane`'s target features (kernels only, never shipped)."""
     scratch = repo_root / "build" / ".scratch" / "harness"
+    # the lane's own rebuilt std (the release's content cache), where the target has none
+    sysroot = (
+        ["--sysroot", str(ensure_sysroot(lane, load_lock(repo_root / "toolchain.lock")).root)]
+        if lane.build_std
+        else []
+    )
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(scratch / "home"),
         "CARGO_HOME": str(scratch / "cargo-home"),
         "CARGO_TARGET_DIR": str(scratch / lane.id),
         "RUSTC": "/usr/bin/rustc",
-        "CARGO_ENCODED_RUSTFLAGS": "\x1f".join([*lane.rustflags, "-C", f"linker={lane.linker}"]),
+        "CARGO_ENCODED_RUSTFLAGS": "\x1f".join(
+            [*lane.rustflags, "-C", f"linker={lane.linker}", *sysroot]
+        ),
         "CARGO_NET_OFFLINE": "true",
     }
     argv = [

@@ -9,15 +9,42 @@ import time
 from pathlib import Path
 
 from pipeline import paths
-from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK
+from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, PipelineError
 from pipeline.toolchain.check import as_json, compare, drifted, render_table
+from pipeline.toolchain.export import export, install_from
 from pipeline.toolchain.install import install
 from pipeline.toolchain.lockfile import load_lock, load_seed
 from pipeline.toolchain.relock import relock
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["install", "check", "lock"])
+    parser.add_argument(
+        "action",
+        choices=["install", "check", "lock", "export"],
+        help="install: bring the machine to the lock; check: field-by-field drift; lock: "
+        "re-lock from the seed; export DIR: write every pinned .deb, named by its SHA-256",
+    )
+    parser.add_argument(
+        "folder",
+        nargs="?",
+        type=Path,
+        default=None,
+        help="export: the folder to write the pinned .debs into",
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="install: from a `toolchain export` folder only, with apt's sources pointing "
+        "nowhere (no network)",
+    )
+    parser.add_argument(
+        "--reinstall",
+        action="store_true",
+        help="install --from: reinstall every pinned package from the folder",
+    )
     parser.add_argument(
         "--lock",
         type=Path,
@@ -33,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="check: machine-readable differences")
 
 
+class UsageError(PipelineError):
+    """A `toolchain` option given to an action it does not belong to."""
+
+    error_id = "toolchain.usage"
+    default_hint = "see `tinyrustlm-release toolchain --help`"
+    exit_code = EXIT_USAGE
+
+
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -43,9 +78,36 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.lock}: {'rewritten' if changed else 'unchanged'}")
         return EXIT_OK
     lock = load_lock(args.lock)
+    if (args.folder is not None) != (args.action == "export"):
+        raise UsageError(
+            "a folder goes with `toolchain export DIR` only",
+            where="toolchain " + args.action,
+        )
+    if (args.from_dir is not None or args.reinstall) and args.action != "install":
+        raise UsageError(
+            "--from and --reinstall go with `toolchain install`",
+            where="toolchain " + args.action,
+        )
+    if args.reinstall and args.from_dir is None:
+        raise UsageError(
+            "--reinstall needs --from DIR",
+            where="toolchain install",
+        )
+    if args.action == "export":
+        started = time.monotonic()
+        written = export(lock, args.folder, say)
+        size = sum(p.stat().st_size for p in written)
+        print(
+            f"{args.folder}: {len(written)} pinned .deb(s), {size / 1e6:.1f} MB, each checked "
+            f"against {args.lock.name} ({time.monotonic() - started:.1f}s)"
+        )
+        return EXIT_OK
     if args.action == "install":
         started = time.monotonic()
-        count = install(lock, say)
+        if args.from_dir is not None:
+            count = install_from(lock, args.from_dir, say, reinstall=args.reinstall)
+        else:
+            count = install(lock, say)
         say(f"toolchain install: {count} package(s) installed in {time.monotonic() - started:.1f}s")
     diffs = compare(lock)
     if args.json:

@@ -112,7 +112,8 @@ def plan(lock: ToolchainLock, todo: list[LockedPackage]) -> list[list[str]]:
     return commands
 
 
-def _run(argv: list[str], cwd: Path | None, say: Say) -> None:
+def run_apt(argv: list[str], cwd: Path | None, say: Say) -> None:
+    """Run one apt/dpkg command; a failure is `toolchain.apt-failed` with apt's last lines."""
     say("$ " + shlex.join(argv))
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
@@ -124,14 +125,20 @@ def _run(argv: list[str], cwd: Path | None, say: Say) -> None:
         )
 
 
-def install(lock: ToolchainLock, say: Say) -> int:
-    """Bring the machine to the lock; returns the number of packages installed."""
+def pending(lock: ToolchainLock, *, reinstall: bool = False) -> list[LockedPackage]:
+    """The pinned packages not installed at their locked version (all of them: reinstall)."""
+    if reinstall:
+        return list(lock.package)
     versions = probe.installed_versions(list(lock.package))
-    todo = [p for p in lock.package if versions[p.spec] != p.version]
-    arch_missing = [a for a in lock.foreign_architectures if a not in probe.foreign_architectures()]
-    if not todo and not arch_missing:
-        say(f"all {len(lock.package)} pinned packages are installed at their locked versions")
-        return 0
+    return [p for p in lock.package if versions[p.spec] != p.version]
+
+
+def missing_architectures(lock: ToolchainLock) -> list[str]:
+    return [a for a in lock.foreign_architectures if a not in probe.foreign_architectures()]
+
+
+def require_installable(lock: ToolchainLock, todo: list[LockedPackage]) -> None:
+    """Root on the pinned Debian, or NotInstallable with the commands that would run."""
     release = probe.os_release()
     problems = []
     if release.get("ID") != lock.distribution or release.get("VERSION_CODENAME") != lock.codename:
@@ -147,15 +154,35 @@ def install(lock: ToolchainLock, say: Say) -> int:
             "; ".join(problems) + f". {len(todo)} package(s) need installing. "
             f"On Debian {lock.codename} as root these commands would run:\n{commands}",
         )
+
+
+def require_locked(lock: ToolchainLock) -> None:
+    """After an install: every pinned package at its version, or `toolchain.still-differs`."""
+    left = drifted(compare(lock))
+    if any(d.field.startswith("package.") for d in left):
+        raise InstallFailed(
+            "packages still differ from the lock after install: "
+            + ", ".join(d.field for d in left if d.field.startswith("package.")),
+            error_id="toolchain.still-differs",
+        )
+
+
+def install(lock: ToolchainLock, say: Say) -> int:
+    """Bring the machine to the lock; returns the number of packages installed."""
+    todo = pending(lock)
+    if not todo and not missing_architectures(lock):
+        say(f"all {len(lock.package)} pinned packages are installed at their locked versions")
+        return 0
+    require_installable(lock, todo)
     for argv in prepare_commands(lock):
-        _run(argv, None, say)
+        run_apt(argv, None, say)
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-debs-") as tmp:
         folder = Path(tmp)
         folder.chmod(0o755)  # apt's download sandbox user must be able to write here
-        _run(["apt-get", "download", *(f"{p.spec}={p.version}" for p in todo)], folder, say)
+        run_apt(["apt-get", "download", *(f"{p.spec}={p.version}" for p in todo)], folder, say)
         debs = verify_debs(folder, todo)
         say(f"verified {len(debs)} .deb file(s) against toolchain.lock")
-        _run(
+        run_apt(
             [
                 "apt-get",
                 "install",
@@ -167,11 +194,5 @@ def install(lock: ToolchainLock, say: Say) -> int:
             folder,
             say,
         )
-    left = drifted(compare(lock))
-    if any(d.field.startswith("package.") for d in left):
-        raise InstallFailed(
-            "packages still differ from the lock after install: "
-            + ", ".join(d.field for d in left if d.field.startswith("package.")),
-            error_id="toolchain.still-differs",
-        )
+    require_locked(lock)
     return len(todo)

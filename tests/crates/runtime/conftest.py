@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.lanebuild.stdbuild import ensure_sysroot
 from pipeline.modelpack import PRESETS, pack
+from pipeline.toolchain.lockfile import load_lock
+from pipeline.tree.lanes import load_lanes
 
 REPO = Path(__file__).resolve().parents[3]
 CRATES = REPO / "crates"
@@ -53,9 +56,15 @@ def cli() -> Path:
 
 @pytest.fixture(scope="session")
 def scalar_wasm() -> Path:
-    """The scalar lane: wasm32-unknown-unknown, -C target-cpu=mvp."""
+    """The scalar lane: wasm32-unknown-unknown, -C target-cpu=mvp, linked with the std the
+    release rebuilds for that lane (Debian ships no wasm32 std for rustc-web)."""
+    if not (CARGO.exists() and RUSTC.exists()):
+        pytest.skip("pinned toolchain (/usr/bin/cargo, /usr/bin/rustc) not installed")
+    lane = next(x for x in load_lanes(REPO / "manifests" / "lanes.toml").lane if x.id == "scalar-wasm32")
+    sysroot = ensure_sysroot(lane, load_lock(REPO / "toolchain.lock")).root
     cargo_build(
-        ["-p", "tinyrustlm-wasm", "--target", "wasm32-unknown-unknown"], "-C target-cpu=mvp"
+        ["-p", "tinyrustlm-wasm", "--target", "wasm32-unknown-unknown"],
+        f"-C target-cpu=mvp --sysroot {sysroot}",
     )
     return TARGET / "wasm32-unknown-unknown" / "release" / "tinyrustlm_wasm.wasm"
 
