@@ -41,6 +41,7 @@ from pipeline.lanebuild.driver import build_lanes
 from pipeline.release.bundle import bundle_contents
 from pipeline.release.steps import step_smoke, step_verify
 from pipeline.toolchain.check import check_installed
+from pipeline.toolchain.export import install_from
 from pipeline.tree.snapshot import read_tree
 from verify.bundle.dsse import keyid_of, parse_sigstore_bundle
 from verify.bundle.layout import (
@@ -312,6 +313,7 @@ def reproduce(
     trusted_keys: Path,
     allow_dev_key: bool = False,
     diff_dir: Path | None = None,
+    toolchain_from: Path | None = None,
 ) -> Reproduction:
     manifest = verify_first(bundle, trusted_keys, allow_dev_key, say)
     say(f"[2/6] checking out {manifest.source_revision[:12]} from {source}")
@@ -323,6 +325,9 @@ def reproduce(
             error_id="reproduce.lock-differs",
             where=str(tree.lock_path),
         )
+    if toolchain_from is not None:  # the release's own .debs, when the archive has moved on
+        say(f"[3/6] installing that lock's toolchain from {toolchain_from} (no network)")
+        install_from(tree.lock, toolchain_from, say)
     say("[3/6] checking the installed toolchain against that lock")
     check_installed(tree.lock, tree.lock_path, tree.build_dir)
     say("[4/6] building every lane")
@@ -415,6 +420,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="attestation path (default: ./rebuild.<keyid[:16]>.sigstore.json)",
     )
+    parser.add_argument(
+        "--toolchain-from",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="install the release's pinned toolchain from a `toolchain export` folder (the "
+        "release workflow keeps one as an artifact) before building, with no network",
+    )
     parser.add_argument("--json", action="store_true", help="print the verdicts as JSON")
 
 
@@ -457,6 +470,7 @@ def run(args: argparse.Namespace) -> int:
             trusted_keys=args.trusted_keys,
             allow_dev_key=args.allow_dev_key,
             diff_dir=args.diff_dir,
+            toolchain_from=args.toolchain_from,
         )
     seconds = time.monotonic() - started
     if args.json:

@@ -625,6 +625,10 @@ def _t_conformance_usage(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], obje
     return _release("conformance", tmp, "--out", tmp / "r.json", "--engines", "opera")
 
 
+def _t_toolchain_usage(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    return _release("toolchain", "check", "--reinstall")
+
+
 def _t_build_locked(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     from pipeline.lanebuild.driver import BuildLocked
 
@@ -743,6 +747,40 @@ def _t_archive(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     from pipeline.toolchain.archive import published
 
     return lambda: published("tinyrustlm-no-such-package:amd64", "1.0")
+
+
+def _export_lock(version: str | None = None) -> object:
+    """The lock with one small package (gcc-aarch64-linux-gnu), at another version if given."""
+    from pipeline.toolchain.lockfile import load_lock
+
+    lock = load_lock(REPO / "toolchain.lock")
+    pkg = next(p for p in lock.package if p.name == "gcc-aarch64-linux-gnu")
+    if version is not None:
+        pkg = pkg.model_copy(update={"version": version})
+    return lock.model_copy(update={"package": [pkg]})
+
+
+def _t_export_unavailable(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.toolchain.export import export
+
+    gone = _export_lock("0.0.0-tinyrustlm-superseded")
+    return lambda: export(gone, tmp / "debs", lambda _: None)  # type: ignore[arg-type]
+
+
+def _t_export_missing(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.toolchain.export import checked_debs
+
+    lock = _export_lock()
+    return lambda: checked_debs(lock, tmp, list(lock.package))  # type: ignore[attr-defined, arg-type]
+
+
+def _t_export_mismatch(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.toolchain.export import checked_debs, file_name
+
+    lock = _export_lock()
+    pkg = lock.package[0]  # type: ignore[attr-defined]
+    (tmp / file_name(pkg)).write_bytes(b"not the pinned package")
+    return lambda: checked_debs(lock, tmp, [pkg])  # type: ignore[arg-type]
 
 
 def _t_not_installed(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
@@ -956,6 +994,7 @@ TRIGGERS: dict[str, Trigger] = {
     "conformance.unsigned": _t_subject_unsigned,
     "conformance.unknown-engine": _t_engine,
     "conformance.usage": _t_conformance_usage,
+    "toolchain.usage": _t_toolchain_usage,
     "key.unusable": _t_keygen_name,
     "trust-policy.invalid": _t_trust_policy,
     "keyless.unavailable": _t_keyless,
@@ -990,6 +1029,9 @@ TRIGGERS: dict[str, Trigger] = {
     "jsconstants.stale": _t_stale_js,
     "loader-package.version": _t_loader_version,
     "toolchain.archive": _t_archive,
+    "toolchain.export-unavailable": _t_export_unavailable,
+    "toolchain.export-missing": _t_export_missing,
+    "toolchain.export-mismatch": _t_export_mismatch,
     "toolchain.lock-not-installed": _t_not_installed,
     "smoke-plan.lane-missing": _t_lane_missing,
     "conformance.engine-not-installed": _t_engine_missing,
