@@ -49,15 +49,18 @@ def replay(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff, ruff format --check, mypy --strict over every tracked Python file; the import
     contracts of pyproject.toml (import-linter: layers, no cycles, verify stands alone);
-    tsc --checkJs --noEmit over every shipped and test .js/.mjs (tests/jstools); and
-    actionlint over .github/workflows/."""
+    tsc --checkJs --noEmit over every shipped and test .js/.mjs (tests/jstools); actionlint
+    over .github/workflows/; and Rust's gates with the pinned toolchain (tests/rustlint.py:
+    cargo fmt --check, cargo clippy -D warnings for the host and every Wasm lane's flags)."""
     install(session)
+    session.run("tinyrustlm-release", "toolchain", "install")  # cargo fmt/clippy are pinned
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
     session.run("lint-imports")
     session.run("python", "-m", "tests.jstools", "check")
     session.run("actionlint", "-color=false")
+    session.run("python", "-m", "tests.rustlint")
 
 
 @nox.session(python=PYTHON)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.toolchain import wasmtools
 from pipeline.lanebuild.stdbuild import source_remap, std_source_roots
+from pipeline.toolchain import wasmtools
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane, LanesFile
 from verify.placeholders import CARGO_HOME, STD_SYSROOT, WORKSPACE, to_placeholders
@@ -71,6 +71,7 @@ def plan_run(
     if lane.shared_memory_bytes is not None:  # one number, so initial == maximum by construction
         size = lane.shared_memory_bytes
         link_args += [f"--initial-memory={size}", f"--max-memory={size}"]
+    std_sources, std_target = std_source_roots(lock), source_remap(lock)
     # Each flag beside its value.
     # fmt: off
     rustflags = [
@@ -79,7 +80,7 @@ def plan_run(
         *(arg for link_arg in link_args for arg in ("-C", f"link-arg={link_arg}")),
         "--remap-path-prefix", f"{workspace}={lanes.remap_workspace}",
         "--remap-path-prefix", f"{cargo_home}={lanes.remap_cargo_home}",
-        *(arg for root in std_source_roots(lock) for arg in ("--remap-path-prefix", f"{root}={source_remap(lock)}")),
+        *(arg for root in std_sources for arg in ("--remap-path-prefix", f"{root}={std_target}")),
         *std_flags,
     ]
     # fmt: on

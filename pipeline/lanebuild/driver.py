@@ -22,8 +22,8 @@ from pipeline.io.lock import hold_lock
 from pipeline.lanebuild import smoke
 from pipeline.lanebuild.cargo import CompileError, as_recorded, plan_run, run_cargo
 from pipeline.lanebuild.inputs import LaneBuildError, sha256_file, tree_inputs
-from pipeline.lanebuild.stdbuild import ensure_sysroot
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
+from pipeline.lanebuild.stdbuild import ensure_sysroot
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane
 from pipeline.tree.snapshot import Tree

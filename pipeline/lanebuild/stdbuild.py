@@ -139,16 +139,15 @@ def _seed(folder: Path) -> None:
     )
 
 
-def std_command(
-    lane: Lane, lock: ToolchainLock, work: Path
-) -> tuple[list[str], dict[str, str]]:
+def std_command(lane: Lane, lock: ToolchainLock, work: Path) -> tuple[list[str], dict[str, str]]:
     """cargo's argv and complete environment for building `lane`'s std in `work`."""
     remap = source_remap(lock)
+    sources = [f"{root}={remap}" for root in std_source_roots(lock)]
     # fmt: off
     rustflags = [
         *lane.rustflags,
         "-C", "embed-bitcode=yes",  # the lane links with fat LTO: it needs std's bitcode
-        *(arg for root in std_source_roots(lock) for arg in ("--remap-path-prefix", f"{root}={remap}")),
+        *(arg for pair in sources for arg in ("--remap-path-prefix", pair)),
         "--remap-path-prefix", f"{work}={SCRATCH_REMAP}",
     ]
     # fmt: on
@@ -195,8 +194,8 @@ def ensure_sysroot(lane: Lane, lock: ToolchainLock, cache: Path | None = None) -
         (work / "cargo-home").mkdir(parents=True)
         (work / "home").mkdir()
         (work / "cargo-home" / "config.toml").write_text(
-            "[source.crates-io]\nreplace-with = \"std-vendor\"\n"
-            f"[source.std-vendor]\ndirectory = \"{lock.std_source.vendor}\"\n",
+            '[source.crates-io]\nreplace-with = "std-vendor"\n'
+            f'[source.std-vendor]\ndirectory = "{lock.std_source.vendor}"\n',
             encoding="utf-8",
         )
         try:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -145,9 +144,7 @@ def checked_debs(lock: ToolchainLock, folder: Path, todo: list[LockedPackage]) -
     return debs
 
 
-def install_from(
-    lock: ToolchainLock, folder: Path, say: Say, *, reinstall: bool = False
-) -> int:
+def install_from(lock: ToolchainLock, folder: Path, say: Say, *, reinstall: bool = False) -> int:
     """Install the lock's packages from an export, with no network: returns how many."""
     todo = install.pending(lock, reinstall=reinstall)
     if not todo and not install.missing_architectures(lock):
@@ -166,7 +163,7 @@ def install_from(
             link = Path(tmp) / install.deb_filename(pkg)
             shutil.copyfile(deb, link)
             staged.append(link)
-        os.chmod(tmp, 0o755)
+        Path(tmp).chmod(0o755)
         install.run_apt(
             [
                 "apt-get",

@@ -26,9 +26,7 @@ EXPORTS = """
 
 
 def _module(tmp_path: Path, *, start_sets_base: bool, exports: str, shared: bool = True) -> bytes:
-    memory = (
-        '(import "env" "memory" (memory 1 1 shared))' if shared else "(memory (export \"m\") 1)"
-    )
+    memory = '(import "env" "memory" (memory 1 1 shared))' if shared else '(memory (export "m") 1)'
     start_body = "i32.const 1024 global.set $tls_base" if start_sets_base else "nop"
     text = f"""(module
   {memory}
@@ -71,7 +69,10 @@ def test_a_tls_block_with_its_init_exports_passes(tmp_path: Path) -> None:
     data = _module(tmp_path, start_sets_base=True, exports=EXPORTS)
     inventory = inventory_bytes(data)
     assert inventory.tls.holds_tls and inventory.tls.start_writes_globals == 1
-    assert _finding(data) == (True, "thread-local storage, per-thread blocks through __wasm_init_tls")
+    assert _finding(data) == (
+        True,
+        "thread-local storage, per-thread blocks through __wasm_init_tls",
+    )
 
 
 def test_the_judgement_reads_the_code_not_the_exports(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from verify.wasm import features
 from verify.wasm.code import Site
 from verify.wasm.features import NONE, Proposal
 from verify.wasm.opcodes import OPCODES, Imm, op_by_key
-from verify.wasm.tls import TlsFacts, tls_facts
 from verify.wasm.sections import Import, Limits, WasmModule, parse_module
+from verify.wasm.tls import TlsFacts, tls_facts
 
 DEBUG_PREFIX = ".debug_"
 # Operators that address a linear memory (a memarg, or a memory index of their own).

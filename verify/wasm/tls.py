@@ -44,15 +44,13 @@ class TlsFacts:
 
 
 def tls_facts(module: WasmModule, data: bytes) -> TlsFacts:
-    shared = any(
-        imp.limits is not None and imp.limits.shared for imp in module.imports
-    ) or any(m.shared for m in module.memories)
+    shared = any(imp.limits is not None and imp.limits.shared for imp in module.imports) or any(
+        m.shared for m in module.memories
+    )
     writes = 0
     imported = sum(imp.kind == "func" for imp in module.imports)
     if module.start is not None and module.start >= imported:
         body = module.bodies[module.start - imported]
         writes = decode_bodies(data, [body], module.start).op_counts.get(_GLOBAL_SET, 0)
-    exported = tuple(
-        e.name for e in module.exports if TLS_EXPORTS.get(e.name) == e.kind
-    )
+    exported = tuple(e.name for e in module.exports if TLS_EXPORTS.get(e.name) == e.kind)
     return TlsFacts(shared, writes, exported)

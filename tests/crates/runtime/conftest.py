@@ -60,7 +60,9 @@ def scalar_wasm() -> Path:
     release rebuilds for that lane (Debian ships no wasm32 std for rustc-web)."""
     if not (CARGO.exists() and RUSTC.exists()):
         pytest.skip("pinned toolchain (/usr/bin/cargo, /usr/bin/rustc) not installed")
-    lane = next(x for x in load_lanes(REPO / "manifests" / "lanes.toml").lane if x.id == "scalar-wasm32")
+    lane = next(
+        x for x in load_lanes(REPO / "manifests" / "lanes.toml").lane if x.id == "scalar-wasm32"
+    )
     sysroot = ensure_sysroot(lane, load_lock(REPO / "toolchain.lock")).root
     cargo_build(
         ["-p", "tinyrustlm-wasm", "--target", "wasm32-unknown-unknown"],

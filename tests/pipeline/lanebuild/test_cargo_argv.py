@@ -25,6 +25,8 @@ def _plan(lane: Lane) -> CargoRun:
     """The lane's run, with a rebuilt-std sysroot exactly when the lane names build_std."""
     sysroot = STD_SYSROOT if lane.build_std else None
     return plan_run(lane, LANES, LOCK, WORKSPACE, SCRATCH, EPOCH, sysroot)
+
+
 IDS = [lane.id for lane in LANES.lane]
 ENV_KEYS = {
     "PATH",
@@ -82,11 +84,7 @@ def test_environment_is_complete_and_controlled(lane_id: str) -> None:
 @pytest.mark.parametrize("lane_id", IDS, ids=IDS)
 def test_rustflags_carry_the_lane_flags_linker_and_remap_prefixes(lane_id: str) -> None:
     lane = next(lane for lane in LANES.lane if lane.id == lane_id)
-    flags = (
-        _plan(lane)
-        .env["CARGO_ENCODED_RUSTFLAGS"]
-        .split("\x1f")
-    )
+    flags = _plan(lane).env["CARGO_ENCODED_RUSTFLAGS"].split("\x1f")
     assert flags[: len(lane.rustflags)] == list(lane.rustflags)
     std_source = f"/rustc/{LOCK.rustc.commit_hash}"
     assert _pairs(flags, "--remap-path-prefix") == [

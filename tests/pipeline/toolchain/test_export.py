@@ -18,7 +18,7 @@ import pytest
 
 from pipeline.toolchain import export as export_module
 from pipeline.toolchain import install as install_module
-from pipeline.toolchain.export import ExportError, OFFLINE_APT, checked_debs, export, install_from
+from pipeline.toolchain.export import OFFLINE_APT, ExportError, checked_debs, export, install_from
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
 
 REPO = Path(__file__).resolve().parents[3]

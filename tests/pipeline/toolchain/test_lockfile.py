@@ -18,7 +18,9 @@ def test_committed_lock_parses_and_renders_back_to_itself() -> None:
     assert lock.rustc.llvm_version.startswith("22.")
     # nothing of the 2022 compiler remains
     assert "1.63" not in LOCK.read_text(encoding="utf-8")
-    assert not any(p.name.startswith(("rustc", "cargo")) and "web" not in p.name for p in lock.package)
+    assert not any(
+        p.name.startswith(("rustc", "cargo")) and "web" not in p.name for p in lock.package
+    )
     assert render_lock(lock) == LOCK.read_text(encoding="utf-8")
 
 
@@ -48,7 +50,9 @@ def _line_of_package(text: str, package: int) -> int:
 MALFORMED = {
     "missing-field": (lambda t: _drop_key(t, "sha256", 2), "package.2.sha256", "package2"),
     "wrong-type": (
-        lambda t: t.replace("\nsize = ", '\nsize = "', 1).replace("\nsha256 = \"8", '"\nsha256 = "8', 1),
+        lambda t: t.replace("\nsize = ", '\nsize = "', 1).replace(
+            '\nsha256 = "8', '"\nsha256 = "8', 1
+        ),
         "package.0.size",
         None,
     ),
@@ -62,7 +66,11 @@ MALFORMED = {
         "rustc.commit_hash",
         None,
     ),
-    "missing-std-source": (lambda t: t.replace("[std_source]", "[std_sources]"), "std_source", None),
+    "missing-std-source": (
+        lambda t: t.replace("[std_source]", "[std_sources]"),
+        "std_source",
+        None,
+    ),
     "unknown-schema": (
         lambda t: t.replace("toolchain-lock.v2", "toolchain-lock.v9"),
         "schema",
