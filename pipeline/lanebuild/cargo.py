@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.lanebuild.stdbuild import source_remap, std_source_roots
+from pipeline.lanebuild.stdbuild import cargo_env, source_remap, std_source_roots
 from pipeline.toolchain import wasmtools
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane, LanesFile
@@ -85,18 +85,8 @@ def plan_run(
     ]
     # fmt: on
     env = {
-        "PATH": "/usr/bin:/bin",  # never rustup's shims: rustc/cargo by absolute path only
-        "HOME": str(scratch / "home"),
-        "CARGO_HOME": str(cargo_home),
-        "CARGO_TARGET_DIR": str(target_dir),
-        "RUSTC": lock.rustc.binary,
-        "CARGO_ENCODED_RUSTFLAGS": "\x1f".join(rustflags),
-        "CARGO_INCREMENTAL": "0",
-        "CARGO_NET_OFFLINE": "true",
-        "CARGO_TERM_COLOR": "never",
+        **cargo_env(scratch / "home", cargo_home, target_dir, lock, rustflags),
         "SOURCE_DATE_EPOCH": str(source_date_epoch),
-        "TZ": "UTC",
-        "LC_ALL": "C",
         **lane.env,
     }
     argv = [

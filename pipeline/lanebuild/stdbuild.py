@@ -84,6 +84,9 @@ def std_source_roots(lock: ToolchainLock) -> list[str]:
 
 
 def key_of(lane: Lane, lock: ToolchainLock) -> str:
+    """Everything that decides the rebuilt std's bytes; the build's own argv and environment
+    (with a fixed work folder) included, so a change to how std is built misses the cache."""
+    argv, env = std_command(lane, lock, Path(SCRATCH_REMAP))
     facts = {
         "schema": STAMP_SCHEMA,
         "rustc": [lock.rustc.release, lock.rustc.commit_hash, lock.rustc.llvm_version],
@@ -93,6 +96,7 @@ def key_of(lane: Lane, lock: ToolchainLock) -> str:
         "rustflags": list(lane.rustflags),
         "crates": list(lane.build_std),
         "profile": PROFILE,
+        "command": [argv, env],
     }
     text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -139,6 +143,25 @@ def _seed(folder: Path) -> None:
     )
 
 
+def cargo_env(
+    home: Path, cargo_home: Path, target_dir: Path, lock: ToolchainLock, rustflags: list[str]
+) -> dict[str, str]:
+    """The complete environment of one pinned cargo run: nothing of the caller's leaks in."""
+    return {
+        "PATH": "/usr/bin:/bin",  # never rustup's shims: rustc/cargo by absolute path only
+        "HOME": str(home),
+        "CARGO_HOME": str(cargo_home),
+        "CARGO_TARGET_DIR": str(target_dir),
+        "RUSTC": lock.rustc.binary,
+        "CARGO_ENCODED_RUSTFLAGS": "\x1f".join(rustflags),
+        "CARGO_INCREMENTAL": "0",
+        "CARGO_NET_OFFLINE": "true",
+        "CARGO_TERM_COLOR": "never",
+        "TZ": "UTC",
+        "LC_ALL": "C",
+    }
+
+
 def std_command(lane: Lane, lock: ToolchainLock, work: Path) -> tuple[list[str], dict[str, str]]:
     """cargo's argv and complete environment for building `lane`'s std in `work`."""
     remap = source_remap(lock)
@@ -152,20 +175,10 @@ def std_command(lane: Lane, lock: ToolchainLock, work: Path) -> tuple[list[str],
     ]
     # fmt: on
     env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(work / "home"),
-        "CARGO_HOME": str(work / "cargo-home"),
-        "CARGO_TARGET_DIR": str(work / "target"),
-        "RUSTC": lock.rustc.binary,
+        **cargo_env(work / "home", work / "cargo-home", work / "target", lock, rustflags),
         # -Zbuild-std is unstable in cargo and std's crates use unstable features: the
         # pinned stable compiler builds its own std the way its release process does.
         "RUSTC_BOOTSTRAP": "1",
-        "CARGO_ENCODED_RUSTFLAGS": "\x1f".join(rustflags),
-        "CARGO_INCREMENTAL": "0",
-        "CARGO_NET_OFFLINE": "true",
-        "CARGO_TERM_COLOR": "never",
-        "TZ": "UTC",
-        "LC_ALL": "C",
     }
     argv = [
         lock.rustc.cargo,
