@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.lanebuild.stdbuild import CACHE_ENV as STD_CACHE_ENV
+from pipeline.lanebuild.stdbuild import cache_root as std_cache_root
 from pipeline.tree.lanes import load_lanes
 from tests.clones import clone_head
 from verify.bundle.trusted_keys import load_trusted_keys
@@ -103,6 +105,9 @@ def clones(
     b = clone_head(root / "home" / "bob" / "src" / "deeper" / "tinyrustlm", built_clone)
     home_b = root / "home" / "bob"
     shifted = {
+        # Bob's own HOME, but the session's std cache: a std rebuilt from scratch in another
+        # HOME (so another cache) is test_reproducible's rebuild; this one compares bundles.
+        STD_CACHE_ENV: str(std_cache_root()),
         "HOME": str(home_b),
         "TZ": "Pacific/Kiritimati",
         "LANG": "de_DE.UTF-8",

@@ -1,7 +1,8 @@
 """Third-party reproduction: rebuild a release's revision elsewhere and compare byte for byte.
 
-The rebuild runs in a clone at another path, with another HOME, TZ, locale and umask, and at
-another time of day than the release's build; it verifies the bundle first, then every one
+The rebuild runs in a clone at another path, with another HOME (so another std cache: every
+std the release rebuilds for wasm32 and Windows is compiled again from scratch), TZ, locale and
+umask, and at another time of day than the release's build; it verifies the bundle first, then every one
 of the six artifacts and every unsigned document (manifest, SBOM, report, provenance
 statement, SHA256SUMS, tarball) must match, and it signs a rebuild attestation that
 `verify bundle --require-rebuilds 1` accepts.
@@ -25,6 +26,7 @@ import pytest
 from pipeline.documents.keys import generate_key_files
 from pipeline.lanebuild.built import built_from_index
 from pipeline.lanebuild.records import BuildIndex
+from pipeline.lanebuild.stdbuild import CACHE_ENV as STD_CACHE_ENV
 from pipeline.reproduce import compare_bundle, explain
 from pipeline.tree.snapshot import read_tree
 from tests.clones import run_build
@@ -56,7 +58,7 @@ def reproduction(
     attestation = home / "attestations" / "rebuild.json"
     attestation.parent.mkdir()
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != STD_CACHE_ENV},
         "PYTHONPATH": str(built_clone),
         "HOME": str(home),
         "TZ": "Pacific/Kiritimati",
