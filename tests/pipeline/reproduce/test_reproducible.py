@@ -2,8 +2,8 @@
 
 The rebuild runs in a clone at another path, with another HOME (so another std cache: every
 std the release rebuilds for wasm32 and Windows is compiled again from scratch), TZ, locale and
-umask, and at another time of day than the release's build; it verifies the bundle first, then every one
-of the six artifacts and every unsigned document (manifest, SBOM, report, provenance
+umask, and at another time of day than the release's build; it verifies the bundle first,
+then every one of the six artifacts and every unsigned document (manifest, SBOM, report, provenance
 statement, SHA256SUMS, tarball) must match, and it signs a rebuild attestation that
 `verify bundle --require-rebuilds 1` accepts.
 """
