@@ -6,12 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.crates.runtime.conftest import TARGET, cargo_build
+from tests.crates.runtime.conftest import build_scalar_wasm
 
 
 @pytest.fixture(scope="session")
 def scalar_wasm() -> Path:
-    cargo_build(
-        ["-p", "tinyrustlm-wasm", "--target", "wasm32-unknown-unknown"], "-C target-cpu=mvp"
-    )
-    return TARGET / "wasm32-unknown-unknown" / "release" / "tinyrustlm_wasm.wasm"
+    return build_scalar_wasm()

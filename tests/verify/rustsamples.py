@@ -105,7 +105,12 @@ def _std_for(args: list[str]) -> list[str]:
     if lane is None:
         return []
     sysroot = ensure_sysroot(lane, load_lock(REPO / "toolchain.lock")).root
-    return ["--sysroot", str(sysroot), *(f for f in lane.rustflags if f != "strip=debuginfo")]
+    flags = list(lane.rustflags)
+    if "strip=debuginfo" in flags:  # the sample strips (or keeps, x86_64-debug) on its own
+        at = flags.index("strip=debuginfo")
+        del flags[at - 1 : at + 1]
+    # that std is built for the release profile (panic=abort, linked with fat LTO)
+    return ["--sysroot", str(sysroot), *flags, "-C", "panic=abort", "-C", "lto=fat"]
 
 
 def compile_sample(name: str, folder: Path) -> Path:

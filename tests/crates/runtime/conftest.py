@@ -54,21 +54,24 @@ def cli() -> Path:
     return TARGET / "release" / "tinyrustlm"
 
 
-@pytest.fixture(scope="session")
-def scalar_wasm() -> Path:
+def build_scalar_wasm() -> Path:
     """The scalar lane: wasm32-unknown-unknown, -C target-cpu=mvp, linked with the std the
     release rebuilds for that lane (Debian ships no wasm32 std for rustc-web)."""
     if not (CARGO.exists() and RUSTC.exists()):
         pytest.skip("pinned toolchain (/usr/bin/cargo, /usr/bin/rustc) not installed")
-    lane = next(
-        x for x in load_lanes(REPO / "manifests" / "lanes.toml").lane if x.id == "scalar-wasm32"
-    )
+    lanes = load_lanes(REPO / "manifests" / "lanes.toml").lane
+    lane = next(x for x in lanes if x.id == "scalar-wasm32")
     sysroot = ensure_sysroot(lane, load_lock(REPO / "toolchain.lock")).root
     cargo_build(
         ["-p", "tinyrustlm-wasm", "--target", "wasm32-unknown-unknown"],
         f"-C target-cpu=mvp --sysroot {sysroot}",
     )
     return TARGET / "wasm32-unknown-unknown" / "release" / "tinyrustlm_wasm.wasm"
+
+
+@pytest.fixture(scope="session")
+def scalar_wasm() -> Path:
+    return build_scalar_wasm()
 
 
 @pytest.fixture(scope="session")
