@@ -16,6 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from pipeline import paths
 from pipeline.errors import CheckFailed, TabledError
+from pipeline.io.digest import sha256_file
 
 
 class SourceError(TabledError):
@@ -97,7 +98,7 @@ def tree_digest(repo_root: Path, paths: list[str]) -> str:
     """SHA-256 over `path NUL sha256(bytes) LF` for each path, sorted by path."""
     outer = hashlib.sha256()
     for rel in sorted(paths):
-        inner = hashlib.sha256((repo_root / rel).read_bytes()).hexdigest()
+        inner = sha256_file(repo_root / rel)
         outer.update(f"{rel}\0{inner}\n".encode())
     return outer.hexdigest()
 
