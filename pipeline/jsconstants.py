@@ -11,8 +11,13 @@ source each, so the JS can never drift from the runtime:
   and `Tier::name`);
 - CATEGORIES: the self-test category names by id (crates/core/src/selftest/categories.rs NAMES);
 - LAYOUTS: model layout names by id (crates/core/src/quant.rs LAYOUTS);
-- REQUIRED_EXPORTS / THREADS_EXPORTS: what the loader calls (its own list, below), each
-  checked to be an exported `tr_*` function of crates/wasm/src.
+- REQUIRED_EXPORTS / THREADS_EXPORTS: what the loader checks a lane exports before it calls
+  anything, from the lane policy (verify/policy/wasm.json, the one list of what a lane must
+  export, so a bundle `verify` passes is one the loader accepts); each `tr_*` one checked to
+  be an exported function of crates/wasm/src;
+- FEATURE_PROBES: a manifest feature name (LLVM's, verify/wasm/features.py) -> the probe
+  (crates/wasm/probes/<id>.wat) that must validate for it, or null for a feature of the lowest
+  lane (the lane policy's lane with no lower set: every engine that runs anything has it).
 
 `python -m pipeline.jsconstants [--check]` (tests/js/loader/test_constants.py runs the check).
 """
@@ -28,6 +33,9 @@ from typing import ClassVar
 
 from pipeline import paths
 from pipeline.errors import CheckFailed, TabledError
+from pipeline.probes import probe_sources
+from verify.policy import DEFAULT_POLICY_DIR, WASM_POLICY, WasmPolicy, load_wasm_policies
+from verify.wasm.features import NONE, PROPOSAL_NAMES
 
 
 class JsConstantsError(TabledError):
@@ -36,7 +44,12 @@ class JsConstantsError(TabledError):
     table: ClassVar[Mapping[str, str]] = {
         "jsconstants.unreadable": "restore the Rust source named in `where` from git",
         "jsconstants.source": "update pipeline/jsconstants.py to the Rust source's new shape",
-        "jsconstants.exports": "add the exports to crates/wasm/src or drop them from the loader",
+        "jsconstants.exports": "add the exports to crates/wasm/src or drop them from the policy",
+        "jsconstants.policy": (
+            "keep verify/policy/wasm.json within what the loader can check: the same exports "
+            "on every lane without shared memory (which exports it), one set more on the "
+            "shared-memory lanes (which import it), a probe for every feature a lane allows"
+        ),
     }
 
 
@@ -56,28 +69,8 @@ QUANT_RS = Path("crates/core/src/quant.rs")
 MODEL_RS = Path("crates/core/src/model.rs")
 WASM_SRC = Path("crates/wasm/src")
 
-# What the loader calls on every lane (ABI 1 plus the loader exports, CONTRACT.md §9), and on
-# the threads lane besides. The loader's requirement, so it lives here; Rust must export each.
-REQUIRED_EXPORTS = (
-    "memory",
-    "tr_abi_version",
-    "tr_runtime_semantics",
-    "tr_lane",
-    "tr_alloc",
-    "tr_free",
-    "tr_model_load",
-    "tr_model_prefix_bytes",
-    "tr_preflight_header",
-    "tr_session_new",
-    "tr_prefill",
-    "tr_decode",
-    "tr_session_free",
-    "tr_model_free",
-    "tr_self_test_detail",
-    "tr_self_test_detail_bytes",
-    "tr_path_counters",
-)
-THREADS_EXPORTS = ("tr_atomics_self_test", "tr_worker_counters", "tr_pool_start")
+POLICY = DEFAULT_POLICY_DIR / WASM_POLICY
+POLICY_NAME = f"verify/policy/{WASM_POLICY}"
 
 
 def _read(repo_root: Path, rel: Path) -> str:
@@ -208,18 +201,84 @@ def layouts(repo_root: Path) -> list[str]:
     return [name for _, name in rows]
 
 
-def check_exports(repo_root: Path) -> None:
+def _policy_error(message: str) -> JsConstantsError:
+    return JsConstantsError(message, where=str(POLICY), error_id="jsconstants.policy")
+
+
+def loader_exports(policies: Mapping[str, WasmPolicy]) -> tuple[list[str], list[str]]:
+    """(REQUIRED_EXPORTS, THREADS_EXPORTS): the exports the lane policy requires of every lane
+    (with `memory`, which those lanes export), and those the shared-memory lanes require
+    besides. The loader tells a threads lane by its shared memory (the manifest's
+    requires_cross_origin_isolation) and skips `memory` there (the lane imports it), so the
+    policy must fit that shape."""
+    single = [p for p in policies.values() if not p.memory.shared]
+    shared = [p for p in policies.values() if p.memory.shared]
+    if not single:
+        raise _policy_error("no lane without shared memory: the loader has no fallback lane")
+    required = list(single[0].required_exports + single[0].required_globals)
+    for p in single:
+        if p.memory.source != "export" or set(p.required_exports + p.required_globals) != set(
+            required
+        ):
+            raise _policy_error(
+                f"lane {p.lane} does not export its memory, or requires other exports than "
+                f"lane {single[0].lane}: the loader checks one list of every single-thread lane"
+            )
+    threads: list[str] = []
+    for p in shared:
+        extra = [n for n in (*p.required_exports, *p.required_globals) if n not in required]
+        if p.memory.source != "import" or not set(required) <= set(
+            p.required_exports + p.required_globals
+        ):
+            raise _policy_error(
+                f"lane {p.lane} does not import its shared memory, or lacks an export every "
+                "other lane has: the loader checks the common list of every lane"
+            )
+        if threads and set(extra) != set(threads):
+            raise _policy_error(f"lane {p.lane} requires other threads exports than {threads}")
+        threads = extra
+    return ["memory", *required], threads
+
+
+def feature_probes(
+    policies: Mapping[str, WasmPolicy], probe_ids: list[str]
+) -> dict[str, str | None]:
+    """Manifest feature name (LLVM's; documents/assemble.py lists a lane's allowed proposals
+    by it) -> the probe whose id is one of the proposal's names, or None for a proposal the
+    lowest lane allows (no probe: every engine that runs a lane has it)."""
+    baseline = NONE
+    for p in policies.values():
+        if p.lower is None:
+            baseline |= p.allowed
+    out: dict[str, str | None] = {}
+    for proposal, names in PROPOSAL_NAMES.items():
+        feature = names[2]
+        if not feature:
+            continue  # no manifest name: never a required feature
+        probe = next((i for i in probe_ids if i in names), None)
+        if proposal & baseline:
+            out[feature] = None
+        elif probe is not None:
+            out[feature] = probe
+        elif any(proposal & p.allowed for p in policies.values()):
+            raise _policy_error(
+                f"a lane allows {feature}, but no probe (crates/wasm/probes/) is named for it: "
+                "the loader could never choose that lane"
+            )
+    return out
+
+
+def check_exports(repo_root: Path, names: list[str]) -> None:
     exported = set()
     for path in sorted((repo_root / WASM_SRC).glob("*.rs")):
         exported |= set(
             re.findall(r'pub (?:unsafe )?extern "C" fn (tr_\w+)', path.read_text(encoding="utf-8"))
         )
-    missing = [
-        n for n in (*REQUIRED_EXPORTS, *THREADS_EXPORTS) if n != "memory" and n not in exported
-    ]
+    # `memory` and the `__*` exports are the linker's (manifests/lanes.toml --export=...)
+    missing = [n for n in names if n.startswith("tr_") and n not in exported]
     if missing:
         raise JsConstantsError(
-            f"the loader needs exports the runtime does not have: {missing}",
+            f"the lane policy requires exports the runtime does not have: {missing}",
             where=str(WASM_SRC),
             error_id="jsconstants.exports",
         )
@@ -229,13 +288,24 @@ def _list(values: tuple[str, ...] | list[str]) -> str:
     return "Object.freeze([" + ", ".join(json.dumps(v).replace('"', "'") for v in values) + "])"
 
 
-def _map(values: dict[int, str]) -> str:
-    return "Object.freeze({ " + ", ".join(f"{k}: '{v}'" for k, v in values.items()) + " })"
+def _map(values: Mapping[int, str] | Mapping[str, str | None]) -> str:
+    def key(k: int | str) -> str:
+        return str(k) if isinstance(k, int) or re.fullmatch(r"[a-z][a-z0-9]*", k) else f"'{k}'"
+
+    def value(v: str | None) -> str:
+        return "null" if v is None else f"'{v}'"
+
+    return (
+        "Object.freeze({ " + ", ".join(f"{key(k)}: {value(v)}" for k, v in values.items()) + " })"
+    )
 
 
-def render(repo_root: Path = REPO_ROOT) -> str:
-    check_exports(repo_root)
-    return f"""// GENERATED by `python -m pipeline.jsconstants` from the Rust sources named below.
+def render(repo_root: Path = REPO_ROOT, policies: Mapping[str, WasmPolicy] | None = None) -> str:
+    policies = load_wasm_policies() if policies is None else policies
+    required, threads = loader_exports(policies)
+    check_exports(repo_root, [*required, *threads])
+    probes = feature_probes(policies, [p.id for p in probe_sources(repo_root)])
+    return f"""// GENERATED by `python -m pipeline.jsconstants` from the sources named below.
 // Do not edit: tests/js/loader/test_constants.py regenerates this file and compares.
 
 /** `tr_lane()` -> kernel set ({LANES_RS} LANE_*, {KERNELS_RS} KERNEL_SET). */
@@ -250,10 +320,12 @@ export const MODEL_TIERS = {_map(model_tiers(repo_root))};
 export const CATEGORIES = {_list(categories(repo_root))};
 /** Model format v1 layout ids -> receipt names ({QUANT_RS} LAYOUTS). */
 export const LAYOUTS = {_list(layouts(repo_root))};
-/** Exports every lane must have for this loader (pipeline/jsconstants.py; each one checked). */
-export const REQUIRED_EXPORTS = {_list(REQUIRED_EXPORTS)};
-/** Exports the threads lane has besides. */
-export const THREADS_EXPORTS = {_list(THREADS_EXPORTS)};
+/** Exports every lane must have ({POLICY_NAME}: common.required_exports, and `memory`). */
+export const REQUIRED_EXPORTS = {_list(required)};
+/** Exports the threads lane (shared memory) must have besides ({POLICY_NAME}). */
+export const THREADS_EXPORTS = {_list(threads)};
+/** Manifest feature -> the probe that must validate for it (null: the lowest lane's). */
+export const FEATURE_PROBES = {_map(probes)};
 """
 
 

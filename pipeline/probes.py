@@ -88,10 +88,19 @@ def _assemble(source: Path, tool: Path) -> bytes:
         return out.read_bytes()
 
 
-def read_probes(repo_root: Path = REPO_ROOT) -> list[Probe]:
-    """Every probe source, sorted by id, assembled with the pinned wasm-tools."""
-    tool = executable()
-    probes = []
+@dataclass(frozen=True)
+class ProbeSource:
+    """A probe's `.wat` file and what its first line says of it."""
+
+    path: Path
+    id: str
+    version: int
+    purpose: str
+
+
+def probe_sources(repo_root: Path = REPO_ROOT) -> list[ProbeSource]:
+    """Every probe source, sorted by id, its header checked (no wasm-tools needed)."""
+    sources = []
     for source in sorted((repo_root / SOURCE_DIR).glob("*.wat")):
         first = source.read_text(encoding="utf-8").splitlines()[0]
         match = HEADER.match(first)
@@ -101,14 +110,20 @@ def read_probes(repo_root: Path = REPO_ROOT) -> list[Probe]:
                 where=f"{source}:1",
                 error_id="probes.header",
             )
-        probes.append(
-            Probe(match.group(1), int(match.group(2)), match.group(3), _assemble(source, tool))
-        )
-    if not probes:
+        sources.append(ProbeSource(source, match.group(1), int(match.group(2)), match.group(3)))
+    if not sources:
         raise ProbeError(
             "no probe sources", where=str(repo_root / SOURCE_DIR), error_id="probes.none"
         )
-    return probes
+    return sources
+
+
+def read_probes(repo_root: Path = REPO_ROOT) -> list[Probe]:
+    """Every probe source, sorted by id, assembled with the pinned wasm-tools."""
+    tool = executable()
+    return [
+        Probe(s.id, s.version, s.purpose, _assemble(s.path, tool)) for s in probe_sources(repo_root)
+    ]
 
 
 def render(probes: list[Probe], tool_version: str) -> bytes:

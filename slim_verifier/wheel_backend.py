@@ -51,6 +51,8 @@ def _project() -> dict[str, Any]:
 
 def _pinned(requirements: list[str], distribution: str) -> str:
     for requirement in requirements:
+        # Not `packaging`: this backend builds with `requires = []` (standard library only),
+        # and pyproject's dependencies are plain `name==version` strings the project writes.
         name = re.split(r"[\[=<>!~ ;]", requirement, maxsplit=1)[0]
         if name.lower().replace("_", "-") == distribution:
             return requirement

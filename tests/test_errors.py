@@ -470,7 +470,16 @@ def _t_js_source(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
 def _t_js_exports(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     from pipeline import jsconstants
 
-    return lambda: jsconstants.check_exports(tmp)
+    return lambda: jsconstants.check_exports(tmp, ["tr_abi_version"])
+
+
+def _t_js_policy(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline import jsconstants
+    from verify.policy import load_wasm_policies
+
+    policies = load_wasm_policies()
+    threads = {lane: p for lane, p in policies.items() if p.memory.shared}
+    return lambda: jsconstants.loader_exports(threads)  # no lane to fall back to
 
 
 def _t_probes_none(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
@@ -985,6 +994,7 @@ TRIGGERS: dict[str, Trigger] = {
     "jsconstants.unreadable": _t_js_unreadable,
     "jsconstants.source": _t_js_source,
     "jsconstants.exports": _t_js_exports,
+    "jsconstants.policy": _t_js_policy,
     "probes.none": _t_probes_none,
     "probes.header": _t_probes_header,
     "probes.wasm-tools": _t_probes_tool,

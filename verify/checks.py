@@ -148,15 +148,21 @@ def tls_per_thread(facts: WasmFacts, policy: WasmPolicy) -> Finding:
 
 
 def exports_required(facts: WasmFacts, policy: WasmPolicy) -> Finding:
-    have = {name for name, kind in facts.inventory.exports if kind == "func"}
-    missing = [e for e in policy.required_exports if e not in have]
+    have = set(facts.inventory.exports)
+    missing = [
+        f"{name} ({kind})"
+        for kind, names in (("func", policy.required_exports), ("global", policy.required_globals))
+        for name in names
+        if (name, kind) not in have
+    ]
     if missing:
-        return Finding("", False, f"missing function exports {missing}")
-    return Finding("", True, f"all {len(policy.required_exports)} required exports present")
+        return Finding("", False, f"missing exports {missing}")
+    count = len(policy.required_exports) + len(policy.required_globals)
+    return Finding("", True, f"all {count} required exports present")
 
 
 def exports_allowed(facts: WasmFacts, policy: WasmPolicy) -> Finding:
-    required = set(policy.required_exports)
+    required = {*policy.required_exports, *policy.required_globals}
     stray = [
         name
         for name, kind in facts.inventory.exports

@@ -31,6 +31,7 @@ from pipeline.bench.errors import BenchError
 from pipeline.bench.harness_build import build_kernel_harness
 from pipeline.bench.summary import summarize
 from pipeline.io.atomic import write_atomic
+from pipeline.io.digest import sha256_file
 from pipeline.io.inputs import parse_output
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.modelpack import PRESETS, pack, tensor_plan
@@ -202,7 +203,7 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
             samples.append(raw)
     weights = weight_bytes_per_token()
     modules = {r["name"]: r["module_sha256"] for r in samples[0]["runs"] if "module_sha256" in r}
-    modules[native_name] = hashlib.sha256(native_binary.read_bytes()).hexdigest()
+    modules[native_name] = sha256_file(native_binary)
     modules[native_name + INT8_SUFFIX] = modules[native_name]  # one binary runs both tiers
     for run in samples[0]["runs"]:
         run.setdefault("module_sha256", modules.get(run["name"]))

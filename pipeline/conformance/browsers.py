@@ -91,6 +91,8 @@ def _base_env(profile: Path) -> dict[str, str]:
         "PATH": "/usr/bin:/bin",
         "HOME": str(home),
         "TMPDIR": str(profile),
+        # the browser's own folders inside its throw-away profile: set for the child, not
+        # looked up for us (our per-user folders come from platformdirs)
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_CACHE_HOME": str(home / ".cache"),
         "XDG_DATA_HOME": str(home / ".local/share"),

@@ -9,7 +9,6 @@ bundle's js/loader.js, so they need the bundle's signed manifest and whom to tru
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import statistics
@@ -27,6 +26,7 @@ from pipeline.conformance.browsers import EngineUnavailable
 from pipeline.conformance.results import CaseResult, from_page
 from pipeline.conformance.subject import NativeLane, Subject, WasmLane
 from pipeline.errors import TabledError
+from pipeline.io.digest import sha256_file
 from pipeline.toolchain import nodejs
 from verify.formats.conformance import (
     CaseList,
@@ -503,7 +503,7 @@ def run_speed(
     subject: Subject, model: Path, model_name: str, opts: Options, workdir: Path
 ) -> list[SpeedRow]:
     cases = speed_cases(opts.speed_runs, opts.speed_tokens)
-    job = Job(subject, model, hashlib.sha256(model.read_bytes()).hexdigest(), cases, opts.trust)
+    job = Job(subject, model, sha256_file(model), cases, opts.trust)
     out: list[SpeedRow] = []
 
     def add(engine: str, lanes: Lanes) -> None:

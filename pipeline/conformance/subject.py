@@ -9,7 +9,6 @@ manifest.json and its signature, served at the bundle root beside js/ and artifa
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import ClassVar
 from pydantic import ValidationError
 
 from pipeline.errors import TabledError
+from pipeline.io.digest import sha256_file
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
 from verify.formats.manifest import ModuleManifest
 
@@ -70,7 +70,7 @@ class Subject:
 def _checked(root: Path, url: str, sha256: str) -> Path:
     path = root / url
     try:
-        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+        actual = sha256_file(path)
     except OSError as exc:
         raise SubjectError(
             f"cannot read {url}: {exc.strerror}",

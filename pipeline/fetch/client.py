@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import platformdirs
 from pydantic import TypeAdapter, ValidationError
 from tuf.api import exceptions as tuf_errors
 from tuf.api.metadata import Metadata, Snapshot, Targets
@@ -95,10 +96,10 @@ class Fetched:
 
 
 def default_state_folder(url: str) -> Path:
-    """A per-user cache folder keyed by the repository URL."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """A per-user cache folder keyed by the repository URL (platformdirs: $XDG_CACHE_HOME or
+    ~/.cache on Linux, the platform's own cache folder elsewhere)."""
     key = hashlib.sha256(url.rstrip("/").encode("utf-8")).hexdigest()[:16]
-    return Path(cache) / "tinyrustlm-release" / "fetch" / key
+    return Path(platformdirs.user_cache_dir("tinyrustlm-release")) / "fetch" / key
 
 
 # python-tuf exception -> our class; the first match wins (subclasses before their bases).

@@ -1,2 +1,3 @@
 """I/O helpers every layer may use: durable and atomic writes (`atomic`), the one-step
-directory exchange (`swap`), flock-held locks (`lock`) and bounded input readers (`inputs`)."""
+directory exchange (`swap`), flock-held locks (`lock`), bounded input readers (`inputs`) and
+a file's SHA-256 (`digest`)."""

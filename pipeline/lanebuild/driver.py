@@ -17,11 +17,12 @@ from pathlib import Path
 from pipeline import paths
 from pipeline.errors import CheckFailed, PipelineError
 from pipeline.io.atomic import write_atomic
+from pipeline.io.digest import sha256_file
 from pipeline.io.inputs import load_model
 from pipeline.io.lock import hold_lock
 from pipeline.lanebuild import smoke
 from pipeline.lanebuild.cargo import CompileError, as_recorded, plan_run, run_cargo
-from pipeline.lanebuild.inputs import LaneBuildError, sha256_file, tree_inputs
+from pipeline.lanebuild.inputs import LaneBuildError, tree_inputs
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.lanebuild.stdbuild import ensure_sysroot
 from pipeline.toolchain.lockfile import ToolchainLock

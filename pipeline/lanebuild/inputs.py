@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from pipeline.errors import TabledError
+from pipeline.io.digest import sha256_file
 from pipeline.lanebuild.records import BuildInputs
 from pipeline.tree.lanes import Lane, LanesFile
 from pipeline.tree.sources import tree_digest
@@ -31,14 +32,6 @@ class LaneBuildError(TabledError):
 DRIVER_DIR = Path(__file__).resolve().parent
 WASM_HOST = DRIVER_DIR.parent / "wasmhost.py"
 _SKIPPED_DIRS = {"target", ".git"}
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def source_files(root: Path) -> list[str]:

@@ -20,7 +20,6 @@ Only the standard library and `pipeline.errors` (itself dependency-free) may be 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shlex
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_ERROR, EXIT_OK, PipelineError, TabledError
+from pipeline.io.digest import sha256_file
 
 
 class SmokePlanError(TabledError):
@@ -72,14 +72,6 @@ MAX_PLAN_BYTES = 1 << 20
 EMULATOR_ENV = "TINYRUSTLM_SMOKE_EMULATOR"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _read_plan(plan_dir: Path) -> dict[str, Any]:
     path = plan_dir / PLAN
     if not path.is_file() or path.stat().st_size > MAX_PLAN_BYTES:
@@ -99,7 +91,7 @@ def _checked_copy(source: Path, sha256: str, scratch: Path, what: str) -> Path:
         raise SmokePlanError(
             f"{what} is missing", where=str(source), error_id="smoke-plan.file-missing"
         )
-    actual = _sha256(source)
+    actual = sha256_file(source)
     if actual != sha256:
         raise SmokePlanError(
             f"{what} hashes to {actual[:16]}…, the plan says {sha256[:16]}…",

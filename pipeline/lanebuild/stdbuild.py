@@ -33,6 +33,7 @@ from pathlib import Path
 import platformdirs
 
 from pipeline.errors import PipelineError
+from pipeline.io.digest import sha256_file
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane
 
@@ -107,11 +108,7 @@ def _libdir(root: Path, target: str) -> Path:
 
 
 def _digests(libdir: Path) -> dict[str, str]:
-    return {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(libdir.iterdir())
-        if p.is_file()
-    }
+    return {p.name: sha256_file(p) for p in sorted(libdir.iterdir()) if p.is_file()}
 
 
 def _intact(root: Path, key: str, target: str) -> bool:

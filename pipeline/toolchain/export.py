@@ -12,7 +12,6 @@ not pin (libc, zlib, ...) come from the machine: a bare bookworm has them, or bo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -22,6 +21,7 @@ from typing import ClassVar
 
 from pipeline.errors import TabledError
 from pipeline.io.atomic import write_atomic
+from pipeline.io.digest import sha256_file
 from pipeline.toolchain import install
 from pipeline.toolchain.lockfile import LockedPackage, ToolchainLock
 
@@ -60,15 +60,10 @@ def file_name(pkg: LockedPackage) -> str:
     return f"{pkg.sha256}.deb"
 
 
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
 def _fetch(pkg: LockedPackage, work: Path, say: Say) -> Path:
     """The pinned .deb: from apt's own cache when it holds the very file, else downloaded."""
     cached = APT_ARCHIVES / install.deb_filename(pkg)
-    if cached.is_file() and _sha256(cached) == pkg.sha256:
+    if cached.is_file() and sha256_file(cached) == pkg.sha256:
         return cached
     try:
         install.run_apt(["apt-get", "download", f"{pkg.spec}={pkg.version}"], work, say)
@@ -91,11 +86,11 @@ def export(lock: ToolchainLock, folder: Path, say: Say) -> list[Path]:
         work.chmod(0o755)  # apt's download sandbox user writes here
         for pkg in lock.package:
             target = folder / file_name(pkg)
-            if target.is_file() and _sha256(target) == pkg.sha256:
+            if target.is_file() and sha256_file(target) == pkg.sha256:
                 written.append(target)
                 continue
             source = _fetch(pkg, work, say)
-            digest = _sha256(source)
+            digest = sha256_file(source)
             if digest != pkg.sha256:
                 raise ExportError(
                     f"{source.name}: SHA-256 {digest} differs from the lock's {pkg.sha256}",
@@ -133,7 +128,7 @@ def checked_debs(lock: ToolchainLock, folder: Path, todo: list[LockedPackage]) -
                 error_id="toolchain.export-missing",
                 where=str(folder),
             )
-        digest = _sha256(path)
+        digest = sha256_file(path)
         if digest != pkg.sha256:
             raise ExportError(
                 f"{path.name} has SHA-256 {digest}, not the pinned {pkg.spec}={pkg.version}",

@@ -6,7 +6,6 @@ match is deleted on the spot.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from pipeline.errors import PipelineError, TabledError
+from pipeline.io.digest import sha256_file
 from pipeline.toolchain import probe
 from pipeline.toolchain.check import compare, drifted
 from pipeline.toolchain.lockfile import LockedPackage, ToolchainLock
@@ -68,7 +68,7 @@ def verify_debs(folder: Path, packages: list[LockedPackage]) -> list[Path]:
     for pkg, path in zip(packages, paths, strict=True):
         if not path.is_file():
             raise DebHashMismatch(f"{pkg.spec}={pkg.version} was not downloaded", where=str(path))
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = sha256_file(path)
         if digest != pkg.sha256:
             for other in paths:
                 other.unlink(missing_ok=True)

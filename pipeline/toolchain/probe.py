@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.io.digest import sha256_file
 from pipeline.toolchain import nodejs, wasmtools
 from pipeline.toolchain.lockfile import PackageSeed, StdSourceSeed, SysrootSeed, ToolSeed
 
@@ -124,7 +125,7 @@ def sysroot_digest(
         if cached is not None and tuple(cached[0]) == signature:
             digest = cached[1]
         else:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            digest = sha256_file(path)
             if known is not None:
                 known[str(path)] = (signature, digest)
         lines.append(f"{path.relative_to(root).as_posix()}  {digest}\n")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -11,6 +10,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 
 from pipeline.errors import PipelineError
+from verify.canonical import canonical_json
 from verify.formats.base import StrictFrozen
 
 # The engines that can smoke-test a lane: the names lanes.toml may use. Each one's code is in
@@ -94,9 +94,8 @@ class Lane(StrictFrozen):
 
     def digest(self) -> str:
         """SHA-256 of this lane's canonical entry: part of the build's cache key."""
-        entry = self.model_dump(exclude=set(_NOT_BUILD_INPUTS))
-        text = json.dumps(entry, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
+        entry = self.model_dump(mode="json", exclude=set(_NOT_BUILD_INPUTS))
+        return hashlib.sha256(canonical_json(entry)).hexdigest()
 
 
 class LanesFile(StrictFrozen):

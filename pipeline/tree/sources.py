@@ -5,7 +5,6 @@ the pinned Python dependencies. Read-only; every function names the file it coul
 from __future__ import annotations
 
 import hashlib
-import re
 import subprocess
 import tomllib
 from collections.abc import Mapping
@@ -13,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from pipeline import paths
 from pipeline.errors import CheckFailed, TabledError
+from pipeline.io.digest import sha256_file
 
 
 class SourceError(TabledError):
@@ -96,7 +98,7 @@ def tree_digest(repo_root: Path, paths: list[str]) -> str:
     """SHA-256 over `path NUL sha256(bytes) LF` for each path, sorted by path."""
     outer = hashlib.sha256()
     for rel in sorted(paths):
-        inner = hashlib.sha256((repo_root / rel).read_bytes()).hexdigest()
+        inner = sha256_file(repo_root / rel)
         outer.update(f"{rel}\0{inner}\n".encode())
     return outer.hexdigest()
 
@@ -131,20 +133,31 @@ def crate_sources(repo_root: Path) -> list[CrateSource]:
     return found
 
 
-_REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
+def locked_requirements(path: Path) -> list[PythonRequirement]:
+    """The `name==version` rows of a hash-locked requirements file (uv/pip-compile output),
+    each parsed by `packaging`; a row is one logical line (backslash continuations joined)
+    without its `--hash` options and comment. Option lines and rows that pin no exact
+    version are not part of the closure and are skipped."""
+    rows = []
+    text = path.read_text(encoding="utf-8").replace("\\\n", " ")
+    for line in text.splitlines():
+        spec = line.split(" #", 1)[0].split(" --", 1)[0].strip()
+        if not spec or spec.startswith(("#", "-")):
+            continue
+        try:
+            requirement = Requirement(spec)
+        except InvalidRequirement:
+            continue
+        pins = [s.version for s in requirement.specifier if s.operator == "=="]
+        if len(pins) == 1:
+            rows.append(PythonRequirement(requirement.name.lower(), pins[0]))
+    return sorted(set(rows), key=lambda r: (r.name, r.version))
 
 
 def python_requirements(repo_root: Path) -> list[PythonRequirement]:
     """The hash-locked Python closure (requirements.lock): name==version rows."""
     path = repo_root / paths.REQUIREMENTS_LOCK
-    if not path.is_file():
-        return []
-    rows = [
-        PythonRequirement(m.group(1).lower(), m.group(2))
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if (m := _REQUIREMENT.match(line))
-    ]
-    return sorted(set(rows), key=lambda r: (r.name, r.version))
+    return locked_requirements(path) if path.is_file() else []
 
 
 def project_version(repo_root: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.tree.sources import locked_requirements
 from slim_verifier import wheel_backend
 from tests.clones import bundle_and_dev_keys
 
@@ -22,12 +23,7 @@ SLIM = REPO / "slim_verifier"
 
 
 def _locked(path: Path) -> dict[str, str]:
-    pins = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line and not line.startswith((" ", "#")) and "==" in line:
-            name, version = line.split(" ")[0].split("==")
-            pins[name] = version
-    return pins
+    return {r.name: r.version for r in locked_requirements(path)}
 
 
 @pytest.fixture(scope="module")

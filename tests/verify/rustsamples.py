@@ -14,6 +14,7 @@ import pytest
 from pipeline.lanebuild.stdbuild import ensure_sysroot
 from pipeline.toolchain.lockfile import load_lock
 from pipeline.tree.lanes import load_lanes
+from verify.policy import load_wasm_policies
 from verify.wasm.tools import executable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,9 +28,7 @@ fn panic(_: &core::panic::PanicInfo) -> ! { loop {} }
 macro_rules! exports {
     ($($n:ident),*) => { $( #[no_mangle] pub extern "C" fn $n() -> i32 { 0 } )* }
 }
-exports!(tr_abi_version, tr_runtime_semantics, tr_lane, tr_alloc, tr_free, tr_model_load,
-         tr_preflight, tr_session_new, tr_prefill, tr_decode, tr_session_free, tr_model_free,
-         tr_self_test, tr_path_counters);
+exports!(@EXPORTS@);
 #[no_mangle]
 pub extern "C" fn tr_dot(a: *const f32, b: *const f32, n: usize) -> f32 {
     let (a, b) = unsafe { (core::slice::from_raw_parts(a, n), core::slice::from_raw_parts(b, n)) };
@@ -50,7 +49,9 @@ pub extern "C" fn tr_dot(a: *const f32, b: *const f32, n: usize) -> f32 {
     #[cfg(not(target_feature = "simd128"))]
     { let mut s = 0.0; for i in 0..n { s += a[i] * b[i]; } s }
 }
-"""
+""".replace(  # every function export the lane policy requires of every lane
+    "@EXPORTS@", ", ".join(load_wasm_policies()["scalar-wasm32"].required_exports)
+)
 
 NATIVE_SRC = r"""
 use std::io::Write;

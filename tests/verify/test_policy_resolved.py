@@ -83,6 +83,7 @@ def test_wasm_policy_fields(lane: str) -> None:
     assert list(policy.required_exports) == common["required_exports"] + body.get(
         "extra_required_exports", []
     )
+    assert list(policy.required_globals) == body["extra_required_globals"]
     assert list(policy.optional_export_prefixes) == common["optional_export_prefixes"]
     assert policy.memory == MemoryRule(
         memory["source"], memory["shared"], memory["fixed_size"], memory["growth"]

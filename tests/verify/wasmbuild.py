@@ -2,7 +2,7 @@
 
 Every helper returns bytes; `module(...)` assembles sections in the required order. The
 default module is a valid scalar-lane runtime shape: no imports, an exported memory and
-every required `tr_*` export pointing at a trivial function.
+every export the lane policy (verify/policy/wasm.json) requires pointing at a trivial function.
 """
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from verify.policy import load_wasm_policies
+
 I32, I64, F32, F64, V128 = 0x7F, 0x7E, 0x7D, 0x7C, 0x7B
 
-REQUIRED_EXPORTS = [
-    *("tr_abi_version", "tr_runtime_semantics", "tr_lane", "tr_alloc", "tr_free"),
-    *("tr_model_load", "tr_preflight", "tr_session_new", "tr_prefill", "tr_decode"),
-    *("tr_session_free", "tr_model_free", "tr_self_test", "tr_path_counters"),
-]
+POLICIES = load_wasm_policies()
+THREADS_LANE = "simd128-threads-wasm32"
+# The function exports every lane must have (the policy's common list; the scalar lane adds none).
+REQUIRED_EXPORTS = list(POLICIES["scalar-wasm32"].required_exports)
 
 
 def uleb(value: int) -> bytes:
@@ -83,6 +84,7 @@ class ModuleSpec:
     code: list[bytes] = field(default_factory=lambda: [b""])  # bodies' operators (type 0)
     local_types: list[Sequence[int]] = field(default_factory=list)
     exports: list[str] = field(default_factory=lambda: list(REQUIRED_EXPORTS))
+    globals: list[str] = field(default_factory=list)  # exported immutable i32 globals
     export_memory: bool = True
     memory: bytes | None = field(default_factory=lambda: limits(17))
     imports: list[bytes] = field(default_factory=list)  # raw import entries
@@ -104,7 +106,10 @@ def module(spec: ModuleSpec | None = None) -> bytes:
         out += section(4, vec([spec.table]))
     if spec.memory is not None:
         out += section(5, vec([spec.memory]))
+    if spec.globals:
+        out += section(6, vec([bytes([I32, 0x00, 0x41, 0x00, 0x0B])] * len(spec.globals)))
     exports = [name(e) + b"\x00" + uleb(0) for e in spec.exports]
+    exports += [name(g) + b"\x03" + uleb(i) for i, g in enumerate(spec.globals)]
     if spec.export_memory:
         exports.append(name("memory") + b"\x02" + uleb(0))
     out += section(7, vec(exports))
@@ -153,7 +158,8 @@ def simd_spec() -> ModuleSpec:
 def threads_spec(*, shared: bool = True, maximum: int = 17) -> ModuleSpec:
     return ModuleSpec(
         code=[V128_OP + ATOMIC_WAIT_NOTIFY],
-        exports=[*REQUIRED_EXPORTS, "tr_worker_main"],
+        exports=list(POLICIES[THREADS_LANE].required_exports),
+        globals=list(POLICIES[THREADS_LANE].required_globals),
         export_memory=False,
         memory=None,
         imports=[import_memory(17, maximum, shared=shared)],

@@ -73,7 +73,12 @@ class WasmLane(StrictFrozen):
     lower_proposals: Proposals | None = Field(
         description="wasm-tools must reject the module under this set (null: the lowest lane)"
     )
-    extra_required_exports: Names
+    extra_required_exports: Names = Field(
+        description="function exports this lane needs besides common.required_exports"
+    )
+    extra_required_globals: Names = Field(
+        description="global exports this lane needs (the threads lane's stack and TLS globals)"
+    )
     memory: MemoryRuleModel
     allowed_imports: list[ImportModel]
 

@@ -61,7 +61,8 @@ class WasmPolicy:
     allowed: Proposal
     required: Proposal
     lower: Proposal | None  # wasm-tools must reject the module under this set
-    required_exports: tuple[str, ...]
+    required_exports: tuple[str, ...]  # function exports
+    required_globals: tuple[str, ...]  # global exports
     optional_export_prefixes: tuple[str, ...]
     memory: MemoryRule
     allowed_imports: tuple[AllowedImport, ...]
@@ -144,6 +145,7 @@ def _wasm_lanes(doc: WasmPolicyFile) -> dict[str, WasmPolicy]:
             lower=None if body.lower_proposals is None
             else features.from_names(body.lower_proposals, lane),
             required_exports=(*c.required_exports, *body.extra_required_exports),
+            required_globals=tuple(body.extra_required_globals),
             optional_export_prefixes=tuple(c.optional_export_prefixes),
             memory=MemoryRule(body.memory.source, body.memory.shared, body.memory.fixed_size,
                               body.memory.growth),

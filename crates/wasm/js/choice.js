@@ -2,17 +2,9 @@
 import { isNode, sha256Hex } from './host.js';
 import { LoaderError } from './errors.js';
 import { PROBES } from './probes.js';
-
-/** Manifest feature name -> the probe that must validate for it (null: part of Wasm 1.0). */
-const FEATURE_PROBES = Object.freeze({
-  'mutable-globals': null,
-  simd128: 'simd128',
-  atomics: 'threads',
-  'bulk-memory': 'bulk-memory',
-  'relaxed-simd': 'relaxed-simd',
-  memory64: 'memory64',
-  'exception-handling': 'exceptions',
-});
+// Manifest feature name -> the probe that must validate for it (null: the lowest lane's),
+// generated from verify's feature table and lane policy.
+import { FEATURE_PROBES } from './constants.js';
 
 // ---- 2. probes ------------------------------------------------------------------------------
 

@@ -197,6 +197,13 @@ class ThreadedRuntime {
     });
   }
 
+  /** Opens the pool of this runtime's workers (in their wasm loop since their ack). */
+  async startPool(livenessMs, leaderSpin) {
+    const code = await this.call('tr_pool_start', this.workers, livenessMs, leaderSpin ?? 0);
+    if (code !== 0) throw new HostError(`tr_pool_start(${this.workers}) returned ${code}`, code);
+    this.cancelPtr = await this.call('tr_cancel_epoch_ptr');
+  }
+
   failAll(why) {
     for (const p of this.pending.values()) p.reject(new HostError(why, TR_WORKER_FAILURE));
     this.pending.clear();
@@ -302,9 +309,7 @@ export async function instantiate({ bytes, sha256: expected = null, workers = 1,
       if (ack.type === 'refused' || ack.sha256 !== sha256) throw new HostError(`worker ${id} refused the module: ${ack.error || ack.sha256}`, TR_WORKER_FAILURE);
     }
     const rt = new ThreadedRuntime(memory, sha256, leader, ports);
-    const code = await rt.call('tr_pool_start', workers, livenessMs, leaderSpin ?? 0);
-    if (code !== 0) throw new HostError(`tr_pool_start(${workers}) returned ${code}`, code);
-    rt.cancelPtr = await rt.call('tr_cancel_epoch_ptr');
+    await rt.startPool(livenessMs, leaderSpin);
     return rt;
   } catch (e) {
     await Promise.all(started.map((p) => p.terminate()));

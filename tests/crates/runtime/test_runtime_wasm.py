@@ -15,28 +15,15 @@ import pytest
 from pipeline.modelpack import PRESETS, pack
 from pipeline.wasmhost import RESULT_NAMES, SessionConfig, WasmHost
 from verify.formats.golden import GoldenVector, U32Expected
+from verify.policy import load_wasm_policies
 
 from .malformed import CASES, Case, mutated, truncation_points
 
 pytestmark = pytest.mark.integration
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 WASM_TOOLS = Path(sys.executable).parent / "wasm-tools"
-EXPORTS = {
-    "tr_abi_version",
-    "tr_runtime_semantics",
-    "tr_lane",
-    "tr_alloc",
-    "tr_free",
-    "tr_model_load",
-    "tr_preflight",
-    "tr_session_new",
-    "tr_prefill",
-    "tr_decode",
-    "tr_session_free",
-    "tr_model_free",
-    "tr_self_test",
-    "tr_path_counters",
-}
+# Every function export the lane policy requires of the scalar lane (verify/policy/wasm.json).
+EXPORTS = set(load_wasm_policies()["scalar-wasm32"].required_exports)
 
 
 def test_module_is_mvp_only_with_no_imports(scalar_wasm: Path) -> None:

@@ -1,8 +1,10 @@
-"""crates/wasm/js/constants.js is generated from its Rust sources (pipeline/jsconstants.py):
-current, and the generator follows a change of each source."""
+"""crates/wasm/js/constants.js is generated from its Rust sources, verify's lane policy and
+feature table, and the probe sources (pipeline/jsconstants.py): current, and the generator
+follows a change of each source."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -10,6 +12,9 @@ import pytest
 
 from pipeline import jsconstants
 from pipeline.errors import PipelineError
+from pipeline.probes import SOURCE_DIR as PROBES_DIR
+from verify.policy import WasmPolicy, load_wasm_policies
+from verify.wasm.features import Proposal
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SOURCES = (
@@ -33,6 +38,7 @@ def tree(tmp_path: Path) -> Path:
         shutil.copy(REPO_ROOT / rel, tmp_path / rel)
     for path in (REPO_ROOT / jsconstants.WASM_SRC).glob("*.rs"):
         shutil.copy(path, tmp_path / jsconstants.WASM_SRC / path.name)
+    shutil.copytree(REPO_ROOT / PROBES_DIR, tmp_path / PROBES_DIR)
     return tmp_path
 
 
@@ -96,3 +102,77 @@ def test_an_export_the_loader_needs_must_exist(tree: Path) -> None:
     edit(tree, jsconstants.WASM_SRC / "lib.rs", "fn tr_path_counters(", "fn tr_path_counts(")
     with pytest.raises(PipelineError, match="tr_path_counters"):
         jsconstants.render(tree)
+
+
+THREADS = "simd128-threads-wasm32"
+
+
+def changed(lane: str, **fields: object) -> dict[str, WasmPolicy]:
+    """The shipped wasm lane policies with `fields` of `lane` replaced."""
+    policies = load_wasm_policies()
+    policies[lane] = dataclasses.replace(policies[lane], **fields)  # type: ignore[arg-type]
+    return policies
+
+
+def test_the_loader_exports_are_the_lane_policy() -> None:
+    policies = load_wasm_policies()
+    required, threads = jsconstants.loader_exports(policies)
+    assert required == ["memory", *policies["scalar-wasm32"].required_exports]
+    assert set(threads) == {
+        *policies[THREADS].required_exports,
+        *policies[THREADS].required_globals,
+    } - set(required)
+    assert {"tr_worker_main", "__stack_pointer", "__tls_base"} <= set(threads)
+
+
+def test_an_export_added_to_the_policy_reaches_the_js(tree: Path) -> None:
+    extra = (*load_wasm_policies()[THREADS].required_exports, "tr_fault_cancel_at_barrier")
+    text = jsconstants.render(tree, changed(THREADS, required_exports=extra))
+    threads_line = next(line for line in text.splitlines() if "THREADS_EXPORTS =" in line)
+    assert "'tr_fault_cancel_at_barrier'" in threads_line
+
+
+@pytest.mark.parametrize(
+    ("lane", "fields", "message"),
+    [
+        ("scalar-wasm32", {"required_globals": ("__stack_pointer",)}, "other exports than"),
+        ("simd128-wasm32", {"required_exports": ("tr_abi_version",)}, "other exports than"),
+        (THREADS, {"required_exports": ("tr_worker_main",)}, "lacks an export"),
+        (THREADS, {"memory": dataclasses.replace(
+            load_wasm_policies()[THREADS].memory, source="export")}, "import its shared memory"),
+    ],
+    ids=["single-lane-extra", "single-lane-fewer", "threads-lane-fewer", "threads-own-memory"],
+)  # fmt: skip
+def test_a_policy_the_loader_cannot_check_is_an_error(
+    lane: str, fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(PipelineError, match=message):
+        jsconstants.loader_exports(changed(lane, **fields))
+
+
+def test_an_export_the_policy_requires_must_exist_in_rust(tree: Path) -> None:
+    extra = (*load_wasm_policies()[THREADS].required_exports, "tr_not_in_rust")
+    with pytest.raises(PipelineError, match="tr_not_in_rust"):
+        jsconstants.render(tree, changed(THREADS, required_exports=extra))
+
+
+def test_feature_probes_come_from_the_feature_table_and_policy() -> None:
+    ids = ["bulk-memory", "simd128", "threads", "other"]
+    probes = jsconstants.feature_probes(load_wasm_policies(), ids)
+    assert probes["mutable-globals"] is None  # the lowest lane's: no probe
+    assert probes["simd128"] == "simd128"  # a probe named by the LLVM name
+    assert probes["atomics"] == "threads"  # ... or by verify's proposal name
+    assert "memory64" not in probes  # no probe, and no lane allows it
+
+
+def test_a_lane_feature_without_a_probe_is_an_error(tree: Path) -> None:
+    (tree / PROBES_DIR / "bulk-memory.wat").unlink()
+    with pytest.raises(PipelineError, match="bulk-memory"):
+        jsconstants.render(tree)
+
+
+def test_a_feature_the_lowest_lane_gains_needs_no_probe() -> None:
+    base = load_wasm_policies()["scalar-wasm32"].allowed
+    policies = changed("scalar-wasm32", allowed=base | Proposal.SIGN_EXTENSION)
+    probes = jsconstants.feature_probes(policies, ["bulk-memory", "simd128", "threads"])
+    assert probes["sign-ext"] is None

@@ -86,9 +86,9 @@ def test_a_hit_builds_nothing_and_a_damaged_entry_is_refused(tmp_path: Path) -> 
     shutil.copytree(again.root, copy)
     assert _intact(copy, again.key, SCALAR.target)
     victim = next(p for p in _libdir(copy, SCALAR.target).iterdir() if p.name.startswith("libcore"))
-    data = bytearray(victim.read_bytes())
-    data[len(data) // 2] ^= 1  # same size, other bytes: a planted std
-    victim.write_bytes(bytes(data))
+    planted = bytearray(victim.read_bytes())
+    planted[len(planted) // 2] ^= 1  # same size, other bytes: a planted std
+    victim.write_bytes(bytes(planted))
     assert not _intact(copy, again.key, SCALAR.target)
     assert not _intact(again.root, "0" * 64, SCALAR.target)  # another key's entry
     (copy / STAMP).unlink()
