@@ -29,6 +29,23 @@ CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
     ("simd-baseline", "simd128-wasm32", wb.simd_spec, set()),
     ("threads-baseline", "simd128-threads-wasm32", wb.threads_spec, set()),
     (
+        "tls-without-init-export",
+        "simd128-threads-wasm32",
+        lambda: _with(
+            wb.threads_spec(),
+            start_sets_global=True,
+            exports=[e for e in wb.threads_spec().exports if e != "__wasm_init_tls"],
+        ),
+        # the start function places a TLS block; no other thread could get one of its own
+        {"wasm.tls.per_thread", "wasm.exports.required"},
+    ),
+    (
+        "tls-with-its-exports",
+        "simd128-threads-wasm32",
+        lambda: _with(wb.threads_spec(), start_sets_global=True),
+        set(),
+    ),
+    (
         "v128-op-in-scalar",
         "scalar-wasm32",
         lambda: _with(wb.simd_spec()),

@@ -93,6 +93,9 @@ class ModuleSpec:
     data_count: bool = False
     raw_bodies: list[bytes] | None = None  # whole bodies (size-prefixed), replacing code
     table: bytes | None = None  # one table entry (reference type + limits)
+    # a start function that writes a mutable global of its own, as wasm-ld's
+    # __wasm_init_memory sets the TLS base of a shared-memory module that holds thread-locals
+    start_sets_global: bool = False
 
 
 def module(spec: ModuleSpec | None = None) -> bytes:
@@ -101,22 +104,31 @@ def module(spec: ModuleSpec | None = None) -> bytes:
     out += section(1, vec([b"\x60\x00\x00"]))  # type 0: [] -> []
     if spec.imports:
         out += section(2, vec(spec.imports))
-    out += section(3, vec([uleb(0)] * len(spec.code)))
+    code = [
+        *spec.code,
+        *([b"\x41\x80\x08\x24" + uleb(len(spec.globals))] if spec.start_sets_global else []),
+    ]
+    out += section(3, vec([uleb(0)] * len(code)))
     if spec.table is not None:
         out += section(4, vec([spec.table]))
     if spec.memory is not None:
         out += section(5, vec([spec.memory]))
-    if spec.globals:
-        out += section(6, vec([bytes([I32, 0x00, 0x41, 0x00, 0x0B])] * len(spec.globals)))
+    globals_ = [bytes([I32, 0x00, 0x41, 0x00, 0x0B])] * len(spec.globals)
+    if spec.start_sets_global:  # the TLS base: mutable, not exported
+        globals_.append(bytes([I32, 0x01, 0x41, 0x00, 0x0B]))
+    if globals_:
+        out += section(6, vec(globals_))
     exports = [name(e) + b"\x00" + uleb(0) for e in spec.exports]
     exports += [name(g) + b"\x03" + uleb(i) for i, g in enumerate(spec.globals)]
     if spec.export_memory:
         exports.append(name("memory") + b"\x02" + uleb(0))
     out += section(7, vec(exports))
+    if spec.start_sets_global:
+        out += section(8, uleb(len(code) - 1))
     if spec.data_count:
         out += section(12, uleb(len(spec.data)))
-    locals_ = spec.local_types + [()] * (len(spec.code) - len(spec.local_types))
-    bodies = spec.raw_bodies or [body(c, lt) for c, lt in zip(spec.code, locals_, strict=True)]
+    locals_ = spec.local_types + [()] * (len(code) - len(spec.local_types))
+    bodies = spec.raw_bodies or [body(c, lt) for c, lt in zip(code, locals_, strict=True)]
     out += section(10, vec(bodies))
     if spec.data:
         out += section(11, vec(spec.data))

@@ -16,7 +16,8 @@ LANE = load_lanes(REPO_ROOT / "manifests" / "lanes.toml").lane[0]
 # (file of the driver package, text to find, replacement): edits a maintainer could make
 EDITS = [
     ("cargo.py", '"--remap-path-prefix", f"{workspace}={lanes.remap_workspace}",', ""),
-    ("cargo.py", '"CARGO_INCREMENTAL": "0",', '"CARGO_INCREMENTAL": "1",'),
+    ("stdbuild.py", '"CARGO_INCREMENTAL": "0",', '"CARGO_INCREMENTAL": "1",'),
+    ("stdbuild.py", '"-C", "embed-bitcode=yes",', '"-C", "embed-bitcode=no",'),
     ("smoke.py", '"--workers", "2"', '"--workers", "1"'),
 ]
 

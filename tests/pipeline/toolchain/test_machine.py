@@ -132,7 +132,7 @@ def test_not_root_prints_the_commands_and_installs_nothing(
     lock_copy.write_text(text, encoding="utf-8")
     monkeypatch.setattr("os.geteuid", lambda: 1000)
     ran: list[list[str]] = []
-    monkeypatch.setattr(install_module, "_run", lambda argv, cwd, say: ran.append(argv))
+    monkeypatch.setattr(install_module, "run_apt", lambda argv, cwd, say: ran.append(argv))
     with pytest.raises(install_module.NotInstallable) as info:
         install_module.install(load_lock(lock_copy), lambda _: None)
     message = info.value.diagnostics()
