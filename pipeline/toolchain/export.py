@@ -89,14 +89,7 @@ def export(lock: ToolchainLock, folder: Path, say: Say) -> list[Path]:
             if target.is_file() and sha256_file(target) == pkg.sha256:
                 written.append(target)
                 continue
-            source = _fetch(pkg, work, say)
-            digest = sha256_file(source)
-            if digest != pkg.sha256:
-                raise ExportError(
-                    f"{source.name}: SHA-256 {digest} differs from the lock's {pkg.sha256}",
-                    error_id="toolchain.export-mismatch",
-                    where=str(source),
-                )
+            source = _require_pinned(_fetch(pkg, work, say), pkg)
             write_atomic(target, source.read_bytes())
             written.append(target)
     rows = [
@@ -116,6 +109,19 @@ def export(lock: ToolchainLock, folder: Path, say: Say) -> list[Path]:
     return written
 
 
+def _require_pinned(path: Path, pkg: LockedPackage) -> Path:
+    """`path` if it is the very .deb the lock pins, else `toolchain.export-mismatch`."""
+    digest = sha256_file(path)
+    if digest != pkg.sha256:
+        raise ExportError(
+            f"{path.name} has SHA-256 {digest}, not the pinned {pkg.spec}={pkg.version} "
+            f"({pkg.sha256})",
+            error_id="toolchain.export-mismatch",
+            where=str(path),
+        )
+    return path
+
+
 def checked_debs(lock: ToolchainLock, folder: Path, todo: list[LockedPackage]) -> list[Path]:
     """Every pinned file of `todo` in `folder`, each checked against the lock; a missing or
     different file refuses the whole install before anything is installed."""
@@ -128,14 +134,7 @@ def checked_debs(lock: ToolchainLock, folder: Path, todo: list[LockedPackage]) -
                 error_id="toolchain.export-missing",
                 where=str(folder),
             )
-        digest = sha256_file(path)
-        if digest != pkg.sha256:
-            raise ExportError(
-                f"{path.name} has SHA-256 {digest}, not the pinned {pkg.spec}={pkg.version}",
-                error_id="toolchain.export-mismatch",
-                where=str(path),
-            )
-        debs.append(path)
+        debs.append(_require_pinned(path, pkg))
     return debs
 
 
