@@ -73,11 +73,6 @@ def say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.action == "lock":
-        changed = relock(load_seed(args.seed), args.lock)
-        print(f"{args.lock}: {'rewritten' if changed else 'unchanged'}")
-        return EXIT_OK
-    lock = load_lock(args.lock)
     if (args.folder is not None) != (args.action == "export"):
         raise UsageError(
             "a folder goes with `toolchain export DIR` only",
@@ -93,6 +88,11 @@ def run(args: argparse.Namespace) -> int:
             "--reinstall needs --from DIR",
             where="toolchain install",
         )
+    if args.action == "lock":
+        changed = relock(load_seed(args.seed), args.lock)
+        print(f"{args.lock}: {'rewritten' if changed else 'unchanged'}")
+        return EXIT_OK
+    lock = load_lock(args.lock)
     if args.action == "export":
         started = time.monotonic()
         written = export(lock, args.folder, say)
