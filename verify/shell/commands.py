@@ -39,7 +39,7 @@ class ShellParser(argparse.ArgumentParser):
     print (as argparse does, and with --json as JSON) instead of exiting on the spot."""
 
     def error(self, message: str) -> NoReturn:
-        raise CommandLineRefused(message, prog=self.prog, usage=self.format_usage())
+        raise CommandLineRefused(message, where=self.prog, usage=self.format_usage())
 
 
 def leaf_parsers(
@@ -96,11 +96,11 @@ class Shell:
         words = list(sys.argv[1:] if argv is None else argv)
         try:
             args = parser.parse_args(words)
-        except CommandLineRefused as exc:
+        except CommandLineRefused as exc:  # as argparse does it: its text, SystemExit(2)
             sys.stderr.write(exc.argparse_text())
             if "--json" in words:
                 print(error_json(None, exc))
-            return exc.exit_code
+            raise SystemExit(exc.exit_code) from None
         return self.run(args)
 
     def run(self, args: argparse.Namespace) -> int:

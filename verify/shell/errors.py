@@ -14,8 +14,8 @@ class CommandLineRefused(VerifyError):
     error_id = "cli.usage"
     default_hint = "see the command's --help for its arguments"
 
-    def __init__(self, message: str, *, prog: str, usage: str) -> None:
-        super().__init__(message, where=prog)
+    def __init__(self, message: str, *, where: str = "", usage: str = "") -> None:
+        super().__init__(message, where=where)  # where: the (sub)command's prog
         self.usage = usage
 
     def argparse_text(self) -> str:

@@ -14,6 +14,19 @@ from contextlib import contextmanager
 
 from verify.shell.terminal import HAVE_RICH, is_terminal
 
+try:  # optional, as in terminal.py (HAVE_RICH says whether it is there)
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+except ImportError:  # pragma: no cover - the slim verifier without rich
+    pass
+
 # done, total (None: unknown), what is happening now
 Bar = Callable[[int, int | None, str], None]
 Say = Callable[[str], None]
@@ -35,16 +48,6 @@ def progress_bar(args: argparse.Namespace, label: str) -> Iterator[Bar]:
     if not bar_wanted(args):
         yield no_bar
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
     progress = Progress(
         SpinnerColumn(),
         TextColumn(label),
