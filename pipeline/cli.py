@@ -1,22 +1,22 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete's global completion looks for this line: README)
 """`tinyrustlm-release`: the maintainers' command line.
 
-Each command is a module with `add_arguments(parser)` and `run(args) -> int`; the one error
-root (`PipelineError`) is caught here, once, and printed as its `diagnostics()`.
+Each command is a module with `add_arguments(parser)` and `run(args)`; the shell it shares with
+`tinyrustlm-verify` (`verify.shell`) parses, runs and prints: the one error root
+(`PipelineError`, or a verifier refusal no step wrapped) is caught there, once, and printed as
+its `diagnostics()` (and with --json as an error object).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 from pipeline import formats, golden, modelpack, reproduce, serve, smoke_plan
 from pipeline.bench import cli as bench_cli
 from pipeline.conformance import cli as conformance_cli
 from pipeline.documents import keys, policy
-from pipeline.errors import EXIT_ERROR, PipelineError
+from pipeline.errors import PipelineError
 from pipeline.fetch import cli as fetch_cli
 from pipeline.lanebuild import cli as build_cli
 from pipeline.lanebuild import matrix
@@ -24,11 +24,11 @@ from pipeline.publish import cli_publish, cli_repo
 from pipeline.release import cli as release_cli
 from pipeline.release import cosign
 from pipeline.toolchain import cli as toolchain_cli
-from verify.errors import IoFailed, VerifyError
-from verify.version import add_version_argument
+from verify.errors import VerifyError
+from verify.shell.commands import CommandModule, Shell
 
 # name -> (module with add_arguments/run, one-line help)
-COMMANDS: dict[str, tuple[ModuleType, str]] = {
+COMMANDS: dict[str, tuple[CommandModule, str]] = {
     "toolchain": (toolchain_cli, "install, check or re-lock the pinned Rust toolchain"),
     "pack-model": (modelpack, "write a deterministic v1 model (tiny, small, bench)"),
     "build": (build_cli, "build lanes with the pinned toolchain into build/"),
@@ -50,33 +50,19 @@ COMMANDS: dict[str, tuple[ModuleType, str]] = {
 }
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
-        prog="tinyrustlm-release", description="Build, verify, sign and release tinyrustlm."
-    )
-    add_version_argument(top, Path(__file__).parent, ("tinyrustlm-release",))
-    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (module, help_text) in COMMANDS.items():
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        module.add_arguments(sub)
-        sub.set_defaults(run=module.run)
-    return top
+SHELL = Shell(
+    prog="tinyrustlm-release",
+    description="Build, verify, sign and release tinyrustlm.",
+    commands=COMMANDS,
+    package_dir=Path(__file__).parent,
+    distributions=("tinyrustlm-release",),
+    errors=(PipelineError, VerifyError),  # a verifier refusal no step wrapped: its id
+)
+parser = SHELL.parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        code: int = args.run(args)
-    except (PipelineError, VerifyError) as exc:  # a verifier refusal no step wrapped: its id
-        print(exc.diagnostics(), file=sys.stderr)
-        return exc.exit_code
-    except OSError as exc:  # a file vanished or is unreadable: still one clear line, exit 3
-        print(IoFailed.of(exc).diagnostics(), file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("tinyrustlm-release: interrupted", file=sys.stderr)
-        return 130
-    return code
+    return SHELL.main(argv)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pipeline.smoke_plan import NativeSmokePlan
 from pipeline.toolchain.lockfile import LOCK_SCHEMA, SEED_SCHEMA, ToolchainLock, ToolchainSeed
 from pipeline.tree.lanes import LanesFile
 from verify.formats.registry import VERIFY_FORMATS, schema_json
+from verify.shell.result import Outcome
 
 FORMATS: dict[str, type[BaseModel]] = {
     **VERIFY_FORMATS,
@@ -53,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    for path in write_schemas(args.out):
+def run(args: argparse.Namespace) -> Outcome:
+    written = write_schemas(args.out)
+    for path in written:
         print(path)
-    return EXIT_OK
+    return Outcome(EXIT_OK, {"written": [str(p) for p in written]})

@@ -18,6 +18,7 @@ from pipeline.io.atomic import write_atomic
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.modelpack import PRESETS, pack
 from pipeline.tree.snapshot import read_tree
+from verify.shell.result import Outcome
 
 
 class OracleFailed(PipelineError):
@@ -43,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     repo: Path = args.repo.resolve()
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     tree = read_tree(repo)
@@ -78,4 +79,4 @@ def run(args: argparse.Namespace) -> int:
             where=" ".join(argv),
         )
     print(done.stdout.strip())
-    return EXIT_OK
+    return Outcome(EXIT_OK, {"out": str(args.out), "oracle": oracle_lane, "revision": revision})

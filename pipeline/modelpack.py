@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.io.atomic import write_atomic
+from verify.shell.result import Outcome
 
 # --- format v1 constants (mirror crates/core/src/model.rs and quant.rs) ---------------------
 MAGIC = b"TRLMODEL"
@@ -402,7 +403,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="model file to write")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     seed: int = args.seed
     if not 0 <= seed < 2**32:
         raise ModelPackError(
@@ -415,4 +416,5 @@ def run(args: argparse.Namespace) -> int:
     write_atomic(out, data)
     digest = hashlib.sha256(data).hexdigest()
     print(f"{out}: preset={args.preset} seed={seed} bytes={len(data)} sha256={digest}")
-    return 0
+    result = {"out": str(out), "preset": args.preset, "seed": seed, "bytes": len(data)}
+    return Outcome(0, {**result, "sha256": digest})

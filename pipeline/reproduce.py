@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import ClassVar
 
 from pipeline import paths
-from pipeline.args import add_trust_arguments
 from pipeline.documents.assemble import documents_of
 from pipeline.documents.attest import Compared, rebuild_statement, write_attestation
 from pipeline.documents.keys import SigningKey, load_private_key
@@ -60,6 +59,8 @@ from verify.bundle.verifier import verify_bundle
 from verify.errors import VerifyError
 from verify.formats.manifest import ModuleManifest
 from verify.section_diff import first_difference
+from verify.shell.arguments import add_trust_arguments
+from verify.shell.result import Outcome
 
 Say = Callable[[str], None]
 DIFFOSCOPE_TIMEOUT_SECONDS = 600
@@ -428,10 +429,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="install the release's pinned toolchain from a `toolchain export` folder (the "
         "release workflow keeps one as an artifact) before building, with no network",
     )
-    parser.add_argument("--json", action="store_true", help="print the verdicts as JSON")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     key = None
     if args.attest:  # bad key input first, before an hour of building
         if args.key is None:
@@ -473,24 +473,16 @@ def run(args: argparse.Namespace) -> int:
             toolchain_from=args.toolchain_from,
         )
     seconds = time.monotonic() - started
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "artifacts": [
-                        {**asdict(v), "identical": v.identical} for v in result.artifacts
-                    ],
-                    "documents": [
-                        {**asdict(v), "identical": v.identical} for v in result.documents
-                    ],
-                    "seconds": round(seconds, 1),
-                },
-                indent=2,
-            )
-        )
-    else:
-        print(render(result))
-        print(f"whole-bundle reproduction took {seconds:.0f}s")
+    document = json.dumps(
+        {
+            "artifacts": [{**asdict(v), "identical": v.identical} for v in result.artifacts],
+            "documents": [{**asdict(v), "identical": v.identical} for v in result.documents],
+            "seconds": round(seconds, 1),
+        },
+        indent=2,
+    )
+    print(render(result))  # with --json, the shell prints the document instead
+    print(f"whole-bundle reproduction took {seconds:.0f}s")
     if key is not None and not any(v.identical for v in result.artifacts):
         print("no artifact reproduced: no rebuild attestation written", file=sys.stderr)
     elif key is not None:
@@ -514,4 +506,4 @@ def run(args: argparse.Namespace) -> int:
             f"\n  {scope}",
             file=sys.stderr,
         )
-    return EXIT_OK if result.identical else EXIT_CHECK_FAILED
+    return Outcome(EXIT_OK if result.identical else EXIT_CHECK_FAILED, document=document)

@@ -41,6 +41,7 @@ from verify.bundle.trusted_keys import trust_root_of
 from verify.canonical import parse_json
 from verify.errors import VerifyError
 from verify.inputs import read_regular_file
+from verify.shell.result import Outcome
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAGE_DIR = Path("examples/browser")
@@ -364,7 +365,7 @@ def site_for(args: argparse.Namespace) -> Site:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     site = site_for(args)
     server, url = start(site, args.port)
     print(
@@ -379,4 +380,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.shutdown()
         server.server_close()
-    return 0
+    return Outcome(0, {"url": url, "bundle": str(args.bundle), "isolated": bool(args.isolated)})

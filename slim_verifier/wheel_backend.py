@@ -37,6 +37,13 @@ DEPENDENCIES: dict[str, str] = {
     "packaging": "packaging",  # --not-before-version compares PEP 440 versions
     "sigstore": "sigstore",  # --certificate-identity: keyless signatures, verified offline
 }
+# Used when installed, never required (no dependency of the wheel): `verify/shell` colours and
+# draws progress bars with rich and answers tab completion with argcomplete, and is plain
+# without them. Each import sits in `try: ... except ImportError` (tests/slim_verifier).
+OPTIONAL_IMPORTS: dict[str, str] = {
+    "rich": "colour and progress bars on a terminal",
+    "argcomplete": "shell completion",
+}
 PACKAGE = "verify"
 ENTRY_POINTS = "[console_scripts]\ntinyrustlm-verify = verify.cli:main\n"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)

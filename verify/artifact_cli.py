@@ -2,20 +2,22 @@
 `tinyrustlm-verify artifact --build-index build/index.json [--json]`.
 
 Exit codes: 0 every check passed, 1 at least one finding, 3 unreadable or malformed input.
-With --json, stdout is JSON in every case: the verification report, or (when no report could
-be made: an unreadable or malformed file, a bad build index) a refusal naming the error id.
+With --json (the shell's flag), stdout is JSON in every case: the verification report, or
+(when no report could be made: an unreadable or malformed file, a bad build index) a refusal
+naming the error id.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from verify.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, VerifyError
 from verify.inputs import read_json_file
+from verify.shell.result import Outcome
+from verify.shell.terminal import print_diagnostics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lane", help="the lane FILE claims to be (a lane of the policy)")
     parser.add_argument("--build-index", type=Path, default=None,
                         help="inspect every lane of a build index (build/index.json)")  # fmt: skip
-    parser.add_argument("--json", action="store_true", help="print the verification report")
     parser.add_argument("--policy-dir", type=Path, default=None,
                         help="folder with wasm.json and native.json (default: repo's)")  # fmt: skip
     parser.add_argument("--no-wasm-tools", action="store_true",
@@ -76,18 +77,17 @@ def refusal(exc: VerifyError) -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     if not args.json:
         return _run(args)
     try:
         return _run(args)
     except VerifyError as exc:  # still JSON on stdout; the diagnostics go to stderr
-        print(json.dumps(refusal(exc), indent=2, sort_keys=True))
-        print(exc.diagnostics(), file=sys.stderr)
-        return exc.exit_code
+        print_diagnostics(exc.diagnostics())
+        return Outcome(exc.exit_code, document=json.dumps(refusal(exc), indent=2, sort_keys=True))
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> Outcome:
     if args.build_index is not None:
         if args.file is not None or args.lane is not None:
             raise ArtifactUsage("give either FILE --lane ID or --build-index, not both")
@@ -102,8 +102,6 @@ def _run(args: argparse.Namespace) -> int:
     from verify.inspect import render_table, verification_report
 
     report = verification_report(items, args.policy_dir, cross_check=not args.no_wasm_tools)
-    if args.json:
-        print(report.model_dump_json(by_alias=True, indent=2))
-    else:
-        print(render_table(report))
-    return EXIT_OK if report.ok else EXIT_FINDINGS
+    print(render_table(report))  # with --json, the shell prints the document instead
+    code = EXIT_OK if report.ok else EXIT_FINDINGS
+    return Outcome(code, document=report.model_dump_json(by_alias=True, indent=2))

@@ -18,6 +18,7 @@ from pipeline.bench.summary import table
 from pipeline.errors import PipelineError
 from pipeline.io.atomic import write_atomic
 from pipeline.io.inputs import load_json
+from verify.shell.result import Outcome
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +38,7 @@ def _load_old(path: Path) -> dict[str, Any]:
     return doc
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     old = _load_old(args.compare) if args.compare else None  # refuse before measuring
     doc = run_bench(REPO_ROOT, args.tokens, args.reps)
     BenchDocument.model_validate(doc)  # the schema'd format, before anything is written
@@ -51,14 +52,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ncompared with {args.compare}:")
         print(compare_table(compare(old, doc)))
     print(f"\nwrote {out / 'lanes-latest.json'}")
-    return 0
+    compared = None if args.compare is None else str(args.compare)
+    return Outcome(0, {"document": str(out / "lanes-latest.json"), "compared_with": compared})
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline.bench.cli", description=__doc__)
     add_arguments(parser)
     try:
-        return run(parser.parse_args(argv))
+        return run(parser.parse_args(argv)).code
     except PipelineError as e:
         print(e.diagnostics(), file=sys.stderr)
         return e.exit_code

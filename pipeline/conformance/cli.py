@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
-from pipeline.args import add_trust_arguments
 from pipeline.conformance import cases as case_gen
 from pipeline.conformance.html import render
 from pipeline.conformance.matrix import (
@@ -34,6 +34,9 @@ from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, PipelineErro
 from pipeline.io.atomic import write_atomic
 from pipeline.modelpack import PRESETS, pack
 from verify.formats.conformance import ConformanceReport, ModelTier
+from verify.shell.arguments import add_trust_arguments
+from verify.shell.progress import counted_lines, progress_bar
+from verify.shell.result import Outcome
 
 MODEL_SEED = 1
 # tier -> the model preset its rows run (the same weights; format v1 and v2: CONTRACT.md §10)
@@ -119,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     if args.cases < 1 or args.speed_runs < 1:
         raise UsageError("--cases and --speed-runs must be >= 1", where="command line")
     engines = engine_names(args.engines, ALL_ENGINES, "--engines")
@@ -145,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
         speed_runs=args.speed_runs,
         page_timeout=args.timeout,
     )
-    report = conformance(subject, opts)
+    with progress_bar(args, "conformance") as bar:
+        report = conformance(subject, replace(opts, say=counted_lines(opts.say, bar)))
     write_atomic(args.out, report_bytes(report))
     html = args.html or args.out.with_suffix(".html")
     write_atomic(html, render(report).encode("utf-8"))
@@ -163,4 +167,13 @@ def run(args: argparse.Namespace) -> int:
             f"{s.decode_tps_median:8.1f} tok/s ({s.decode_tps_min:.1f}-{s.decode_tps_max:.1f})"
         )
     print(f"report {args.out}, matrix {html}: {len(report.rows)} rows, {len(failed)} failed")
-    return EXIT_CHECK_FAILED if failed else EXIT_OK
+    return Outcome(EXIT_CHECK_FAILED if failed else EXIT_OK, {
+        "report": str(args.out),
+        "html": str(html),
+        "rows": len(report.rows),
+        "failed": [
+            {"engine": r.engine, "isolated": r.isolated, "lane": r.lane, "tier": r.tier,
+             "detail": r.detail}
+            for r in failed
+        ],
+    })  # fmt: skip

@@ -30,6 +30,7 @@ from verify.bundle.dsse import keyid_of
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.formats.manifest import KeyClass
 from verify.inputs import InputError, read_regular_file
+from verify.shell.result import Outcome
 
 KEY_ENV = "TINYRUSTLM_RELEASE_KEY"
 DEV_KEY_DIR = str(paths.DEV_KEYS_DIR)
@@ -172,11 +173,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     files = generate_key_files(args.out, args.name, args.role)
     print(f"keyid        {files.keyid}")
     print(f"private key  {files.private_pem}  (mode 0600: keep it secret, never commit it)")
     print(f"public key   {files.public_pem}")
     print(f"trusted keys {files.trusted_keys}  (give this to verifiers)")
     print(f"sign with    tinyrustlm-release release --key {files.private_pem}")
-    return EXIT_OK
+    return Outcome(EXIT_OK, {
+        "keyid": files.keyid,
+        "private_key": str(files.private_pem),
+        "public_key": str(files.public_pem),
+        "trusted_keys": str(files.trusted_keys),
+    })  # fmt: skip

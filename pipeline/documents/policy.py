@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipeline.args import at_least_one
 from pipeline.errors import EXIT_OK, PipelineError
 from pipeline.io.atomic import write_atomic
 from verify.bundle.trusted_keys import (
@@ -32,6 +31,8 @@ from verify.formats.trusted_keys import (
     TrustedKeysFileV2,
 )
 from verify.inputs import read_regular_file
+from verify.shell.arguments import at_least_one
+from verify.shell.result import Outcome
 
 
 class TrustPolicyError(PipelineError):
@@ -118,8 +119,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="the v2 trusted-keys file")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     data = trust_policy(args.keys, args.threshold, args.revoke)
     write_atomic(args.out, data)
     print(f"trust policy {args.out}: {args.threshold} of the keys in {len(args.keys)} file(s)")
-    return EXIT_OK
+    keys = [str(k) for k in args.keys]
+    return Outcome(EXIT_OK, {"out": str(args.out), "threshold": args.threshold, "keys": keys})

@@ -6,10 +6,12 @@ import argparse
 import time
 from pathlib import Path
 
-from pipeline.args import add_trust_arguments
 from pipeline.errors import EXIT_OK
 from pipeline.fetch.client import FetchRequest, fetch_release
 from pipeline.tuf.policy import load_policy
+from verify.shell.arguments import add_trust_arguments
+from verify.shell.progress import progress_bar
+from verify.shell.result import Outcome
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace an existing output folder")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     start = time.monotonic()
     request = FetchRequest(
         url=args.url,
@@ -50,17 +52,27 @@ def run(args: argparse.Namespace) -> int:
         state=args.state,
         force=args.force,
     )
-    done = fetch_release(request, load_policy(), now=int(time.time()), say=print)
+    with progress_bar(args, "fetch") as bar:
+        done = fetch_release(request, load_policy(), now=int(time.time()), say=print, progress=bar)
     v = done.verdict
+    result = {
+        "bundle": str(done.bundle),
+        "up_to_date": done.up_to_date,
+        "version": v.version,
+        "build_id": v.build_id,
+        "keyid": v.keyid,
+        "key_class": v.key_class,
+        "files": v.files,
+    }
     if done.up_to_date:
         print(
             f"up to date tinyrustlm {v.version}, build {v.build_id} (verified, nothing downloaded)"
         )
         print(f"bundle     {done.bundle}")
-        return EXIT_OK
+        return Outcome(EXIT_OK, result)
     print(
         f"verified   tinyrustlm {v.version}, build id {v.build_id}, key {v.keyid} "
         f"({v.key_class}), {v.files} files"
     )
     print(f"bundle     {done.bundle}  ({time.monotonic() - start:.2f}s)")
-    return EXIT_OK
+    return Outcome(EXIT_OK, result)

@@ -72,6 +72,11 @@ STAGING_PREFIX = ".fetch-"  # + "<pid>-<random>": a hidden folder under --out wh
 _STAGING_NAME = re.compile(r"\.fetch-([0-9]+)-.+")
 
 Say = Callable[[str], None]
+Progress = Callable[[int, int | None, str], None]  # done, total, what: verify.shell.progress.Bar
+
+
+def _no_progress(done: int, total: int | None, what: str) -> None:
+    """No progress bar."""
 
 
 @dataclass(frozen=True)
@@ -257,9 +262,12 @@ def _choose(
     return chosen
 
 
-def _download(updater: Updater, prefix: str, release: PublishedRelease, staging: Path) -> None:
+def _download(
+    updater: Updater, prefix: str, release: PublishedRelease, staging: Path, progress: Progress
+) -> None:
     expected = {CUSTOM_VERSION: release.version, CUSTOM_BUILD_ID: release.build_id}
-    for rel in release.files:
+    for number, rel in enumerate(release.files):
+        progress(number, len(release.files), rel)
         path = target_path(prefix, release.version, rel)
         try:
             _BUNDLE_PATH.validate_python(rel)
@@ -414,7 +422,9 @@ def fetch_release(
     now: int,
     derive: Deriver | None = None,
     say: Say | None = None,
+    progress: Progress | None = None,
 ) -> Fetched:
+    """`progress(done, total, file)` before each file is downloaded (a progress bar)."""
     tell = say or (lambda _line: None)
     url = request.url.rstrip("/")
     root_bytes = _read_root(request.root)
@@ -456,7 +466,9 @@ def fetch_release(
             def check(staging: Path) -> Verdict:
                 return _verify(staging, release, trusted, request, now, derive)
 
-            verdict = _fetch_into(updater, policy, release, final, present, request.out, check)
+            verdict = _fetch_into(
+                updater, policy, release, final, present, request.out, check, progress
+            )
         if seen is None or version_key(release.version) > version_key(seen.newest_version):
             state = FetchState(
                 repository=url, newest_version=release.version, newest_build_id=release.build_id
@@ -476,11 +488,12 @@ def _fetch_into(
     replace: bool,
     out: Path,
     verify: Callable[[Path], Verdict],
+    progress: Progress | None = None,
 ) -> Verdict:
     """Download, verify, seal and install the release as `final` via a hidden folder."""
     staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out))
     try:
-        _download(updater, policy.target_prefix, release, staging)
+        _download(updater, policy.target_prefix, release, staging, progress or _no_progress)
         verdict = verify(staging)
         _seal(staging)
         _install(staging, final, replace)

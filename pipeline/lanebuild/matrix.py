@@ -22,6 +22,7 @@ from pipeline.errors import EXIT_OK, CheckFailed, TabledError
 from pipeline.paths import LANES_FILE
 from pipeline.tree.lanes import LanesFile, load_lanes
 from pipeline.tree.sources import project_version
+from verify.shell.result import Outcome
 
 TAG_ERRORS: dict[str, str] = {
     "release.tag-mismatch": "tag the commit whose pyproject.toml [project].version the tag "
@@ -78,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     if args.release_tag is not None:
         check_release_tag(args.release_tag, project_version(args.repo))
     found = matrices(load_lanes(args.repo / LANES_FILE))
@@ -87,4 +88,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name}={json.dumps(value, separators=(',', ':'))}")
     else:
         print(json.dumps(found, indent=2))
-    return EXIT_OK
+    return Outcome(EXIT_OK, found)

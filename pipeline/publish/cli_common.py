@@ -38,6 +38,18 @@ def key_folders(args: argparse.Namespace) -> KeyFolders:
     return KeyFolders(args.keys, args.root_keys)
 
 
+def summary_result(summary: RepoSummary) -> dict[str, object]:
+    """A repository's state for --json: each role's version and expiry, its keys' class."""
+    return {
+        "repo": str(summary.path),
+        "versions": dict(summary.versions),
+        "expires": {
+            role: at.strftime("%Y-%m-%dT%H:%M:%SZ") for role, at in summary.expires.items()
+        },
+        "key_class": summary.key_class,
+    }
+
+
 def print_summary(summary: RepoSummary) -> None:
     for role, version in summary.versions.items():
         expires = summary.expires[role].strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -6,14 +6,20 @@ import argparse
 import time
 from pathlib import Path
 
-from pipeline.args import add_trust_arguments
 from pipeline.errors import EXIT_OK
-from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_summary
+from pipeline.publish.cli_common import (
+    add_repo_arguments,
+    key_folders,
+    print_summary,
+    summary_result,
+)
 from pipeline.publish.publish import publish_bundle
 from pipeline.tuf.errors import TrustedKeysUnreadable
 from pipeline.tuf.policy import load_policy
 from verify.bundle.trusted_keys import load_trust_root
 from verify.errors import VerifyError
+from verify.shell.arguments import add_trust_arguments
+from verify.shell.result import Outcome
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     start = time.monotonic()
     try:
         trusted = load_trust_root(args.trusted_keys)
@@ -53,4 +59,16 @@ def run(args: argparse.Namespace) -> int:
         f"published  tinyrustlm {done.version} (build {done.build_id}), {done.files} files"
         f" (previous: {done.previous or 'none'}) in {time.monotonic() - start:.1f}s"
     )
-    return EXIT_OK
+    pending = done.pending
+    return Outcome(EXIT_OK, {
+        "version": done.version,
+        "build_id": done.build_id,
+        "files": done.files,
+        "previous": done.previous,
+        "pending": None if pending is None else {
+            "signed_by": list(pending.signed_by),
+            "threshold": pending.threshold,
+            "committed": pending.committed,
+        },
+        "repository": summary_result(done.repo),
+    })  # fmt: skip

@@ -7,7 +7,12 @@ import argparse
 from pathlib import Path
 
 from pipeline.errors import EXIT_OK
-from pipeline.publish.cli_common import add_repo_arguments, key_folders, print_summary
+from pipeline.publish.cli_common import (
+    add_repo_arguments,
+    key_folders,
+    print_summary,
+    summary_result,
+)
 from pipeline.publish.delegation import (
     RELEASES_ROLE,
     delegate_releases,
@@ -22,6 +27,7 @@ from pipeline.publish.repo import (
     rotate_root,
 )
 from pipeline.tuf.policy import load_policy
+from verify.shell.result import Outcome
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,9 +91,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     policy = load_policy(overrides=args.expiry)
     folders = key_folders(args)
+    result: dict[str, object] = {"action": args.action}
     if args.action == "init":
         summary = init_repository(args.repo, folders, policy, args.role)
         print_summary(summary)
@@ -95,30 +102,45 @@ def run(args: argparse.Namespace) -> int:
             print("DEVELOPMENT keys: fine for trials, never for a repository others rely on")
         print(f"root key   {folders.folder('root')}  (keep it offline)")
         print(f"trust root {args.repo / 'metadata' / '1.root.json'}  (give it to clients)")
+        result["root_key"] = str(folders.folder("root"))
+        result["trust_root"] = str(args.repo / "metadata" / "1.root.json")
     elif args.action == "refresh-timestamp":
-        print_summary(refresh_timestamp(args.repo, folders, policy))
+        summary = refresh_timestamp(args.repo, folders, policy)
+        print_summary(summary)
     elif args.action == "rotate" and args.role == RELEASES_ROLE:
-        print_summary(rotate_releases(
+        summary = rotate_releases(
             args.repo, folders, policy, args.maintainer, args.threshold, args.maintainer_key
-        ))  # fmt: skip
-        print(f"rotated    releases: {args.threshold} of {len(args.maintainer)} new keys")
-    elif args.action == "delegate":
-        print_summary(
-            delegate_releases(args.repo, folders, policy, args.maintainer, args.threshold)
         )
+        print_summary(summary)
+        print(f"rotated    releases: {args.threshold} of {len(args.maintainer)} new keys")
+        result.update(role=RELEASES_ROLE, threshold=args.threshold, keys=len(args.maintainer))
+    elif args.action == "delegate":
+        summary = delegate_releases(args.repo, folders, policy, args.maintainer, args.threshold)
+        print_summary(summary)
         print(f"delegated  {policy.target_prefix}/* to releases: {args.threshold} of "
               f"{len(args.maintainer)} maintainer keys")  # fmt: skip
+        result.update(threshold=args.threshold, keys=len(args.maintainer))
     elif args.action == "sign-pending":
         done = sign_pending(args.repo, folders, policy, args.maintainer_key)
         state = "published" if done.committed else "still pending"
         print(f"releases v{done.version}: {len(done.signed_by)} of {done.threshold} "
               f"signatures, {state}")  # fmt: skip
+        result["pending"] = {
+            "version": done.version,
+            "signed_by": list(done.signed_by),
+            "threshold": done.threshold,
+            "committed": done.committed,
+        }
+        return Outcome(EXIT_OK, result)
     elif args.action == "rotate":
-        print_summary(rotate_role(args.repo, folders, policy, args.role))
+        summary = rotate_role(args.repo, folders, policy, args.role)
+        print_summary(summary)
         print(f"rotated    {args.role}: root and the metadata it signs were re-signed")
+        result["role"] = args.role
     else:
         summary = rotate_root(args.repo, folders, policy)
         print_summary(summary)
         newest_root = f"{summary.versions['root']}.root.json"
         print(f"new root   {args.repo / 'metadata' / newest_root}")
-    return EXIT_OK
+        result["new_root"] = str(args.repo / "metadata" / newest_root)
+    return Outcome(EXIT_OK, {**result, "repository": summary_result(summary)})

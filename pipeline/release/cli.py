@@ -10,7 +10,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.args import at_least_one
 from pipeline.conformance.cli import engine_names
 from pipeline.conformance.matrix import ALL_ENGINES, Options
 from pipeline.documents.keyless import ambient_token
@@ -19,6 +18,9 @@ from pipeline.errors import EXIT_OK
 from pipeline.release.conformance import run_conformance
 from pipeline.release.cosign import cosign_bundle
 from pipeline.release.steps import STEPS, Bundled, ReleaseRequest, build_from_records, run_release
+from verify.shell.arguments import at_least_one
+from verify.shell.progress import progress_bar, step_lines
+from verify.shell.result import Outcome
 
 
 def _shown(path: Path) -> str:
@@ -76,6 +78,24 @@ def summary(done: Bundled) -> str:
         lines.append("signed with the DEVELOPMENT key: verifiers refuse it without --allow-dev-key")
     lines.append(f"verify it:  {verify_command(done)}")
     return "\n".join(lines)
+
+
+def release_result(done: Bundled) -> dict[str, object]:
+    """What `release --json` says: the bundle, what it holds and how to verify it."""
+    manifest = done.manifest
+    digests = dict(manifest.listed_files())
+    return {
+        "bundle": str(done.bundle),
+        "up_to_date": done.up_to_date,
+        "version": manifest.version,
+        "source_revision": manifest.source_revision,
+        "build_id": manifest.build_id,
+        "keyid": done.key.keyid,
+        "key_class": done.key.key_class,
+        "expires_epoch": manifest.expires_epoch,
+        "lanes": {lane: {"url": url, "sha256": digests[url]} for url, lane in manifest.lanes()},
+        "verify_command": verify_command(done),
+    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -161,7 +181,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     repo_root = Path.cwd()
     request = ReleaseRequest(
         repo_root=repo_root,
@@ -186,8 +206,9 @@ def run(args: argparse.Namespace) -> int:
         steps = replace(steps, conformance=run_conformance(options, require))
     if args.keyless:
         ambient_token()  # no credential: stop before building anything
-    done = run_release(request, steps)
+    with progress_bar(args, "release") as bar:
+        done = run_release(request, steps, step_lines(print, bar))
     if args.keyless:
         cosign_bundle(done.bundle, None, keyless=True)
     print(summary(done))
-    return EXIT_OK
+    return Outcome(EXIT_OK, release_result(done))

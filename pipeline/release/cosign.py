@@ -37,6 +37,7 @@ from verify.bundle.layout import (
 )
 from verify.errors import VerifyError
 from verify.formats.manifest import ModuleManifest
+from verify.shell.result import Outcome
 
 
 class CoSignUsage(TabledError):
@@ -184,11 +185,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     done = cosign_bundle(args.bundle, args.key, args.keyless)
     with_what = f"key {done.keyid}" if done.keyid else "nothing"
     print(f"co-signed  {done.bundle} with {with_what}{' + keyless' if args.keyless else ''}")
     for name, keyids in done.signers.items():
         print(f"  {name}: {len(keyids)} signature(s): {', '.join(k[:16] for k in keyids)}")
     print(f"rewritten  {', '.join(done.rewritten)}")
-    return EXIT_OK
+    return Outcome(EXIT_OK, {
+        "bundle": str(done.bundle),
+        "keyid": done.keyid,
+        "keyless": bool(args.keyless),
+        "signers": {name: list(keyids) for name, keyids in done.signers.items()},
+        "rewritten": list(done.rewritten),
+    })  # fmt: skip

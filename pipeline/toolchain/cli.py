@@ -15,6 +15,7 @@ from pipeline.toolchain.export import export, install_from
 from pipeline.toolchain.install import install
 from pipeline.toolchain.lockfile import load_lock, load_seed
 from pipeline.toolchain.relock import relock
+from verify.shell.result import Outcome
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +58,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("manifests/toolchain.toml"),
         help="what `lock` pins (default: ./manifests/toolchain.toml)",
     )
-    parser.add_argument("--json", action="store_true", help="check: machine-readable differences")
 
 
 class UsageError(PipelineError):
@@ -72,7 +72,7 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Outcome:
     if (args.folder is not None) != (args.action == "export"):
         raise UsageError(
             "a folder goes with `toolchain export DIR` only",
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "lock":
         changed = relock(load_seed(args.seed), args.lock)
         print(f"{args.lock}: {'rewritten' if changed else 'unchanged'}")
-        return EXIT_OK
+        return Outcome(EXIT_OK, {"lock": str(args.lock), "rewritten": changed})
     lock = load_lock(args.lock)
     if args.action == "export":
         started = time.monotonic()
@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
             f"{args.folder}: {len(written)} pinned .deb(s), {size / 1e6:.1f} MB, each checked "
             f"against {args.lock.name} ({time.monotonic() - started:.1f}s)"
         )
-        return EXIT_OK
+        debs = [{"file": str(p), "size": p.stat().st_size} for p in written]
+        return Outcome(EXIT_OK, {"folder": str(args.folder), "debs": debs, "bytes": size})
     if args.action == "install":
         started = time.monotonic()
         if args.from_dir is not None:
@@ -110,13 +111,9 @@ def run(args: argparse.Namespace) -> int:
             count = install(lock, say)
         say(f"toolchain install: {count} package(s) installed in {time.monotonic() - started:.1f}s")
     diffs = compare(lock)
-    if args.json:
-        print(
-            json.dumps(
-                {"lock": str(args.lock), "ok": not drifted(diffs), "differences": as_json(diffs)},
-                indent=2,
-            )
-        )
-    else:
-        print(render_table(diffs))
-    return EXIT_CHECK_FAILED if drifted(diffs) else EXIT_OK
+    print(render_table(diffs))  # with --json, the shell prints the document instead
+    document = json.dumps(
+        {"lock": str(args.lock), "ok": not drifted(diffs), "differences": as_json(diffs)},
+        indent=2,
+    )
+    return Outcome(EXIT_CHECK_FAILED if drifted(diffs) else EXIT_OK, document=document)

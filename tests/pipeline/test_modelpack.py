@@ -129,7 +129,7 @@ def test_cli_writes_atomically_and_reports_the_digest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "m" / "tiny.trlm"
-    assert modelpack.run(argparse.Namespace(preset="tiny", seed=7, out=out)) == 0
+    assert modelpack.run(argparse.Namespace(preset="tiny", seed=7, out=out)).code == 0
     data = out.read_bytes()
     assert hashlib.sha256(data).hexdigest() in capsys.readouterr().out
     assert [p.name for p in out.parent.iterdir()] == ["tiny.trlm"]

@@ -5,14 +5,14 @@
 
 Exit codes: 0 verified; 1 rejected (a step failed: the error id names which check);
 2 bad arguments; 3 the bundle or the trusted-keys file could not be read at all.
-With --json, every outcome (including unreadable input) prints one JSON result.
+With --json (the shell's flag), every outcome (including unreadable input and arguments that
+do not go together) prints one `tinyrustlm.bundle-verification.v1` result.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,22 +27,15 @@ from verify.bundle.versions import version_key
 from verify.errors import EXIT_OK, EXIT_USAGE, IoFailed, VerifyError
 from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
 from verify.formats.conformance import KNOWN_ENGINES
+from verify.shell.arguments import add_trust_arguments
+from verify.shell.result import Outcome
+from verify.shell.terminal import print_diagnostics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="bundle directory or its .tar.gz")
-    parser.add_argument(
-        "--trusted-keys",
-        type=Path,
-        required=True,
-        metavar="FILE",
-        help="trusted-keys JSON: keys, and (v2) the signing policy: threshold, validity "
-        "windows, revoked keys",
-    )
-    parser.add_argument(
-        "--allow-dev-key",
-        action="store_true",
-        help="accept a bundle signed by a development-role key",
+    add_trust_arguments(
+        parser, "keys, and (v2) the signing policy: threshold, validity windows, revoked keys"
     )
     parser.add_argument(
         "--require-engines",
@@ -51,7 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated engines (e.g. chromium,firefox,webkit) that must each have a "
         "passing and no failing row in the bundle's conformance.json",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON result on stdout")
     parser.add_argument(
         "--rebuilders",
         type=Path,
@@ -134,7 +126,38 @@ def _progress(result: StepResult) -> None:
     print(f"[{result.number:>2}/{total}] {result.title}: ok ({result.detail})", flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
+class BundleUsage(VerifyError):
+    """`bundle` options that do not go together (checked before anything is read)."""
+
+    exit_code = EXIT_USAGE
+    error_id = "bundle.usage"
+    default_hint = "see `tinyrustlm-verify bundle --help`"
+
+
+def usage_refusal(args: argparse.Namespace, engines: list[str]) -> BundleUsage | None:
+    """Why these options cannot run, or None."""
+    if args.require_rebuilds < 0 or (args.require_rebuilds and args.rebuilders is None):
+        return BundleUsage("--require-rebuilds K needs K >= 0 and --rebuilders FILE")
+    wrong = [n or "(empty)" for n in engines if n not in KNOWN_ENGINES]
+    if wrong:
+        return BundleUsage(
+            f"--require-engines: unknown engine {', '.join(wrong)}; "
+            f"known: {', '.join(KNOWN_ENGINES)}"
+        )
+    if (args.certificate_identity is None) != (args.certificate_oidc_issuer is None):
+        return BundleUsage(
+            "--certificate-identity and --certificate-oidc-issuer go together: an "
+            "identity is only meaningful with the issuer that vouched for it"
+        )
+    if args.rebuild_attestations and not args.require_rebuilds:
+        return BundleUsage(
+            "--rebuild-attestation is only read with --require-rebuilds K (K >= 1); "
+            "an attestation nobody asked to count would be silently ignored"
+        )
+    return None
+
+
+def run(args: argparse.Namespace) -> Outcome:
     now = int(time.time()) if args.at_epoch is None else args.at_epoch
     steps: list[StepResult] = []
 
@@ -143,37 +166,15 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             _progress(result)
 
-    if args.require_rebuilds < 0 or (args.require_rebuilds and args.rebuilders is None):
-        print("error: --require-rebuilds K needs K >= 0 and --rebuilders FILE", file=sys.stderr)
-        return EXIT_USAGE
     engines = [n.strip() for n in args.require_engines.split(",")] if args.require_engines else []
-    wrong = [n or "(empty)" for n in engines if n not in KNOWN_ENGINES]
-    if wrong:
-        print(
-            f"error: --require-engines: unknown engine {', '.join(wrong)}; "
-            f"known: {', '.join(KNOWN_ENGINES)}",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    if (args.certificate_identity is None) != (args.certificate_oidc_issuer is None):
-        print(
-            "error: --certificate-identity and --certificate-oidc-issuer go together: an "
-            "identity is only meaningful with the issuer that vouched for it",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+    refused = usage_refusal(args, engines)
+    if refused is not None:
+        return _failed(args, steps, refused, step=None)
     keyless = None
     if args.certificate_identity is not None:
         keyless = KeylessIdentity(
             args.certificate_identity, args.certificate_oidc_issuer, args.sigstore_instance
         )
-    if args.rebuild_attestations and not args.require_rebuilds:
-        print(
-            "error: --rebuild-attestation is only read with --require-rebuilds K (K >= 1); "
-            "an attestation nobody asked to count would be silently ignored",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
     try:
         root: TrustRoot = _guarded(lambda: load_trust_root(args.trusted_keys))
         rebuilds = None
@@ -211,13 +212,12 @@ def run(args: argparse.Namespace) -> int:
             "key_class": verdict.key_class,
             "keyids": list(verdict.keyids),
         })  # fmt: skip
-        print(_json(doc))
-    else:
-        print(
-            f"verified: tinyrustlm {verdict.version}, build id {verdict.build_id}, "
-            f"key {', '.join(verdict.keyids)} ({verdict.key_class}), {verdict.files} files"
-        )
-    return EXIT_OK
+        return Outcome(EXIT_OK, document=_json(doc))
+    print(
+        f"verified: tinyrustlm {verdict.version}, build id {verdict.build_id}, "
+        f"key {', '.join(verdict.keyids)} ({verdict.key_class}), {verdict.files} files"
+    )
+    return Outcome(EXIT_OK)
 
 
 T = TypeVar("T")
@@ -234,14 +234,13 @@ def _guarded(work: Callable[[], T]) -> T:
 
 
 def _failed(args: argparse.Namespace, steps: list[StepResult], exc: VerifyError, step: int | None
-            ) -> int:  # fmt: skip
+            ) -> Outcome:  # fmt: skip
     if not args.json:
         if step is not None:
             print(f"[{step:>2}/{len(STEP_TITLES)}] {STEP_TITLES[step - 1]}: FAILED", flush=True)
         raise exc
-    print(_json(_result(steps, error=exc, step=step)))
-    print(exc.diagnostics(), file=sys.stderr)
-    return exc.exit_code
+    print_diagnostics(exc.diagnostics())
+    return Outcome(exc.exit_code, document=_json(_result(steps, error=exc, step=step)))
 
 
 def _result(steps: list[StepResult], error: VerifyError | None, step: int | None

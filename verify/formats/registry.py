@@ -11,6 +11,7 @@ import json
 from pydantic import BaseModel
 
 from verify.formats.bundle_verification import BUNDLE_VERIFICATION_SCHEMA, BundleVerification
+from verify.formats.cli_result import CLI_RESULT_SCHEMA, CliResult
 from verify.formats.conformance import (
     CONFORMANCE_SCHEMA,
     CONFORMANCE_SCHEMA_V1,
@@ -44,6 +45,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     CONFORMANCE_SCHEMA_V1: ConformanceReportV1,
     CONFORMANCE_SCHEMA: ConformanceReport,
     REBUILD_ATTESTATION_SCHEMA: RebuildStatement,
+    CLI_RESULT_SCHEMA: CliResult,
 }
 
 

@@ -1,10 +1,34 @@
-"""Argument types shared by the commands (argparse refuses bad values with exit 2)."""
+"""Arguments the commands share: the output flags every command takes, the trust flags of
+every command that verifies a bundle, and value types (argparse refuses bad values, exit 2)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+
+# Every command of both CLIs takes these (tests/verify/test_cli_shell.py walks the parsers).
+OUTPUT_FLAGS = ("--json", "--quiet", "--verbose")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--json`, `-q/--quiet`, `-v/--verbose` (README, "Command-line output")."""
+    group = parser.add_argument_group("output")
+    group.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout: the result, or the error with its id",
+    )
+    loudness = group.add_mutually_exclusive_group()
+    loudness.add_argument(
+        "-q", "--quiet", action="store_true", help="print nothing but errors (and --json's object)"
+    )
+    loudness.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print an error's causes and traceback, and the command's exit code and time",
+    )
 
 
 def at_least_one(why: str) -> Callable[[str], int]:
