@@ -12,14 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from pipeline import formats, golden, modelpack, reproduce, serve, smoke_plan
+from pipeline import formats, golden, modelpack, reproduce, serve
 from pipeline.bench import cli as bench_cli
 from pipeline.conformance import cli as conformance_cli
-from pipeline.documents import keys, policy
+from pipeline.documents import keys
+from pipeline.documents import trust_policy as policy
 from pipeline.errors import EXIT_ERROR, PipelineError
 from pipeline.fetch import cli as fetch_cli
 from pipeline.lanebuild import cli as build_cli
-from pipeline.lanebuild import matrix
+from pipeline.lanebuild import job_matrix as matrix
+from pipeline.lanebuild import smoke_plan
 from pipeline.publish import cli_publish, cli_repo
 from pipeline.release import cli as release_cli
 from pipeline.release import cosign

@@ -4,7 +4,7 @@
 
 release.yml runs this on `ubuntu-24.04-arm` and `windows-2025` (no qemu, no wine), from a
 checkout of the release commit with nothing installed but Python. The plan
-(`tinyrustlm-release smoke-plan`, pipeline.smoke_plan.py) names the artifact in the
+(`tinyrustlm-release smoke-plan`, pipeline/lanebuild/smoke_plan.py) names the artifact in the
 records folder and its SHA-256, the model beside the plan, and the checks: `self-test`, then
 every end-to-end golden vector with the oracle's tokens. The artifact is hashed, copied into a
 scratch folder with the executable bit (artifact uploads drop file modes) and run directly.
@@ -40,10 +40,10 @@ class SmokePlanError(TabledError):
 
     table: ClassVar[Mapping[str, str]] = {
         "smoke-plan.unreadable": (
-            "give the smoke plan the build job wrote (python -m pipeline.smoke_plan makes one)"
+            "give the smoke plan the build job wrote (tinyrustlm-release smoke-plan makes one)"
         ),
         "smoke-plan.schema": (
-            "give a tinyrustlm.native-smoke-plan document made by python -m pipeline.smoke_plan"
+            "give a tinyrustlm.native-smoke-plan document made by tinyrustlm-release smoke-plan"
         ),
         "smoke-plan.file-missing": (
             "download the records of the build job next to the plan: the plan names each file"

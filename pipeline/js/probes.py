@@ -5,7 +5,7 @@ Each probe is a tiny module that validates only where one feature is supported. 
 The pinned wasm-tools (`wasm-tools parse`, found like the verifier finds it) turns the text
 into bytes; this module writes them, with their SHA-256, into a JS module of frozen arrays.
 The loader re-hashes every probe before use, so a changed byte is an error, never a new
-classification. `python -m pipeline.probes [--check]` (a test runs the check).
+classification. `python -m pipeline.js.probes [--check]` (a test runs the check).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ class ProbesStale(CheckFailed):
     """probes.js is not generated from the current .wat sources."""
 
     error_id = "probes.stale"
-    default_hint = "python -m pipeline.probes"
+    default_hint = "python -m pipeline.js.probes"
 
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIR = Path("crates/wasm/probes")
 OUTPUT = Path("crates/wasm/js/probes.js")
 HEADER = re.compile(r"^;; probe ([a-z0-9-]+) version ([1-9][0-9]*): (.+)$")
@@ -173,7 +173,7 @@ def main(argv: list[str]) -> int:
             raise ProbesStale(
                 "probes.js differs from its .wat sources",
                 where=str(target),
-                hint="python -m pipeline.probes",
+                hint="python -m pipeline.js.probes",
             )
         return 0
     write_atomic(target, text)
