@@ -29,6 +29,7 @@ import json
 import os
 import pkgutil
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -975,6 +976,24 @@ def _t_drift(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     return lambda: check_installed(other, REPO / "toolchain.lock", tmp / "build")
 
 
+def _t_unstartable(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.io import process
+
+    return lambda: process.run([str(tmp / "no-such-program")])
+
+
+def _t_timeout(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.io import process
+
+    return lambda: process.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.2)
+
+
+def _t_process_failed(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.io import process
+
+    return lambda: process.run([sys.executable, "-c", "raise SystemExit(4)"], check=True)
+
+
 # id -> how to provoke it here (the printed first line must name the id)
 TRIGGERS: dict[str, Trigger] = {
     "smoke-plan.unreadable": _t_smoke_plan,
@@ -985,6 +1004,9 @@ TRIGGERS: dict[str, Trigger] = {
     "smoke-plan.not-native": _t_smoke_not_native,
     "git.failed": _t_git,
     "git.unavailable": _t_no_git,
+    "process.unstartable": _t_unstartable,
+    "process.timeout": _t_timeout,
+    "process.failed": _t_process_failed,
     "tree.cargo-package": _t_cargo_package,
     "tree.version": _t_no_version,
     "tree.toml-invalid": _t_bad_toml,

@@ -7,7 +7,6 @@ release version (pyproject `[project].version`) so the two never differ.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 import tomllib
@@ -17,6 +16,7 @@ from typing import ClassVar
 
 from pipeline import paths
 from pipeline.errors import TabledError
+from pipeline.io import process
 from pipeline.toolchain import nodejs
 
 
@@ -96,12 +96,9 @@ def pack_sources(files: Sequence[tuple[str, bytes]]) -> tuple[str, bytes]:
             (package / name).write_bytes(data)
             (package / name).chmod(0o644)
         npm_cli = nodejs.executable().parent.parent / "lib/node_modules/npm/bin/npm-cli.js"
-        done = subprocess.run(
+        done = process.run(
             [str(nodejs.executable()), str(npm_cli), "pack", "--ignore-scripts", str(package)],
             cwd=tmp,
-            capture_output=True,
-            text=True,
-            check=False,
         )
         tarball = Path(tmp) / tarball_name(version)
         if done.returncode != 0 or not tarball.is_file():

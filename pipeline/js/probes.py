@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -21,7 +20,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from pipeline.errors import CheckFailed, PipelineError, TabledError
+from pipeline.io import process
 from pipeline.io.atomic import write_atomic
+from pipeline.io.process import CommandTimedOut, CommandUnstartable
 from pipeline.toolchain.wasmtools import executable
 
 
@@ -69,15 +70,14 @@ def _assemble(source: Path, tool: Path) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "probe.wasm"
         try:
-            done = subprocess.run(
-                [str(tool), "parse", str(source), "-o", str(out)],
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_SECONDS,
+            done = process.run(
+                [str(tool), "parse", str(source), "-o", str(out)], timeout=TIMEOUT_SECONDS
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except (CommandUnstartable, CommandTimedOut) as exc:
             raise ProbeError(
-                f"cannot run wasm-tools: {exc}", where=str(source), error_id="probes.wasm-tools"
+                f"cannot run wasm-tools: {exc.caught}",
+                where=str(source),
+                error_id="probes.wasm-tools",
             ) from None
         if done.returncode != 0:
             raise ProbeError(
@@ -150,13 +150,7 @@ def render(probes: list[Probe], tool_version: str) -> bytes:
 
 
 def tool_version() -> str:
-    done = subprocess.run(
-        [str(executable()), "--version"],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_SECONDS,
-        check=False,
-    )
+    done = process.run([str(executable()), "--version"], timeout=TIMEOUT_SECONDS)
     # "wasm-tools 1.262.0 (e22db44da 2026-10-13)" -> "wasm-tools 1.262.0"
     return " ".join(done.stdout.split()[:2])
 

@@ -24,7 +24,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -32,7 +31,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_ERROR, EXIT_OK, PipelineError, TabledError
+from pipeline.io import process
 from pipeline.io.digest import sha256_file
+from pipeline.io.process import CommandTimedOut, CommandUnstartable
 
 
 class SmokePlanError(TabledError):
@@ -109,11 +110,11 @@ def _check(artifact: Path, model: Path, check: dict[str, Any], prefix: list[str]
     args = (str(a).replace("{model}", str(model)) for a in check["args"])
     argv = [*prefix, str(artifact), *args]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
+        done = process.run(argv, timeout=TIMEOUT_SECONDS)
+    except CommandTimedOut:
         return f"no answer within {TIMEOUT_SECONDS}s"
-    except OSError as exc:
-        return f"cannot run: {exc}"
+    except CommandUnstartable as exc:
+        return f"cannot run: {exc.caught}"
     if done.returncode != 0:
         tail = (done.stderr.strip() or done.stdout.strip())[-300:]
         return f"exit {done.returncode}: {tail}"
