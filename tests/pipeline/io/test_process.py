@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shlex
 import sys
 from pathlib import Path
@@ -144,3 +145,31 @@ def test_git_returns_stdout_and_refuses_with_git_ids(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(GitUnavailable):
         process.git(repo, "rev-parse", "HEAD")
+
+
+# Modules of pipeline/ that may import subprocess, and why (everything else calls process.run).
+SUBPROCESS_ALLOWED = {
+    "pipeline/io/process.py": "the runner itself",
+    "pipeline/conformance/harness.py": "a long-lived server in its own process group (Popen)",
+    "pipeline/bench/wasm_parser.py": "streams `wasm-tools print` of a 12 MB module (Popen)",
+}
+
+
+def _imports_subprocess(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "subprocess" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "subprocess":
+            return True
+    return False
+
+
+def test_only_the_runner_and_two_popen_users_import_subprocess() -> None:
+    repo = Path(__file__).resolve().parents[3]
+    found = {
+        p.relative_to(repo).as_posix()
+        for p in sorted((repo / "pipeline").rglob("*.py"))
+        if _imports_subprocess(p)
+    }
+    assert found == set(SUBPROCESS_ALLOWED)
