@@ -20,7 +20,7 @@ from pipeline.io.process import git
 
 
 class SourceError(TabledError):
-    """The source tree cannot be read: git, Cargo.toml or pyproject.toml."""
+    """The source tree cannot be read: Cargo.toml or pyproject.toml (git: `io.process.git`)."""
 
     table: ClassVar[Mapping[str, str]] = {
         "tree.cargo-package": "give every crate's Cargo.toml a [package] name",
