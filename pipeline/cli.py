@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline import formats, golden, modelpack, reproduce, serve, smoke_plan
+from pipeline import formats, golden, modelpack, reproduce, serve
 from pipeline.bench import cli as bench_cli
 from pipeline.conformance import cli as conformance_cli
-from pipeline.documents import keys, policy
+from pipeline.documents import keys, trust_policy
 from pipeline.errors import PipelineError
 from pipeline.fetch import cli as fetch_cli
 from pipeline.lanebuild import cli as build_cli
-from pipeline.lanebuild import matrix
+from pipeline.lanebuild import job_matrix, smoke_plan
 from pipeline.publish import cli_publish, cli_repo
 from pipeline.release import cli as release_cli
 from pipeline.release import cosign
@@ -32,11 +32,11 @@ COMMANDS: dict[str, tuple[CommandModule, str]] = {
     "toolchain": (toolchain_cli, "install, check or re-lock the pinned Rust toolchain"),
     "pack-model": (modelpack, "write a deterministic v1 model (tiny, small, bench)"),
     "build": (build_cli, "build lanes with the pinned toolchain into build/"),
-    "lanes": (matrix, "print release.yml's lane matrices (JSON) from manifests/lanes.toml"),
+    "lanes": (job_matrix, "print release.yml's lane matrices (JSON) from manifests/lanes.toml"),
     "smoke-plan": (smoke_plan, "plan a lane's smoke run on its native hardware (CI)"),
     "golden": (golden, "regenerate tests/golden/ from the native scalar oracle"),
     "keygen": (keys, "create an Ed25519 release key pair"),
-    "trust-policy": (policy, "a trusted-keys v2 file: maintainers' keys and a threshold"),
+    "trust-policy": (trust_policy, "a trusted-keys v2 file: maintainers' keys and a threshold"),
     "release": (release_cli, "toolchain check, build, verify, smoke, sign, bundle to dist/"),
     "bench": (bench_cli, "lane benchmarks side by side; JSON under build/bench/"),
     "sign": (cosign, "co-sign an existing bundle with another maintainer's key"),

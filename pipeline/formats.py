@@ -17,8 +17,8 @@ from pipeline.errors import EXIT_OK
 from pipeline.fetch.state import FETCH_STATE_SCHEMA, FetchState
 from pipeline.io.atomic import write_atomic
 from pipeline.lanebuild.records import BuildIndex, BuildRecord
-from pipeline.smoke_plan import SCHEMA as SMOKE_PLAN_SCHEMA
-from pipeline.smoke_plan import NativeSmokePlan
+from pipeline.lanebuild.smoke_plan import SCHEMA as SMOKE_PLAN_SCHEMA
+from pipeline.lanebuild.smoke_plan import NativeSmokePlan
 from pipeline.toolchain.lockfile import LOCK_SCHEMA, SEED_SCHEMA, ToolchainLock, ToolchainSeed
 from pipeline.tree.lanes import LanesFile
 from verify.formats.registry import VERIFY_FORMATS, schema_json

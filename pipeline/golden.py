@@ -8,12 +8,12 @@ seed 7, and on its integer-tier twin `small-int8` (crates/core/CONTRACT.md, sect
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline.errors import EXIT_OK, PipelineError
+from pipeline.io import process
 from pipeline.io.atomic import write_atomic
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.modelpack import PRESETS, pack
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> Outcome:
         "--generated-utc",
         generated,
     ]
-    done = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
+    done = process.run(argv, cwd=repo)
     if done.returncode != 0:
         raise OracleFailed(
             f"the oracle failed (exit {done.returncode}): {done.stderr.strip()[-500:]}",

@@ -20,7 +20,6 @@ import argparse
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,9 @@ from pipeline.documents.assemble import documents_of
 from pipeline.documents.attest import Compared, rebuild_statement, write_attestation
 from pipeline.documents.keys import SigningKey, load_private_key
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, CheckFailed, TabledError
+from pipeline.io import process
 from pipeline.io.inputs import PassedOn
+from pipeline.io.process import CommandTimedOut, CommandUnstartable, GitFailed, git
 from pipeline.lanebuild.built import Built, built_from_index
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.release.bundle import bundle_contents
@@ -132,21 +133,18 @@ class Reproduction:
 
 
 def _git(args: list[str], cwd: Path) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    if done.returncode != 0:
+    try:
+        return git(cwd, *args).strip()
+    except GitFailed as exc:
         raise ReproduceError(
-            f"git {' '.join(args)} failed: {done.stderr.strip()[-300:]}",
+            f"git {' '.join(args)} failed: {exc.stderr.strip()[-300:]}",
             error_id="reproduce.git",
             where=str(cwd),
-        )
-    return done.stdout.strip()
+        ) from exc
 
 
 def _is_git_repository(path: Path) -> bool:
-    done = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, check=False
-    )
-    return done.returncode == 0
+    return process.run(["git", "-C", str(path), "rev-parse", "--git-dir"], text=False).ok
 
 
 def prepare_checkout(source: str, revision: str, workdir: Path) -> Path:
@@ -242,13 +240,12 @@ def run_diffoscope(expected: Path, rebuilt: Path, html: Path) -> str | None:
         return None
     html.parent.mkdir(parents=True, exist_ok=True)
     try:
-        subprocess.run(
+        process.run(
             [tool, "--html", str(html), "--no-progress", str(expected), str(rebuilt)],
-            capture_output=True,
             timeout=DIFFOSCOPE_TIMEOUT_SECONDS,
-            check=False,
+            text=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except (CommandUnstartable, CommandTimedOut):
         return None
     return str(html) if html.is_file() else None
 

@@ -29,6 +29,7 @@ import json
 import os
 import pkgutil
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -391,13 +392,13 @@ def _t_smoke_hash(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
 
 
 def _t_smoke_golden(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline.smoke_plan import golden_checks
+    from pipeline.lanebuild.smoke_plan import golden_checks
 
     return lambda: golden_checks(_write(tmp / "golden.json", "{}"))
 
 
 def _t_smoke_not_native(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline.smoke_plan import make_plan
+    from pipeline.lanebuild.smoke_plan import make_plan
 
     return lambda: make_plan(REPO, "scalar-wasm32", tmp, tmp / "out")
 
@@ -455,48 +456,48 @@ def _t_lock(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
 
 
 def _t_js_unreadable(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline import jsconstants
+    from pipeline.js import constants
 
-    return lambda: jsconstants.kernel_sets(tmp)
+    return lambda: constants.kernel_sets(tmp)
 
 
 def _t_js_source(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline import jsconstants
+    from pipeline.js import constants
 
-    _write(tmp / jsconstants.MODEL_RS, "// no magic here\n")
-    return lambda: jsconstants.model_magic(tmp)
+    _write(tmp / constants.MODEL_RS, "// no magic here\n")
+    return lambda: constants.model_magic(tmp)
 
 
 def _t_js_exports(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline import jsconstants
+    from pipeline.js import constants
 
-    return lambda: jsconstants.check_exports(tmp, ["tr_abi_version"])
+    return lambda: constants.check_exports(tmp, ["tr_abi_version"])
 
 
 def _t_js_policy(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline import jsconstants
+    from pipeline.js import constants
     from verify.policy import load_wasm_policies
 
     policies = load_wasm_policies()
     threads = {lane: p for lane, p in policies.items() if p.memory.shared}
-    return lambda: jsconstants.loader_exports(threads)  # no lane to fall back to
+    return lambda: constants.loader_exports(threads)  # no lane to fall back to
 
 
 def _t_probes_none(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline.probes import read_probes
+    from pipeline.js.probes import read_probes
 
     return lambda: read_probes(tmp)
 
 
 def _t_probes_header(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline.probes import SOURCE_DIR, read_probes
+    from pipeline.js.probes import SOURCE_DIR, read_probes
 
     _write(tmp / SOURCE_DIR / "simd.wat", "(module)\n")
     return lambda: read_probes(tmp)
 
 
 def _t_probes_tool(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline.probes import SOURCE_DIR, read_probes
+    from pipeline.js.probes import SOURCE_DIR, read_probes
 
     _write(tmp / SOURCE_DIR / "simd.wat", ";; probe simd version 1: v128\n(module (func bad))\n")
     return lambda: read_probes(tmp)
@@ -739,15 +740,15 @@ def _index_of(tmp: Path, field: str) -> Callable[[], object]:
 
 
 def _t_stale_js(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline import jsconstants
+    from pipeline.js import constants
 
-    _write(tmp / jsconstants.OUTPUT, "// an older generation\n")
-    mp.setattr(jsconstants, "REPO_ROOT", tmp)  # the file compared; the sources are this tree's
-    return lambda: jsconstants.main(["--check"])
+    _write(tmp / constants.OUTPUT, "// an older generation\n")
+    mp.setattr(constants, "REPO_ROOT", tmp)  # the file compared; the sources are this tree's
+    return lambda: constants.main(["--check"])
 
 
 def _t_loader_version(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline.jspackage import pack_sources
+    from pipeline.js.package import pack_sources
 
     return lambda: pack_sources([("package.json", b"{}")])
 
@@ -803,7 +804,7 @@ def _t_not_installed(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
 
 def _t_lane_missing(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     from pipeline.lanebuild.handoff import INDEX
-    from pipeline.smoke_plan import make_plan
+    from pipeline.lanebuild.smoke_plan import make_plan
 
     index = {"schema": "tinyrustlm.build-index.v1", "source_revision": "0" * 40,
              "source_date_epoch": 0, "toolchain_lock_sha256": "0" * 64, "lanes": []}  # fmt: skip
@@ -941,7 +942,7 @@ def _t_fetch_keys(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
 
 
 def _t_probes_stale(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline import probes
+    from pipeline.js import probes
 
     _write(tmp / probes.OUTPUT, "// an older generation\n")
     mp.setattr(probes, "REPO_ROOT", tmp)  # the file compared; the sources are this tree's
@@ -949,7 +950,7 @@ def _t_probes_stale(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
 
 
 def _t_npm_pack(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline.jspackage import pack_sources
+    from pipeline.js.package import pack_sources
 
     package = json.dumps({"name": "Not A Valid Name", "version": "1.0.0"}).encode()
     return lambda: pack_sources([("package.json", package)])
@@ -975,6 +976,24 @@ def _t_drift(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     return lambda: check_installed(other, REPO / "toolchain.lock", tmp / "build")
 
 
+def _t_unstartable(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.io import process
+
+    return lambda: process.run([str(tmp / "no-such-program")])
+
+
+def _t_timeout(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.io import process
+
+    return lambda: process.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.2)
+
+
+def _t_process_failed(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.io import process
+
+    return lambda: process.run([sys.executable, "-c", "raise SystemExit(4)"], check=True)
+
+
 # id -> how to provoke it here (the printed first line must name the id)
 TRIGGERS: dict[str, Trigger] = {
     "smoke-plan.unreadable": _t_smoke_plan,
@@ -985,6 +1004,9 @@ TRIGGERS: dict[str, Trigger] = {
     "smoke-plan.not-native": _t_smoke_not_native,
     "git.failed": _t_git,
     "git.unavailable": _t_no_git,
+    "process.unstartable": _t_unstartable,
+    "process.timeout": _t_timeout,
+    "process.failed": _t_process_failed,
     "tree.cargo-package": _t_cargo_package,
     "tree.version": _t_no_version,
     "tree.toml-invalid": _t_bad_toml,

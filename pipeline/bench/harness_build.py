@@ -6,10 +6,10 @@ are not a release artifact.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from pipeline.bench.errors import BenchError
+from pipeline.io import process
 from pipeline.lanebuild.stdbuild import ensure_sysroot
 from pipeline.toolchain.lockfile import load_lock
 from pipeline.tree.lanes import Lane
@@ -46,15 +46,7 @@ def build_kernel_harness(repo_root: Path, lane: Lane) -> Path:
         "--target",
         lane.target,
     ]
-    done = subprocess.run(
-        argv,
-        cwd=repo_root / HARNESS_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
+    done = process.run(argv, cwd=repo_root / HARNESS_DIR, env=env, timeout=1800)
     if done.returncode != 0:
         raise BenchError(
             f"kernel harness build for {lane.id} failed:\n{done.stderr[-3000:]}",

@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ from pipeline.bench.document import BENCH_SCHEMA
 from pipeline.bench.errors import BenchError
 from pipeline.bench.harness_build import build_kernel_harness
 from pipeline.bench.summary import summarize
+from pipeline.io import process
 from pipeline.io.atomic import write_atomic
 from pipeline.io.digest import sha256_file
 from pipeline.io.inputs import parse_output
@@ -113,7 +113,7 @@ def native_run(binary: Path, model: Path, tokens: int, name: str) -> dict[str, A
     """One repetition of the native scalar binary: prefill of the prompt and median decode step."""
     argv = [str(binary), "run", "--model", str(model), "--prompt", PROMPT_TEXT, "--seed", "0"]
     argv += ["--max-tokens", str(tokens), "--temperature", "0", "--json"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    done = process.run(argv, timeout=600)
     if done.returncode != 0:
         raise BenchError(f"native run failed: {done.stderr[-2000:]}", where=str(binary))
     out = parse_output(done.stdout, f"{binary} output")
@@ -187,13 +187,7 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
             # one repetition = every figure once, wasm lanes then native: drift and load
             # bursts spread over all figures instead of biasing one
             say(f"repetition {rep + 1}/{reps} ...")
-            done = subprocess.run(
-                [str(nodejs.executable()), str(RUNNER), str(cfg_path)],
-                capture_output=True,
-                text=True,
-                timeout=3600,
-                check=False,
-            )
+            done = process.run([str(nodejs.executable()), str(RUNNER), str(cfg_path)], timeout=3600)
             if done.returncode != 0:
                 raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
             raw = parse_output(done.stdout, "node bench output")

@@ -24,6 +24,7 @@ from typing import Literal
 from pydantic import Field
 
 from pipeline import paths
+from pipeline.io import process
 from pipeline.io.atomic import write_atomic
 from pipeline.tree.lanes import load_lanes
 from verify.formats.base import Frozen
@@ -157,10 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         ours = _best(lambda: parse_module(big), args.runs)
         tool = executable()
         cmd = [str(tool), "validate", "--features=all", str(path)]
-        subprocess.run(cmd, check=True)
-        theirs = _best(lambda: subprocess.run(cmd, check=True), args.runs)
+        process.run(cmd, check=True, capture=False)
+        theirs = _best(lambda: process.run(cmd, check=True, capture=False), args.runs)
         one_thread = {**os.environ, "RAYON_NUM_THREADS": "1"}  # wasm-tools validates in parallel
-        theirs_1t = _best(lambda: subprocess.run(cmd, check=True, env=one_thread), args.runs)
+        theirs_1t = _best(
+            lambda: process.run(cmd, check=True, capture=False, env=one_thread), args.runs
+        )
         printed = print_instruction_count(path)
     result = ParserBench(
         input=source.name,

@@ -8,13 +8,14 @@ WebKitGTK's MiniBrowser (which has no headless mode) runs on a private virtual X
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from pipeline.errors import TabledError
+from pipeline.io import process
+from pipeline.io.process import CommandTimedOut, CommandUnstartable
 
 
 class EngineUnavailable(TabledError):
@@ -178,11 +179,9 @@ def browser(name: str) -> Browser:
 
 def browser_version(b: Browser, exe: str, profile: Path) -> str:
     try:
-        done = subprocess.run(
-            b.version(exe), capture_output=True, text=True, timeout=60, env=_base_env(profile)
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unknown ({exc})"
+        done = process.run(b.version(exe), timeout=60, env=_base_env(profile))
+    except (CommandUnstartable, CommandTimedOut) as exc:
+        return f"unknown ({exc.caught})"
     for line in (done.stdout + "\n" + done.stderr).splitlines():
         if any(ch.isdigit() for ch in line) and "WARNING" not in line and "[:" not in line:
             return line.strip()

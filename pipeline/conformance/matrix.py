@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +25,9 @@ from pipeline.conformance.browsers import EngineUnavailable
 from pipeline.conformance.results import CaseResult, from_page
 from pipeline.conformance.subject import NativeLane, Subject, WasmLane
 from pipeline.errors import TabledError
+from pipeline.io import process
 from pipeline.io.digest import sha256_file
+from pipeline.io.process import CommandTimedOut, CommandUnstartable
 from pipeline.toolchain import nodejs
 from verify.formats.conformance import (
     CaseList,
@@ -200,10 +201,10 @@ def run_browser(name: str, job: Job, isolated: bool, opts: Options, workdir: Pat
 
 def _json_process(argv: list[str], timeout: float, what: str) -> dict[str, Any]:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+        done = process.run(argv, timeout=timeout)
+    except CommandTimedOut:
         return {"error": f"{what}: no answer within {timeout:.0f}s"}
-    except OSError as exc:
+    except CommandUnstartable as exc:
         return {"error": f"{what}: {exc.strerror}"}
     if done.returncode != 0:
         tail = (done.stderr.strip() or done.stdout.strip()).splitlines()

@@ -11,12 +11,13 @@ import contextlib
 import json
 import os
 import platform
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.conformance.results import CaseResult
+from pipeline.io import process
+from pipeline.io.process import CommandTimedOut, CommandUnstartable
 from pipeline.lanebuild.smoke import WINE
 from verify.formats.conformance import SamplerCase
 
@@ -60,9 +61,9 @@ def engine_version(engine: NativeEngine) -> str:
         return f"{platform.system()} {platform.release()} {platform.machine()}"
     argv = [engine.prefix[0], "--version"]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=engine.env)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unknown ({exc})"
+        done = process.run(argv, timeout=60, env=engine.env)
+    except (CommandUnstartable, CommandTimedOut) as exc:
+        return f"unknown ({exc.caught})"
     lines = (done.stdout or done.stderr).strip().splitlines()
     return lines[0] if lines else "unknown"
 
@@ -98,16 +99,14 @@ def run_case(engine: NativeEngine, binary: Path, model: Path, case: SamplerCase)
     ]
     env = None if engine.env is None else {**engine.env}
     try:
-        done = subprocess.run(
+        done = process.run(
             argv,
-            capture_output=True,
-            text=True,
             timeout=CASE_TIMEOUT_SECONDS,
             env=env if env is not None else dict(os.environ),
         )
-    except subprocess.TimeoutExpired:
+    except CommandTimedOut:
         return CaseResult.failed(case.id, f"no answer within {CASE_TIMEOUT_SECONDS}s")
-    except OSError as exc:
+    except CommandUnstartable as exc:
         return CaseResult.failed(case.id, f"{argv[0]}: {exc.strerror}")
     if done.returncode != 0:
         why = (done.stderr.strip() or done.stdout.strip()).splitlines()
@@ -134,8 +133,8 @@ SERVER_LINGER = "-p30"
 
 def _wineserver(engine: NativeEngine, flag: str) -> None:
     server = str(Path(engine.prefix[0]).parent / "wineserver")
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        subprocess.run([server, flag], env=engine.env, timeout=60, capture_output=True)
+    with contextlib.suppress(CommandUnstartable, CommandTimedOut):
+        process.run([server, flag], env=engine.env, timeout=60, text=False)
 
 
 def run_cases(
@@ -149,12 +148,12 @@ def run_cases(
     if engine.name == "wine":
         # a fresh prefix is set up (and its server restarted) by the first program: do that
         # first, or each case would still start a server of its own
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run(
+        with contextlib.suppress(CommandUnstartable, CommandTimedOut):
+            process.run(
                 [*engine.prefix, str(binary), "--help"],
                 env=engine.env,
-                capture_output=True,
                 timeout=CASE_TIMEOUT_SECONDS,
+                text=False,
             )
         _wineserver(engine, SERVER_LINGER)
     try:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pipeline import jspackage
 from pipeline.documents.errors import DocumentError, DocumentRefused
+from pipeline.js import package
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.snapshot import SourceFile
@@ -108,7 +108,7 @@ def js_host_files(sources: Sequence[SourceFile]) -> list[BundleFile]:
         for f in sources
     ]
     if any(f.name == "package.json" for f in sources):
-        name, data = jspackage.pack_sources([(f.name, f.data) for f in sources])
+        name, data = package.pack_sources([(f.name, f.data) for f in sources])
         files.append(
             BundleFile(f"{NPM_DIR}/{name}", data, hashlib.sha256(data).hexdigest(), len(data))
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -10,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.io import process
+from pipeline.io.process import CommandUnstartable, Finished
 from pipeline.lanebuild.stdbuild import cargo_env, source_remap, std_source_roots
 from pipeline.toolchain import wasmtools
 from pipeline.toolchain.lockfile import ToolchainLock
@@ -137,11 +138,11 @@ def as_recorded(run: CargoRun, repo_root: Path) -> CargoRun:
     )
 
 
-def run_cargo(lane: Lane, run: CargoRun, say: Say) -> None:
+def run_cargo(lane: Lane, cargo: CargoRun, say: Say) -> None:
     """Run cargo with umask 022, printing a heartbeat while it works."""
-    for folder in (Path(run.env["HOME"]), Path(run.env["CARGO_HOME"])):
+    for folder in (Path(cargo.env["HOME"]), Path(cargo.env["CARGO_HOME"])):
         folder.mkdir(parents=True, exist_ok=True)
-    run.output.unlink(missing_ok=True)  # a stale output must never pass for a new one
+    cargo.output.unlink(missing_ok=True)  # a stale output must never pass for a new one
     started = time.monotonic()
     done_flag = threading.Event()
 
@@ -152,27 +153,23 @@ def run_cargo(lane: Lane, run: CargoRun, say: Say) -> None:
     ticker = threading.Thread(target=heartbeat, daemon=True)
     ticker.start()
     try:
-        done = subprocess.run(
-            run.argv, cwd=run.cwd, env=run.env, umask=0o022, capture_output=True, text=True
-        )
-    except OSError as exc:
+        done = process.run(cargo.argv, cwd=cargo.cwd, env=cargo.env, umask=0o022)
+    except CommandUnstartable as exc:
         raise CompileError(
-            f"{lane.id}: cannot run {run.argv[0]}: {exc.strerror}",
+            f"{lane.id}: cannot run {cargo.argv[0]}: {exc.strerror}",
             hint="run `tinyrustlm-release toolchain install`",
         ) from exc
     finally:
         done_flag.set()
-    _require(lane, run.argv, done, run.output, "cargo")
-    if run.final != run.output:
-        run.final.unlink(missing_ok=True)
-    for argv in run.post_link:
-        step = subprocess.run(argv, env=run.env, umask=0o022, capture_output=True, text=True)
-        _require(lane, argv, step, run.final, Path(argv[0]).name)
+    _require(lane, cargo.argv, done, cargo.output, "cargo")
+    if cargo.final != cargo.output:
+        cargo.final.unlink(missing_ok=True)
+    for argv in cargo.post_link:
+        step = process.run(argv, env=cargo.env, umask=0o022)
+        _require(lane, argv, step, cargo.final, Path(argv[0]).name)
 
 
-def _require(
-    lane: Lane, argv: list[str], done: subprocess.CompletedProcess[str], output: Path, what: str
-) -> None:
+def _require(lane: Lane, argv: list[str], done: Finished[str], output: Path, what: str) -> None:
     if done.returncode != 0 or not output.is_file():
         tail = "\n".join(("    " + ln) for ln in done.stderr.strip().splitlines()[-25:])
         raise CompileError(

@@ -4,7 +4,7 @@
 
 release.yml runs this on `ubuntu-24.04-arm` and `windows-2025` (no qemu, no wine), from a
 checkout of the release commit with nothing installed but Python. The plan
-(`tinyrustlm-release smoke-plan`, pipeline.smoke_plan.py) names the artifact in the
+(`tinyrustlm-release smoke-plan`, pipeline/lanebuild/smoke_plan.py) names the artifact in the
 records folder and its SHA-256, the model beside the plan, and the checks: `self-test`, then
 every end-to-end golden vector with the oracle's tokens. The artifact is hashed, copied into a
 scratch folder with the executable bit (artifact uploads drop file modes) and run directly.
@@ -24,7 +24,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -32,7 +31,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_ERROR, EXIT_OK, PipelineError, TabledError
+from pipeline.io import process
 from pipeline.io.digest import sha256_file
+from pipeline.io.process import CommandTimedOut, CommandUnstartable
 
 
 class SmokePlanError(TabledError):
@@ -40,10 +41,10 @@ class SmokePlanError(TabledError):
 
     table: ClassVar[Mapping[str, str]] = {
         "smoke-plan.unreadable": (
-            "give the smoke plan the build job wrote (python -m pipeline.smoke_plan makes one)"
+            "give the smoke plan the build job wrote (tinyrustlm-release smoke-plan makes one)"
         ),
         "smoke-plan.schema": (
-            "give a tinyrustlm.native-smoke-plan document made by python -m pipeline.smoke_plan"
+            "give a tinyrustlm.native-smoke-plan document made by tinyrustlm-release smoke-plan"
         ),
         "smoke-plan.file-missing": (
             "download the records of the build job next to the plan: the plan names each file"
@@ -109,11 +110,11 @@ def _check(artifact: Path, model: Path, check: dict[str, Any], prefix: list[str]
     args = (str(a).replace("{model}", str(model)) for a in check["args"])
     argv = [*prefix, str(artifact), *args]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
+        done = process.run(argv, timeout=TIMEOUT_SECONDS)
+    except CommandTimedOut:
         return f"no answer within {TIMEOUT_SECONDS}s"
-    except OSError as exc:
-        return f"cannot run: {exc}"
+    except CommandUnstartable as exc:
+        return f"cannot run: {exc.caught}"
     if done.returncode != 0:
         tail = (done.stderr.strip() or done.stdout.strip())[-300:]
         return f"exit {done.returncode}: {tail}"

@@ -6,12 +6,13 @@ A runner that cannot run here says so (`not-run`) and never claims the artifact 
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pipeline.io import process
 from pipeline.io.inputs import parse_output
+from pipeline.io.process import CommandTimedOut, CommandUnstartable
 from pipeline.lanebuild.records import SmokeResult
 from pipeline.toolchain import nodejs
 from pipeline.tree.lanes import SmokeRunner
@@ -27,12 +28,12 @@ def _run(
     argv: list[str], engine: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> SmokeResult:
     try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=TIMEOUT_SECONDS, env=env, cwd=cwd
-        )
-    except FileNotFoundError:
+        done = process.run(argv, timeout=TIMEOUT_SECONDS, env=env, cwd=cwd)
+    except CommandUnstartable as exc:
+        if not exc.missing:
+            raise
         return SmokeResult(status="not-run", engine=engine, detail=f"{argv[0]} is not installed")
-    except subprocess.TimeoutExpired:
+    except CommandTimedOut:
         return SmokeResult(
             status="fail", engine=engine, detail=f"no answer within {TIMEOUT_SECONDS}s"
         )

@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,9 @@ from pathlib import Path
 import platformdirs
 
 from pipeline.errors import PipelineError
+from pipeline.io import process
 from pipeline.io.digest import sha256_file
+from pipeline.io.process import CommandUnstartable
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane
 
@@ -209,10 +210,8 @@ def ensure_sysroot(lane: Lane, lock: ToolchainLock, cache: Path | None = None) -
             encoding="utf-8",
         )
         try:
-            done = subprocess.run(
-                argv, cwd=work, env=env, umask=0o022, capture_output=True, text=True
-            )
-        except OSError as exc:
+            done = process.run(argv, cwd=work, env=env, umask=0o022)
+        except CommandUnstartable as exc:
             raise StdBuildError(
                 f"{lane.id}: cannot run {argv[0]}: {exc.strerror}",
                 hint="run `tinyrustlm-release toolchain install`",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 
 from pipeline.errors import PipelineError
+from pipeline.io import process
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,8 @@ class ArchiveError(PipelineError):
 
 def published(spec: str, version: str) -> PublishedDeb:
     """Facts of `NAME:ARCH=VERSION` from `apt-cache show` (needs a fresh `apt-get update`)."""
-    done = subprocess.run(
-        ["apt-cache", "show", f"{spec}={version}"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "LC_ALL": "C"},
+    done = process.run(
+        ["apt-cache", "show", f"{spec}={version}"], env={**os.environ, "LC_ALL": "C"}
     )
     fields: dict[str, str] = {}
     for line in done.stdout.splitlines():

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import ClassVar
 
 from pipeline.errors import PipelineError, TabledError
+from pipeline.io import process
 from pipeline.io.digest import sha256_file
 from pipeline.toolchain import probe
 from pipeline.toolchain.check import compare, drifted
@@ -114,9 +114,8 @@ def plan(lock: ToolchainLock, todo: list[LockedPackage]) -> list[list[str]]:
 
 def run_apt(argv: list[str], cwd: Path | None, say: Say) -> None:
     """Run one apt/dpkg command; a failure is `toolchain.apt-failed` with apt's last lines."""
-    say("$ " + shlex.join(argv))
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    done = process.run(argv, cwd=cwd, env=env, echo=say)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
         raise InstallFailed(

@@ -10,12 +10,13 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.io import process
 from pipeline.io.digest import sha256_file
+from pipeline.io.process import CommandTimedOut, CommandUnstartable
 from pipeline.toolchain import nodejs, wasmtools
 from pipeline.toolchain.lockfile import PackageSeed, StdSourceSeed, SysrootSeed, ToolSeed
 
@@ -31,10 +32,8 @@ WHEEL_TOOLS: dict[str, Callable[[], Path]] = {
 def run_text(argv: list[str]) -> str | None:
     """stdout+stderr of a command, or None if it cannot run."""
     try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=60, env={**os.environ, "LC_ALL": "C"}
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = process.run(argv, timeout=60, env={**os.environ, "LC_ALL": "C"})
+    except (CommandUnstartable, CommandTimedOut):
         return None
     return done.stdout + done.stderr if done.returncode == 0 else None
 
@@ -45,7 +44,7 @@ def installed_versions(packages: list[PackageSeed]) -> dict[str, str]:
     found: dict[str, str] = dict.fromkeys(specs, MISSING)
     if shutil.which("dpkg-query") is None:
         return found
-    done = subprocess.run(
+    done = process.run(
         [
             "dpkg-query",
             "-W",
@@ -53,8 +52,6 @@ def installed_versions(packages: list[PackageSeed]) -> dict[str, str]:
             "${Package}:${Architecture}\t${Version}\t${db:Status-Abbrev}\n",
             *specs,
         ],
-        capture_output=True,
-        text=True,
         env={**os.environ, "LC_ALL": "C"},
     )
     for line in done.stdout.splitlines():

@@ -5,7 +5,6 @@ the pinned Python dependencies. Read-only; every function names the file it coul
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,16 +16,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 from pipeline import paths
 from pipeline.errors import CheckFailed, TabledError
 from pipeline.io.digest import sha256_file
+from pipeline.io.process import git
 
 
 class SourceError(TabledError):
-    """The source tree cannot be read: git, Cargo.toml or pyproject.toml."""
+    """The source tree cannot be read: Cargo.toml or pyproject.toml (git: `io.process.git`)."""
 
     table: ClassVar[Mapping[str, str]] = {
-        "git.unavailable": "install git and run inside a clone of the repository",
-        "git.failed": (
-            "run inside a clone of the repository, with its history (not a shallow export)"
-        ),
         "tree.cargo-package": "give every crate's Cargo.toml a [package] name",
         "tree.version": "set [project].version in pyproject.toml",
         "tree.toml-invalid": "fix the TOML file named in `where` (it must be readable UTF-8 TOML)",
@@ -61,36 +57,15 @@ class PythonRequirement:
     version: str
 
 
-def _git(repo_root: Path, *args: str) -> str:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(repo_root), *args],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError as exc:
-        raise SourceError(
-            f"cannot run git: {exc.strerror}", where=str(repo_root), error_id="git.unavailable"
-        ) from exc
-    if done.returncode != 0:
-        raise SourceError(
-            f"git {' '.join(args)} failed: {done.stderr.strip()}",
-            where=str(repo_root),
-            error_id="git.failed",
-        )
-    return done.stdout
-
-
 def git_facts(repo_root: Path) -> GitFacts:
-    revision = _git(repo_root, "rev-parse", "HEAD").strip()
-    commit_time = int(_git(repo_root, "log", "-1", "--format=%ct", "HEAD").strip())
-    dirty = bool(_git(repo_root, "status", "--porcelain", "--untracked-files=no").strip())
+    revision = git(repo_root, "rev-parse", "HEAD").strip()
+    commit_time = int(git(repo_root, "log", "-1", "--format=%ct", "HEAD").strip())
+    dirty = bool(git(repo_root, "status", "--porcelain", "--untracked-files=no").strip())
     return GitFacts(revision, commit_time, dirty)
 
 
 def tracked_files(repo_root: Path, folder: str) -> list[str]:
-    out = _git(repo_root, "ls-files", "-z", "--", folder)
+    out = git(repo_root, "ls-files", "-z", "--", folder)
     return sorted(p for p in out.split("\0") if p)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.lanebuild.matrix import matrices
+from pipeline.lanebuild.job_matrix import matrices
 from pipeline.tree.lanes import load_lanes
 from pipeline.tree.sources import project_version
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import smoke_plan
 from pipeline.errors import PipelineError
-from pipeline.lanebuild import native_smoke
+from pipeline.lanebuild import native_smoke, smoke_plan
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "e2e_decode.json"

@@ -25,8 +25,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pipeline.documents.keys import generate_key_files, load_private_key
-from pipeline.documents.policy import trust_policy
 from pipeline.documents.sign import sign_to_sigstore_bundle
+from pipeline.documents.trust_policy import trust_policy
 from pipeline.release.cosign import cosign_bundle
 from verify.canonical import canonical_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.jspackage import release_version
+from pipeline.js.package import release_version
 from pipeline.serve import ENDLESS, Site
 from pipeline.toolchain import nodejs
 from tests.js.loader.cases import Case, Env

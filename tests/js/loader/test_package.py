@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import jspackage
+from pipeline.js import package
 from tests import jstools
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -83,15 +83,15 @@ TSCONFIG = {
 
 
 def test_package_json_is_current() -> None:
-    """Its version is the release's (pyproject); `python -m pipeline.jspackage` rewrites it."""
-    assert (REPO_ROOT / jspackage.PACKAGE_JSON).read_bytes() == jspackage.render(
-        jspackage.release_version()
+    """Its version is the release's (pyproject); `python -m pipeline.js.package` rewrites it."""
+    assert (REPO_ROOT / package.PACKAGE_JSON).read_bytes() == package.render(
+        package.release_version()
     )
 
 
 def test_the_package_lists_every_shipped_module() -> None:
     shipped = {p.name for p in JS.glob("*.js")}
-    assert set(jspackage.MODULES) == shipped
+    assert set(package.MODULES) == shipped
     doc = json.loads((JS / "package.json").read_bytes())
     assert doc["type"] == "module" and doc["types"] == "./loader.d.ts"
     assert set(doc["exports"]["."]) >= {"types", "browser", "node", "default"}
@@ -102,10 +102,10 @@ def pack_under(umask: int) -> bytes:
     checkout mode would differ by)."""
     old = os.umask(umask)
     try:
-        name, data = jspackage.pack(REPO_ROOT)
+        name, data = package.pack(REPO_ROOT)
     finally:
         os.umask(old)
-    assert name == jspackage.tarball_name(jspackage.release_version())
+    assert name == package.tarball_name(package.release_version())
     return data
 
 
@@ -119,7 +119,7 @@ def test_npm_pack_is_reproducible(tmp_path: Path) -> None:
         assert {m.mtime for m in members} == {499162500}  # npm's fixed 1985-10-26
         assert {(m.uid, m.gid, m.mode) for m in members} == {(0, 0, 0o644)}
         names = sorted(m.name for m in members)
-    expected = sorted(f"package/{n}" for n in (*jspackage.MODULES, jspackage.TYPES, "package.json"))
+    expected = sorted(f"package/{n}" for n in (*package.MODULES, package.TYPES, "package.json"))
     assert names == expected
 
 
@@ -127,7 +127,7 @@ def test_npm_pack_is_reproducible(tmp_path: Path) -> None:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A consumer project with the packed tarball installed by the pinned node's npm."""
     project = tmp_path_factory.mktemp("consumer")
-    name, data = jspackage.pack(REPO_ROOT)
+    name, data = package.pack(REPO_ROOT)
     (project / name).write_bytes(data)
     (project / "package.json").write_text('{"name": "consumer", "private": true}\n')
     done = jstools.npm(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.probes import OUTPUT, SOURCE_DIR, generate, read_probes
+from pipeline.js.probes import OUTPUT, SOURCE_DIR, generate, read_probes
 from pipeline.toolchain import nodejs
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -175,7 +175,7 @@ def test_node_a_cosigned_bundle_under_a_trust_policy(
     every row fails with the loader's SignatureThreshold naming 2 of 3."""
     from pipeline.conformance.trust import check_signed_manifest, load_trust
     from pipeline.documents.keys import generate_key_files
-    from pipeline.documents.policy import trust_policy
+    from pipeline.documents.trust_policy import trust_policy
     from pipeline.release.cosign import cosign_bundle
 
     bundle, dev_keys = conformance_bundle

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.documents.keys import generate_key_files
-from pipeline.documents.policy import trust_policy
+from pipeline.documents.trust_policy import trust_policy
 from pipeline.publish.publish import publish_bundle
 from pipeline.release.cosign import cosign_bundle
 from pipeline.tuf import errors as e

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main as release_main
-from pipeline.documents.policy import trust_policy
+from pipeline.documents.trust_policy import trust_policy
 from tests.harness.release import Harness, fake_report, verify_json
 from verify.bundle import verifier
 from verify.bundle.errors import KeylessRefused, MalformedSignatureBundle

@@ -21,8 +21,8 @@ import pytest
 
 from pipeline.cli import main as release_main
 from pipeline.documents.keys import KeyFiles, generate_key_files, load_private_key
-from pipeline.documents.policy import trust_policy
 from pipeline.documents.sign import add_signature
+from pipeline.documents.trust_policy import trust_policy
 from pipeline.release.cosign import CoSignRefused, cosign_bundle
 from tests.harness.release import Harness, fake_report, verify_json
 from verify.bundle import verifier

@@ -1,13 +1,12 @@
 """The bundle's `js/` as an npm package: `crates/wasm/js/package.json`, generated from the
 release version (pyproject `[project].version`) so the two never differ.
 
-`python -m pipeline.jspackage` rewrites it; tests/js/loader/test_package.py fails when it is stale.
+`python -m pipeline.js.package` rewrites it; tests/js/loader/test_package.py fails when it is stale.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 import tomllib
@@ -17,6 +16,7 @@ from typing import ClassVar
 
 from pipeline import paths
 from pipeline.errors import TabledError
+from pipeline.io import process
 from pipeline.toolchain import nodejs
 
 
@@ -25,15 +25,15 @@ class LoaderPackageError(TabledError):
 
     table: ClassVar[Mapping[str, str]] = {
         "loader-package.version": (
-            "python -m pipeline.jspackage (crates/wasm/js/package.json needs a version)"
+            "python -m pipeline.js.package (crates/wasm/js/package.json needs a version)"
         ),
         "loader-package.pack": (
-            "is crates/wasm/js/package.json current? `python -m pipeline.jspackage`"
+            "is crates/wasm/js/package.json current? `python -m pipeline.js.package`"
         ),
     }
 
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_JSON = Path(paths.JS_SOURCE_DIR / "package.json")
 PACKAGE_NAME = "tinyrustlm-loader"
 # The package's files: every shipped module, its types and this manifest (npm adds README).
@@ -86,7 +86,7 @@ def pack_sources(files: Sequence[tuple[str, bytes]]) -> tuple[str, bytes]:
         raise LoaderPackageError(
             f"the loader package has no readable package.json version ({exc})",
             where=str(PACKAGE_JSON),
-            hint="python -m pipeline.jspackage",
+            hint="python -m pipeline.js.package",
             error_id="loader-package.version",
         ) from exc
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-npm-") as tmp:
@@ -96,19 +96,16 @@ def pack_sources(files: Sequence[tuple[str, bytes]]) -> tuple[str, bytes]:
             (package / name).write_bytes(data)
             (package / name).chmod(0o644)
         npm_cli = nodejs.executable().parent.parent / "lib/node_modules/npm/bin/npm-cli.js"
-        done = subprocess.run(
+        done = process.run(
             [str(nodejs.executable()), str(npm_cli), "pack", "--ignore-scripts", str(package)],
             cwd=tmp,
-            capture_output=True,
-            text=True,
-            check=False,
         )
         tarball = Path(tmp) / tarball_name(version)
         if done.returncode != 0 or not tarball.is_file():
             raise LoaderPackageError(
                 f"npm pack of the loader package failed: {done.stderr.strip()[-2000:]}",
                 where=str(PACKAGE_JSON),
-                hint="is crates/wasm/js/package.json current? `python -m pipeline.jspackage`",
+                hint="is crates/wasm/js/package.json current? `python -m pipeline.js.package`",
                 error_id="loader-package.pack",
             )
         return tarball.name, tarball.read_bytes()

@@ -5,14 +5,13 @@ Each probe is a tiny module that validates only where one feature is supported. 
 The pinned wasm-tools (`wasm-tools parse`, found like the verifier finds it) turns the text
 into bytes; this module writes them, with their SHA-256, into a JS module of frozen arrays.
 The loader re-hashes every probe before use, so a changed byte is an error, never a new
-classification. `python -m pipeline.probes [--check]` (a test runs the check).
+classification. `python -m pipeline.js.probes [--check]` (a test runs the check).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -21,7 +20,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from pipeline.errors import CheckFailed, PipelineError, TabledError
+from pipeline.io import process
 from pipeline.io.atomic import write_atomic
+from pipeline.io.process import CommandTimedOut, CommandUnstartable
 from pipeline.toolchain.wasmtools import executable
 
 
@@ -43,10 +44,10 @@ class ProbesStale(CheckFailed):
     """probes.js is not generated from the current .wat sources."""
 
     error_id = "probes.stale"
-    default_hint = "python -m pipeline.probes"
+    default_hint = "python -m pipeline.js.probes"
 
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIR = Path("crates/wasm/probes")
 OUTPUT = Path("crates/wasm/js/probes.js")
 HEADER = re.compile(r"^;; probe ([a-z0-9-]+) version ([1-9][0-9]*): (.+)$")
@@ -69,15 +70,14 @@ def _assemble(source: Path, tool: Path) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "probe.wasm"
         try:
-            done = subprocess.run(
-                [str(tool), "parse", str(source), "-o", str(out)],
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_SECONDS,
+            done = process.run(
+                [str(tool), "parse", str(source), "-o", str(out)], timeout=TIMEOUT_SECONDS
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except (CommandUnstartable, CommandTimedOut) as exc:
             raise ProbeError(
-                f"cannot run wasm-tools: {exc}", where=str(source), error_id="probes.wasm-tools"
+                f"cannot run wasm-tools: {exc.caught}",
+                where=str(source),
+                error_id="probes.wasm-tools",
             ) from None
         if done.returncode != 0:
             raise ProbeError(
@@ -150,13 +150,7 @@ def render(probes: list[Probe], tool_version: str) -> bytes:
 
 
 def tool_version() -> str:
-    done = subprocess.run(
-        [str(executable()), "--version"],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_SECONDS,
-        check=False,
-    )
+    done = process.run([str(executable()), "--version"], timeout=TIMEOUT_SECONDS)
     # "wasm-tools 1.262.0 (e22db44da 2026-10-13)" -> "wasm-tools 1.262.0"
     return " ".join(done.stdout.split()[:2])
 
@@ -173,7 +167,7 @@ def main(argv: list[str]) -> int:
             raise ProbesStale(
                 "probes.js differs from its .wat sources",
                 where=str(target),
-                hint="python -m pipeline.probes",
+                hint="python -m pipeline.js.probes",
             )
         return 0
     write_atomic(target, text)

@@ -19,7 +19,7 @@ source each, so the JS can never drift from the runtime:
   (crates/wasm/probes/<id>.wat) that must validate for it, or null for a feature of the lowest
   lane (the lane policy's lane with no lower set: every engine that runs anything has it).
 
-`python -m pipeline.jsconstants [--check]` (tests/js/loader/test_constants.py runs the check).
+`python -m pipeline.js.constants [--check]` (tests/js/loader/test_constants.py runs the check).
 """
 
 from __future__ import annotations
@@ -33,17 +33,17 @@ from typing import ClassVar
 
 from pipeline import paths
 from pipeline.errors import CheckFailed, TabledError
-from pipeline.probes import probe_sources
+from pipeline.js.probes import probe_sources
 from verify.policy import DEFAULT_POLICY_DIR, WASM_POLICY, WasmPolicy, load_wasm_policies
 from verify.wasm.features import NONE, PROPOSAL_NAMES
 
 
 class JsConstantsError(TabledError):
-    """The Rust sources no longer have the shape pipeline/jsconstants.py reads."""
+    """The Rust sources no longer have the shape pipeline/js/constants.py reads."""
 
     table: ClassVar[Mapping[str, str]] = {
         "jsconstants.unreadable": "restore the Rust source named in `where` from git",
-        "jsconstants.source": "update pipeline/jsconstants.py to the Rust source's new shape",
+        "jsconstants.source": "update pipeline/js/constants.py to the Rust source's new shape",
         "jsconstants.exports": "add the exports to crates/wasm/src or drop them from the policy",
         "jsconstants.policy": (
             "keep verify/policy/wasm.json within what the loader can check: the same exports "
@@ -57,10 +57,10 @@ class JsConstantsStale(CheckFailed):
     """The generated JS constants are older than the Rust sources."""
 
     error_id = "jsconstants.stale"
-    default_hint = "python -m pipeline.jsconstants"
+    default_hint = "python -m pipeline.js.constants"
 
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = Path(paths.JS_SOURCE_DIR / "constants.js")
 LANES_RS = Path("crates/wasm/src/lib.rs")
 KERNELS_RS = Path("crates/core/src/kernels/mod.rs")
@@ -88,7 +88,7 @@ def _one(pattern: str, text: str, where: Path, what: str) -> re.Match[str]:
         raise JsConstantsError(
             f"{what} not found",
             where=str(where),
-            hint="update pipeline/jsconstants.py",
+            hint="update pipeline/js/constants.py",
             error_id="jsconstants.source",
         )
     return found
@@ -335,7 +335,7 @@ def main(argv: list[str]) -> int:
     if argv == ["--check"]:
         if target.read_text(encoding="utf-8") != text:
             raise JsConstantsStale(
-                f"{OUTPUT} is stale", where=str(OUTPUT), hint="python -m pipeline.jsconstants"
+                f"{OUTPUT} is stale", where=str(OUTPUT), hint="python -m pipeline.js.constants"
             )
         return 0
     target.write_text(text, encoding="utf-8")
