@@ -28,7 +28,6 @@ from pipeline.documents.sign import add_signature, sign_to_sigstore_bundle
 from tests.harness.receipts import loader_receipt, receipt_sha256
 from tests.harness.release import Harness, copy_pristine, fake_report, repack
 from verify.bundle import verifier
-from verify.bundle.dsse import parse_sigstore_bundle
 from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity
 from verify.bundle.layout import (
     CONFORMANCE,
@@ -39,9 +38,11 @@ from verify.bundle.layout import (
     SBOM,
     bundle_name,
 )
+from verify.bundle.opened import Opened
+from verify.bundle.report_check import check_report
 from verify.bundle.tarball import HARD_LIMITS, deterministic_tarball
-from verify.bundle.trusted_keys import load_trusted_keys
-from verify.bundle.verifier import StepResult, _check_report, _State
+from verify.bundle.trusted_keys import load_trusted_keys, trust_root_from_keys
+from verify.bundle.verifier import StepResult
 from verify.canonical import canonical_json
 from verify.errors import VerifyError
 from verify.formats.conformance import (
@@ -941,16 +942,12 @@ def test_a_keyless_signature_is_an_expected_file(
 
 
 # -- step 12 on its own: the shipped report against the re-derived one ----------------------
-def _state(bundle: Path, report: VerificationReport) -> _State:
-    """The pristine bundle's files and signed documents, with `report` shipped."""
+def _opened(bundle: Path, report: VerificationReport) -> tuple[Opened, ModuleManifest]:
+    """The pristine bundle's files, with `report` shipped, and its manifest."""
     files = {p.relative_to(bundle).as_posix(): p.read_bytes() for p in bundle.rglob("*")
              if p.is_file()}  # fmt: skip
     files[REPORT] = report.model_dump_json(by_alias=True).encode()
-    state = _State(bundle, files, True)
-    state.manifest = ModuleManifest.model_validate_json(files[MANIFEST])
-    for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE):
-        state.signed[name] = parse_sigstore_bundle(files[name], name)
-    return state
+    return Opened(bundle, files, True), ModuleManifest.model_validate_json(files[MANIFEST])
 
 
 def _artifacts(bundle: Path) -> list[tuple[Path, str]]:
@@ -1015,18 +1012,34 @@ def test_report_refusals(pristine: tuple[Harness, Path], case: str) -> None:
     bundle = pristine[1]
     assert sorted(lane for _, lane in _artifacts(bundle)) == LANES
     with pytest.raises(VerifyError) as caught:
-        _check_report(_state(bundle, shipped(_artifacts(bundle))), derive)
+        check_report(*_opened(bundle, shipped(_artifacts(bundle))), derive)
     assert (caught.value.error_id, caught.value.message, caught.value.where) == expected
 
 
 def test_the_report_step_says_what_it_derived(pristine: tuple[Harness, Path]) -> None:
-    """Without a deriver the verifier's own (here the patched fake) re-inspects."""
     bundle = pristine[1]
-    state = _state(bundle, fake_report(_artifacts(bundle)))
-    assert _check_report(state, None) == "4 artifacts, 8 findings, all pass"
+    opened, manifest = _opened(bundle, fake_report(_artifacts(bundle)))
+    assert check_report(opened, manifest, fake_report) == "4 artifacts, 8 findings, all pass"
 
 
-# -- verify_bundle's own arguments ----------------------------------------------------------
+def test_without_a_deriver_the_verifiers_own_re_inspects(
+    pristine: tuple[Harness, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`BundleVerifier(derive=None)`: step 12 asks `default_deriver` (here a spy) for the
+    verifier's own inspectors."""
+    h, bundle = pristine
+    asked: list[int] = []
+
+    def spy() -> Any:
+        asked.append(1)
+        return fake_report
+
+    monkeypatch.setattr(verifier, "default_deriver", spy)
+    verdict = h.verify(bundle, derive=None)
+    assert (asked, verdict.steps[11].detail) == ([1], "4 artifacts, 8 findings, all pass")
+
+
+# -- the verifier's own arguments -----------------------------------------------------------
 def test_a_version_floor_that_is_not_a_version_is_a_value_error(
     pristine: tuple[Harness, Path],
 ) -> None:
@@ -1050,9 +1063,9 @@ def test_bare_keys_follow_the_one_signer_argument(
     options: dict[str, Any] = {} if one_signer else {"one_signer": False}
 
     def run() -> verifier.Verdict:
-        return verifier.verify_bundle(
-            bundle, keys, allow_dev_key=False, now=int(time.time()), derive=fake_report, **options
-        )
+        trust = trust_root_from_keys(keys, **options)
+        requires = verifier.Requirements(now=int(time.time()))
+        return verifier.BundleVerifier(trust, fake_report).verify(bundle, requires)
 
     if one_signer:
         with pytest.raises(VerifyError) as caught:
@@ -1060,13 +1073,6 @@ def test_bare_keys_follow_the_one_signer_argument(
         assert caught.value.error_id == "signature.signers-differ"
     else:
         assert run().version == "9.9.9"
-
-
-def test_a_later_step_before_step_5_is_a_programming_error(tmp_path: Path) -> None:
-    """Steps 6-14 read the manifest step 5 set; run without it they say so, not `None`."""
-    with pytest.raises(AssertionError) as caught:
-        verifier._check_listed_digests(_State(tmp_path, {}, True))
-    assert str(caught.value) == "step 5 sets the manifest"
 
 
 # -- step 13 reads the bundle's conformance.json against the manifest ----------------------
