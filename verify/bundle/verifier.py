@@ -30,8 +30,8 @@ report's re-inspection, read limits); `Requirements` is what you ask of this bun
     may be present and is not judged (no identity to judge it by).
  3. Key hints: each bundle's verificationMaterial.publicKey.hint is one of its signatures'
     keyids (the key that made the release; co-signers add signatures, not hints).
- 4. Payload types: the manifest's is application/vnd.tinyrustlm.module-manifest.v1+json,
-    the provenance's is application/vnd.in-toto+json.
+ 4. Payload types: the manifest's is `MANIFEST_PAYLOAD_TYPE` (verify.formats.manifest), the
+    provenance's `IN_TOTO_PAYLOAD_TYPE` (verify.formats.in_toto).
  5. Manifest: the signed payload (decoded, never re-serialised) is canonical JSON and a
     valid tinyrustlm.module-manifest.v1; manifest.json is byte-identical to it; its
     key_class matches the role of every counted manifest signer; it has not expired; its
@@ -39,10 +39,12 @@ report's re-inspection, read limits); `Requirements` is what you ask of this bun
  6. Manifest digests: every file it lists exists with the listed SHA-256 and size; the
     build id recomputes (`verify.formats.manifest.build_id`, the pipeline's function too).
  7. Files: nothing missing, nothing extra.
- 8. Provenance: an in-toto Statement v1 with a SLSA Provenance v1 predicate whose subjects
+ 8. Provenance: an in-toto Statement v1 with a SLSA Provenance v1 predicate
+    (`verify.formats.provenance.ProvenanceClaims`) whose subjects
     are exactly the artifacts, JS files, manifest.json, sbom.cdx.json and
     verification-report.json with their SHA-256, for the manifest's source revision.
- 9. SBOM: CycloneDX 1.6 whose `file` components are exactly the listed files and hashes.
+ 9. SBOM: CycloneDX 1.6 whose `file` components (`verify.formats.cyclonedx`) are exactly the
+    listed files and hashes.
 10. Builder paths: no string in the manifest, the provenance, the SBOM or the report holds
     an absolute path outside the machine-independent ones (`verify.placeholders`): the
     builder's locations are named `$WORKSPACE/...` or `$CARGO_HOME/...`.

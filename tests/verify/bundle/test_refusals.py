@@ -27,7 +27,7 @@ from pipeline.documents.keys import generate_key_files, load_private_key
 from pipeline.documents.sign import add_signature, sign_to_sigstore_bundle
 from tests.harness.receipts import loader_receipt, receipt_sha256
 from tests.harness.release import Harness, copy_pristine, fake_report, repack
-from verify.bundle import verifier
+from verify.bundle import opened, verifier
 from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity
 from verify.bundle.layout import (
     CONFORMANCE,
@@ -442,6 +442,14 @@ def _changed(change: Callable[[dict[str, Any]], object]) -> Callable[[Any], Any]
     return apply
 
 
+def _names_not_strings(*indexes: int) -> Callable[[dict[str, Any]], None]:
+    def edit(statement: dict[str, Any]) -> None:
+        for i in indexes:
+            statement["subject"][i]["name"] = 7
+
+    return edit
+
+
 def _three_differences(statement: dict[str, Any]) -> None:
     _subject("js/host.js")(statement)["digest"]["sha256"] = "0" * 64
     statement["subject"].remove(_subject(SBOM)(statement))
@@ -764,6 +772,13 @@ REFUSALS: dict[str, Refusal] = {
         SUBJECT_RULE,
         f"{PROV_WHERE}: subject[1]",
     ),
+    "two-bad-subjects-the-first-is-named": Refusal(
+        _resign_statement(_names_not_strings(3, 1)),
+        "provenance.invalid",
+        8,
+        SUBJECT_RULE,
+        f"{PROV_WHERE}: subject[1]",
+    ),
     "subject-twice": Refusal(
         _resign_statement(lambda s: s["subject"].append(dict(s["subject"][0]))),
         "provenance.invalid",
@@ -811,6 +826,13 @@ REFUSALS: dict[str, Refusal] = {
     ),
     "no-predicate": Refusal(
         _resign_statement(_pop("predicate")),
+        "provenance.subjects",
+        8,
+        "provenance source revision None is not the manifest's",
+        REVISION_WHERE,
+    ),
+    "predicate-not-an-object": Refusal(
+        _resign_statement(_set("predicate", "built")),
         "provenance.subjects",
         8,
         "provenance source revision None is not the manifest's",
@@ -1018,8 +1040,8 @@ def test_report_refusals(pristine: tuple[Harness, Path], case: str) -> None:
 
 def test_the_report_step_says_what_it_derived(pristine: tuple[Harness, Path]) -> None:
     bundle = pristine[1]
-    opened, manifest = _opened(bundle, fake_report(_artifacts(bundle)))
-    assert check_report(opened, manifest, fake_report) == "4 artifacts, 8 findings, all pass"
+    files, manifest = _opened(bundle, fake_report(_artifacts(bundle)))
+    assert check_report(files, manifest, fake_report) == "4 artifacts, 8 findings, all pass"
 
 
 def test_without_a_deriver_the_verifiers_own_re_inspects(
@@ -1185,7 +1207,7 @@ def test_an_unreadable_bundle_file_is_named(
             raise InputError(f"cannot read {what} file: Permission denied", where=str(path))
         return real(path, what, limit)
 
-    monkeypatch.setattr(verifier, "read_regular_file", read)
+    monkeypatch.setattr(opened, "read_regular_file", read)
     with pytest.raises(VerifyError) as caught:
         h.verify(bundle)
     assert (caught.value.error_id, caught.value.message, caught.value.where) == (

@@ -126,6 +126,27 @@ def test_a_file_component_needs_a_name_and_one_sha256(
     )  # fmt: skip
 
 
+def test_of_two_bad_file_components_the_first_is_named(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    files = [i for i, c in enumerate(doc["components"]) if c.get("type") == "file"]
+    for i in (files[2], files[1]):
+        doc["components"][i].pop("name")
+    with pytest.raises(e.SbomInvalid) as caught:
+        _check_sbom(_state(bundle, doc))
+    assert caught.value.where == f"{SBOM}: components[{files[1]}]"
+
+
+def test_not_cyclonedx_is_said_before_any_component(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    _first_file(doc).pop("name")
+    doc["specVersion"] = "1.5"
+    with pytest.raises(e.SbomInvalid) as caught:
+        _check_sbom(_state(bundle, doc))
+    assert (caught.value.message, caught.value.where) == ("not a CycloneDX 1.6 JSON document", SBOM)
+
+
 def test_other_components_and_other_hashes_are_ignored(pristine: tuple[Harness, Path]) -> None:
     bundle = pristine[1]
     doc = _sbom(bundle)
