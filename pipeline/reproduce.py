@@ -56,7 +56,7 @@ from verify.bundle.layout import (
     tarball_name,
 )
 from verify.bundle.trusted_keys import load_trust_root
-from verify.bundle.verifier import verify_bundle
+from verify.bundle.verifier import BundleVerifier, Requirements
 from verify.errors import VerifyError
 from verify.formats.manifest import ModuleManifest
 from verify.section_diff import first_difference
@@ -281,12 +281,8 @@ def verify_first(bundle: Path, trusted_keys: Path, allow_dev_key: bool, say: Say
     """Step 1: the whole `verify bundle` procedure; only then is manifest.json read."""
     try:
         root = load_trust_root(trusted_keys)
-        verdict = verify_bundle(
-            bundle,
-            root,
-            allow_dev_key=allow_dev_key,
-            now=int(time.time()),
-        )
+        requires = Requirements(now=int(time.time()), allow_dev_key=allow_dev_key)
+        verdict = BundleVerifier(root).verify(bundle, requires)
     except VerifyError as exc:
         error_id = getattr(exc, "error_id", "verify.error")
         raise BundleNotVerified(

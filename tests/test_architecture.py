@@ -45,6 +45,8 @@ def test_the_tree_keeps_every_contract() -> None:
 # (contract that must break, file to edit, the import planted at its end)
 PLANTED = [
     ("verify never imports pipeline", "verify/canonical.py", "import pipeline.errors"),
+    ("verify.formats is the shared model layer: it imports nothing of verify.bundle",
+     "verify/formats/in_toto.py", "import verify.bundle.layout"),
     ("pipeline is layered", "pipeline/io/atomic.py", "import pipeline.release.steps"),
     ("pipeline is layered", "pipeline/tree/snapshot.py", "import pipeline.lanebuild.driver"),
     ("pipeline is layered", "pipeline/fetch/client.py", "import pipeline.publish.repo"),

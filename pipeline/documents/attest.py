@@ -14,16 +14,14 @@ from pipeline import paths
 from pipeline.documents.keys import SigningKey
 from pipeline.documents.sign import sign_to_sigstore_bundle
 from pipeline.io.atomic import write_atomic
-from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.layout import bundle_name
 from verify.canonical import canonical_json
+from verify.formats.in_toto import IN_TOTO_PAYLOAD_TYPE, SLSA_PREDICATE_TYPE, STATEMENT_TYPE
 from verify.formats.manifest import ModuleManifest
 from verify.formats.rebuild import (
     REBUILD_BUILD_TYPE,
     REBUILDER_ID_PREFIX,
     REBUILT,
-    SLSA_PREDICATE_TYPE,
-    STATEMENT_TYPE,
     UPSTREAM,
     RebuildStatement,
 )
@@ -113,7 +111,7 @@ def rebuild_statement(
 
 def write_attestation(statement: RebuildStatement, key: SigningKey, out: Path) -> Path:
     """Sign `statement` and write it to `out` (a folder: the standard file name in it)."""
-    payload = canonical_json(statement.model_dump(mode="json", by_alias=True))
+    payload = canonical_json(statement.document())
     signed = sign_to_sigstore_bundle(key.private_key, IN_TOTO_PAYLOAD_TYPE, payload)
     path = out / attestation_name(key.keyid) if out.is_dir() else out
     write_atomic(path, signed)

@@ -2,9 +2,10 @@
 
 cyclonedx-python-lib's object model has no `formulation`, so the document is built here as
 plain data and the library's strict 1.6 JSON validator checks it (tests, and `check_sbom`).
-Components: every bundle file (type `file`, SHA-256; the verifier compares these with the
-bytes), the crates (source tree digests), the toolchain .debs (pkg:deb purls, .deb SHA-256)
-and the pipeline's pinned Python closure. `formulation` records each lane's build command.
+Components: every bundle file (type `file`, SHA-256, made by the model the verifier reads
+them with, `verify.formats.cyclonedx.FileComponent`: it compares them with the bytes), the
+crates (source tree digests), the toolchain .debs (pkg:deb purls, .deb SHA-256) and the
+pipeline's pinned Python closure. `formulation` records each lane's build command.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from packageurl import PackageURL
 from pipeline.documents.errors import DocumentError
 from pipeline.tree.sources import CrateSource, PythonRequirement
 from verify.canonical import canonical_json
+from verify.formats.cyclonedx import BOM_FORMAT, SPEC_VERSION, FileComponent
 
-SPEC_VERSION = "1.6"
 # uuid5 namespace for the serial number: same build id, same serial (deterministic bundles).
 SERIAL_NAMESPACE = uuid.UUID("6f1c3b0e-3a51-5e7e-9d35-2f9a1c0b7d11")
 TOOL_NAME = "tinyrustlm-release"
@@ -91,11 +92,8 @@ def _sha256(digest: str) -> list[dict[str, str]]:
 
 def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
     release_ref = f"tinyrustlm@{inputs.version}"
-    components: list[dict[str, Any]] = []
-    for url, sha in inputs.files:
-        components.append(
-            {"type": "file", "bom-ref": f"file:{url}", "name": url, "hashes": _sha256(sha)}
-        )
+    # the file components through the verifier's model of them (verify.formats.cyclonedx)
+    components = [FileComponent.of(url, sha).document() for url, sha in inputs.files]
     for crate in inputs.crates:
         components.append(
             {
@@ -165,7 +163,7 @@ def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
         for step in inputs.steps
     ]
     return {
-        "bomFormat": "CycloneDX",
+        "bomFormat": BOM_FORMAT,
         "specVersion": SPEC_VERSION,
         "serialNumber": f"urn:uuid:{uuid.uuid5(SERIAL_NAMESPACE, inputs.build_id)}",
         "version": 1,

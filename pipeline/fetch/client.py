@@ -59,7 +59,7 @@ from pipeline.tuf.releases import (
 from verify.bundle.layout import MANIFEST, bundle_name
 from verify.bundle.report_check import Deriver
 from verify.bundle.trusted_keys import TrustRoot, load_trust_root
-from verify.bundle.verifier import Verdict, verify_bundle
+from verify.bundle.verifier import BundleVerifier, Requirements, Verdict
 from verify.errors import VerifyError
 from verify.formats.manifest import BundlePath, ModuleManifest
 from verify.inputs import read_json_file, read_regular_file
@@ -313,10 +313,9 @@ def _verify(
     now: int,
     derive: Deriver | None,
 ) -> Verdict:
+    requires = Requirements(now=now, allow_dev_key=request.allow_dev_key)
     try:
-        verdict = verify_bundle(
-            staging, trusted, allow_dev_key=request.allow_dev_key, now=now, derive=derive
-        )
+        verdict = BundleVerifier(trusted, derive).verify(staging, requires)
     except VerifyError as exc:
         error_id = getattr(exc, "error_id", "verify.error")
         raise e.FetchedBundleRejected(
@@ -357,10 +356,9 @@ def _installed(
     derive: Deriver | None,
 ) -> tuple[Verdict | None, str]:
     """The verdict on the bundle already at `final` if it is this release, else why not."""
+    requires = Requirements(now=now, allow_dev_key=request.allow_dev_key)
     try:
-        verdict = verify_bundle(
-            final, trusted, allow_dev_key=request.allow_dev_key, now=now, derive=derive
-        )
+        verdict = BundleVerifier(trusted, derive).verify(final, requires)
     except VerifyError as exc:
         return None, f"it fails `verify bundle` [{exc.error_id}]"
     if (verdict.version, verdict.build_id) != (release.version, release.build_id):

@@ -31,8 +31,8 @@ from pipeline.tuf.errors import BundleNotVerified, PublishError, VersionNotNewer
 from pipeline.tuf.policy import RepositoryPolicy
 from pipeline.tuf.releases import newest, release_target, target_path, version_key
 from verify.bundle.report_check import Deriver
-from verify.bundle.trusted_keys import TrustedKey, TrustRoot
-from verify.bundle.verifier import Verdict, verify_bundle
+from verify.bundle.trusted_keys import TrustedKey, TrustRoot, trust_root_from_keys
+from verify.bundle.verifier import BundleVerifier, Requirements, Verdict
 from verify.errors import VerifyError
 
 
@@ -61,12 +61,7 @@ def read_bundle_folder(bundle: Path) -> dict[str, bytes]:
 
 
 def verify_copy(
-    files: dict[str, bytes],
-    name: str,
-    trusted: TrustRoot | dict[str, TrustedKey],
-    allow_dev_key: bool,
-    now: int,
-    derive: Deriver | None,
+    files: dict[str, bytes], name: str, verifier: BundleVerifier, requires: Requirements
 ) -> Verdict:
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-publish-") as tmp:
         copy = Path(tmp) / name
@@ -74,7 +69,7 @@ def verify_copy(
             (copy / rel).parent.mkdir(parents=True, exist_ok=True)
             (copy / rel).write_bytes(data)
         try:
-            return verify_bundle(copy, trusted, allow_dev_key=allow_dev_key, now=now, derive=derive)
+            return verifier.verify(copy, requires)
         except VerifyError as exc:
             error_id = getattr(exc, "error_id", "verify.error")
             raise BundleNotVerified(
@@ -99,7 +94,9 @@ def publish_bundle(
     when = now or now_utc()
     require_repository(repo_path)
     files = read_bundle_folder(bundle)
-    verdict = verify_copy(files, bundle.name, trusted, allow_dev_key, int(when.timestamp()), derive)
+    root = trusted if isinstance(trusted, TrustRoot) else trust_root_from_keys(trusted)
+    requires = Requirements(now=int(when.timestamp()), allow_dev_key=allow_dev_key)
+    verdict = verify_copy(files, bundle.name, BundleVerifier(root, derive), requires)
     version_key(verdict.version, where=f"{bundle}/manifest.json: version")
     with repository_lock(repo_path):
         repo = DiskRepository.load(repo_path, folders, policy, when)

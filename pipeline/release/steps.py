@@ -52,10 +52,10 @@ from pipeline.release.bundle import (
 from pipeline.toolchain.check import check_installed
 from pipeline.tree.snapshot import Tree, read_tree
 from pipeline.tree.sources import require_clean
-from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE, bundle_name
 from verify.bundle.report_check import Deriver, default_deriver, failed_findings
 from verify.errors import VerifyError
+from verify.formats.in_toto import IN_TOTO_PAYLOAD_TYPE
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, KeyClass, ModuleManifest
 from verify.formats.report import VerificationReport
 

@@ -39,9 +39,10 @@ from pipeline.release.steps import (
     run_release,
 )
 from verify.bundle.layout import CHECKSUMS, bundle_name, checksums_text, tarball_name
-from verify.bundle.tarball import deterministic_tarball
+from verify.bundle.report_check import Deriver
+from verify.bundle.tarball import HARD_LIMITS, ReadLimits, deterministic_tarball
 from verify.bundle.trusted_keys import load_trust_root
-from verify.bundle.verifier import Verdict, verify_bundle
+from verify.bundle.verifier import BundleVerifier, Progress, Requirements, Verdict
 from verify.cli import main as verify_main
 from verify.formats.manifest import ModuleManifest
 from verify.formats.report import ArtifactReport, FindingModel, VerificationReport
@@ -236,14 +237,20 @@ class Harness:
         request = ReleaseRequest(repo_root=self.repo, dist=dist or self.tmp / "dist", **options)
         return run_release(request, self.steps, say=self.log.append)
 
-    def verify(self, bundle: Path, trusted: Path | None = None, **kwargs: Any) -> Verdict:
-        options: dict[str, Any] = {
-            "allow_dev_key": False,
-            "now": int(time.time()),
-            "derive": fake_report,
-        }
-        options.update(kwargs)
-        return verify_bundle(bundle, load_trust_root(trusted or self.trusted), **options)
+    def verify(
+        self,
+        bundle: Path,
+        trusted: Path | None = None,
+        *,
+        derive: Deriver | None = fake_report,
+        limits: ReadLimits = HARD_LIMITS,
+        progress: Progress | None = None,
+        **requirements: Any,
+    ) -> Verdict:
+        """`BundleVerifier(...).verify(bundle, Requirements(now=now, **requirements))`."""
+        requirements.setdefault("now", int(time.time()))
+        verifier = BundleVerifier(load_trust_root(trusted or self.trusted), derive, limits)
+        return verifier.verify(bundle, Requirements(**requirements), progress)
 
 
 @pytest.fixture

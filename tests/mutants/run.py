@@ -10,8 +10,8 @@ with its reason in tests/mutants/equivalent.toml and counted apart.
 
 Default (quick): only verify/bundle/dsse.py and verify/canonical.py are mutated (about 380
 mutants, a few minutes); `--full` mutates every listed module (about 1,850 mutants, 955 of
-them in the bundle verifier); `--only 'verify.bundle.verifier.*'` mutates the mutants whose
-names match (one file, or one function: 'verify.bundle.verifier.x__check_sbom__*').
+them in the bundle verifier); `--only 'verify.bundle.*'` mutates the mutants whose
+names match (one file, or one function: 'verify.bundle.document_check.x_check_sbom__*').
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="GLOB",
-        help="mutate only these mutant names (repeatable), e.g. 'verify.bundle.verifier.*'",
+        help="mutate only these mutant names (repeatable), e.g. 'verify.bundle.*'",
     )
     args = parser.parse_args(argv)
     started = time.monotonic()

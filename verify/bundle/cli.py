@@ -22,7 +22,7 @@ from verify.bundle.errors import ResourceLimit
 from verify.bundle.keyless import SIGSTORE_INSTANCES, KeylessIdentity
 from verify.bundle.rebuilds import SCOPES, RebuildPolicy
 from verify.bundle.trusted_keys import TrustRoot, load_trust_root, load_trusted_keys
-from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
+from verify.bundle.verifier import STEP_TITLES, BundleVerifier, Requirements, StepResult
 from verify.bundle.versions import version_key
 from verify.errors import EXIT_OK, EXIT_USAGE, IoFailed, VerifyError
 from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
@@ -189,19 +189,15 @@ def run(args: argparse.Namespace) -> Outcome:
     except VerifyError as exc:  # no step ran at all
         return _failed(args, steps, exc, step=None)
     try:
-        verdict = _guarded(
-            lambda: verify_bundle(
-                args.bundle,
-                root,
-                allow_dev_key=args.allow_dev_key,
-                now=now,
-                progress=record,
-                version_floor=args.not_before_version,
-                require_engines=engines,
-                rebuilds=rebuilds,
-                keyless=keyless,
-            )
+        requires = Requirements(
+            now=now,
+            allow_dev_key=args.allow_dev_key,
+            version_floor=args.not_before_version,
+            require_engines=tuple(engines),
+            rebuilds=rebuilds,
+            keyless=keyless,
         )
+        verdict = _guarded(lambda: BundleVerifier(root).verify(args.bundle, requires, record))
     except VerifyError as exc:
         return _failed(args, steps, exc, step=len(steps) + 1)
     if args.json:

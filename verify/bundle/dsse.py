@@ -24,7 +24,6 @@ from verify.bundle.errors import MalformedSignatureBundle, SignatureInvalid
 from verify.canonical import MalformedJson, canonical_json, parse_json
 
 SIGSTORE_BUNDLE_MEDIA_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
-IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:

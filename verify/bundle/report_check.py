@@ -1,4 +1,4 @@
-"""Step "the report re-derived": inspect every artifact again with the verifier's OWN policy.
+"""Step 12, "the report re-derived": inspect every artifact again with the verifier's OWN policy.
 
 The bundle's verification-report.json is what the builder claims it found; a verifier must
 not trust it, nor the bundle's policy. It reads the shipped report with its model
@@ -14,8 +14,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from verify.bundle.errors import ReportInvalid
+from verify.bundle.errors import ReportInvalid, ReportMismatch
+from verify.bundle.layout import REPORT
+from verify.bundle.opened import Opened
 from verify.canonical import MalformedJson, parse_json
+from verify.formats.manifest import ModuleManifest
 from verify.formats.report import VerificationReport
 
 # (artifact file, lane id) in manifest order -> the verifier's own report
@@ -69,3 +72,24 @@ def findings_by_lane(report: VerificationReport, where: str) -> FindingTable:
 def failed_findings(report: VerificationReport) -> list[str]:
     """`lane: finding-id` for every finding that is not ok (empty when all pass)."""
     return [f"{a.lane}: {f.id}" for a in report.artifacts for f in a.findings if not f.ok]
+
+
+def check_report(opened: Opened, manifest: ModuleManifest, derive: Deriver) -> str:
+    """The shipped report's findings are the re-derived ones, lane by lane, and all pass."""
+    shipped = findings_by_lane(read_report(opened.files[REPORT], REPORT), REPORT)
+    artifacts = [(opened.root / url, lane) for url, lane in manifest.lanes()]
+    derived = findings_by_lane(derive(artifacts), "the verifier's report")
+    for lane in sorted(derived.keys() | shipped.keys()):
+        if derived.get(lane) != shipped.get(lane):
+            raise ReportMismatch(
+                f"lane {lane}: the bundle's findings differ from re-inspection with the "
+                "verifier's policy",
+                where=f"{REPORT}: {lane}",
+            )
+        failing = [fid for fid, ok, _ in derived[lane] if not ok]
+        if failing:
+            raise ReportMismatch(
+                f"lane {lane}: failing findings {', '.join(failing)}", where=f"{REPORT}: {lane}"
+            )
+    total = sum(len(rows) for rows in derived.values())
+    return f"{len(derived)} artifacts, {total} findings, all pass"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.release.steps import ReleaseRequest, run_release
-from verify.bundle.trusted_keys import load_trusted_keys
-from verify.bundle.verifier import verify_bundle
+from verify.bundle.trusted_keys import load_trusted_keys, trust_root_from_keys
+from verify.bundle.verifier import BundleVerifier, Requirements
 
 
 def _tree(folder: Path) -> dict[str, str]:
@@ -34,6 +34,7 @@ def test_real_release_verifies_and_reproduces(built_clone: Path, tmp_path: Path)
         request = ReleaseRequest(repo_root=built_clone, dist=tmp_path / name, env={})
         bundles.append(run_release(request, say=lambda line: None).bundle)
     trusted = load_trusted_keys(built_clone / ".dev-keys/development.trusted-keys.json")
-    verdict = verify_bundle(bundles[0], trusted, allow_dev_key=True, now=int(time.time()))
+    requires = Requirements(now=int(time.time()), allow_dev_key=True)
+    verdict = BundleVerifier(trust_root_from_keys(trusted)).verify(bundles[0], requires)
     assert verdict.key_class == "development"
     assert _tree(bundles[0]) == _tree(bundles[1])

@@ -28,8 +28,8 @@ from pipeline.lanebuild.stdbuild import CACHE_ENV as STD_CACHE_ENV
 from pipeline.lanebuild.stdbuild import cache_root as std_cache_root
 from pipeline.tree.lanes import load_lanes
 from tests.clones import clone_head
-from verify.bundle.trusted_keys import load_trusted_keys
-from verify.bundle.verifier import verify_bundle
+from verify.bundle.trusted_keys import load_trusted_keys, trust_root_from_keys
+from verify.bundle.verifier import BundleVerifier, Requirements
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 # faketime: 17 days and 5 hours later (another day and time of day). `-m`: the multi-threaded
@@ -193,5 +193,6 @@ def test_no_builder_path_in_any_bundle_file(clones: Clones) -> None:
                 for where in (clones.a, clones.b, clones.home_b, clones.b.parent):
                     assert str(where).encode() not in data, f"{path.name} names {where}"
     trusted = load_trusted_keys(clones.a / ".dev-keys/development.trusted-keys.json")
-    verdict = verify_bundle(clones.bundle_b, trusted, allow_dev_key=True, now=int(time.time()))
+    requires = Requirements(now=int(time.time()), allow_dev_key=True)
+    verdict = BundleVerifier(trust_root_from_keys(trusted)).verify(clones.bundle_b, requires)
     assert verdict.steps[9].title == "no builder paths in signed documents"

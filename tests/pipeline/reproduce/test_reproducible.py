@@ -31,8 +31,8 @@ from pipeline.reproduce import compare_bundle, explain
 from pipeline.tree.snapshot import read_tree
 from tests.clones import run_build
 from verify.bundle.rebuilds import RebuildPolicy
-from verify.bundle.trusted_keys import load_trusted_keys
-from verify.bundle.verifier import verify_bundle
+from verify.bundle.trusted_keys import load_trusted_keys, trust_root_from_keys
+from verify.bundle.verifier import BundleVerifier, Requirements
 from verify.formats.manifest import ModuleManifest
 
 pytestmark = pytest.mark.integration
@@ -110,12 +110,8 @@ def test_the_rebuild_attestation_satisfies_a_one_of_one_policy(
         (reproduction.attestation,),
         allow_dev_rebuilder=True,
     )
-    verdict = verify_bundle(
-        released_bundle,
-        load_trusted_keys(reproduction.trusted),
-        allow_dev_key=True,
-        now=int(time.time()),
-        rebuilds=policy,
+    verdict = BundleVerifier(trust_root_from_keys(load_trusted_keys(reproduction.trusted))).verify(
+        released_bundle, Requirements(now=int(time.time()), allow_dev_key=True, rebuilds=policy)
     )
     (rebuilds,) = [s for s in verdict.steps if s.title == "independent rebuilds (K of N)"]
     assert rebuilds.detail.startswith("1 of 1 rebuilders")

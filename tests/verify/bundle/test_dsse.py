@@ -15,7 +15,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from verify.bundle.dsse import (
-    IN_TOTO_PAYLOAD_TYPE,
     SIGSTORE_BUNDLE_MEDIA_TYPE,
     DsseSignature,
     Envelope,
@@ -28,6 +27,7 @@ from verify.bundle.dsse import (
 )
 from verify.bundle.errors import MalformedSignatureBundle, SignatureInvalid
 from verify.canonical import MAX_JSON_DEPTH
+from verify.formats.in_toto import IN_TOTO_PAYLOAD_TYPE
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 # RFC 8410: an Ed25519 SubjectPublicKeyInfo is this fixed DER prefix and the 32 raw key bytes

@@ -35,11 +35,11 @@ from tests.harness.release import (
     verify_json,
 )
 from verify.bundle import verifier
-from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.errors import BundleRejected
 from verify.bundle.tarball import GZIP_HEADER, HARD_LIMITS
-from verify.bundle.trusted_keys import load_trusted_keys
+from verify.bundle.trusted_keys import load_trusted_keys, trust_root_from_keys
 from verify.cli import main as verify_main
+from verify.formats.in_toto import IN_TOTO_PAYLOAD_TYPE
 
 REPO = Path(__file__).resolve().parents[3]
 TOP = f"tinyrustlm-{VERSION}"
@@ -141,10 +141,10 @@ def test_bomb_is_refused_at_the_limit(
     tracemalloc.start()
     try:
         with pytest.raises(BundleRejected) as caught:
-            verifier.verify_bundle(
-                target, load_trusted_keys(pristine[0].trusted), allow_dev_key=False,
-                now=pristine[0].commit_time + 3600, derive=fake_report,
-            )  # fmt: skip
+            trust = trust_root_from_keys(load_trusted_keys(pristine[0].trusted))
+            verifier.BundleVerifier(trust, fake_report).verify(
+                target, verifier.Requirements(now=pristine[0].commit_time + 3600)
+            )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -27,8 +27,7 @@ from pipeline.documents.keys import generate_key_files, load_private_key
 from pipeline.documents.sign import add_signature, sign_to_sigstore_bundle
 from tests.harness.receipts import loader_receipt, receipt_sha256
 from tests.harness.release import Harness, copy_pristine, fake_report, repack
-from verify.bundle import verifier
-from verify.bundle.dsse import parse_sigstore_bundle
+from verify.bundle import opened, verifier
 from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity
 from verify.bundle.layout import (
     CONFORMANCE,
@@ -39,9 +38,11 @@ from verify.bundle.layout import (
     SBOM,
     bundle_name,
 )
+from verify.bundle.opened import Opened
+from verify.bundle.report_check import check_report
 from verify.bundle.tarball import HARD_LIMITS, deterministic_tarball
-from verify.bundle.trusted_keys import load_trusted_keys
-from verify.bundle.verifier import StepResult, _check_report, _State
+from verify.bundle.trusted_keys import load_trusted_keys, trust_root_from_keys
+from verify.bundle.verifier import StepResult
 from verify.canonical import canonical_json
 from verify.errors import VerifyError
 from verify.formats.conformance import (
@@ -441,6 +442,14 @@ def _changed(change: Callable[[dict[str, Any]], object]) -> Callable[[Any], Any]
     return apply
 
 
+def _names_not_strings(*indexes: int) -> Callable[[dict[str, Any]], None]:
+    def edit(statement: dict[str, Any]) -> None:
+        for i in indexes:
+            statement["subject"][i]["name"] = 7
+
+    return edit
+
+
 def _three_differences(statement: dict[str, Any]) -> None:
     _subject("js/host.js")(statement)["digest"]["sha256"] = "0" * 64
     statement["subject"].remove(_subject(SBOM)(statement))
@@ -763,6 +772,13 @@ REFUSALS: dict[str, Refusal] = {
         SUBJECT_RULE,
         f"{PROV_WHERE}: subject[1]",
     ),
+    "two-bad-subjects-the-first-is-named": Refusal(
+        _resign_statement(_names_not_strings(3, 1)),
+        "provenance.invalid",
+        8,
+        SUBJECT_RULE,
+        f"{PROV_WHERE}: subject[1]",
+    ),
     "subject-twice": Refusal(
         _resign_statement(lambda s: s["subject"].append(dict(s["subject"][0]))),
         "provenance.invalid",
@@ -810,6 +826,13 @@ REFUSALS: dict[str, Refusal] = {
     ),
     "no-predicate": Refusal(
         _resign_statement(_pop("predicate")),
+        "provenance.subjects",
+        8,
+        "provenance source revision None is not the manifest's",
+        REVISION_WHERE,
+    ),
+    "predicate-not-an-object": Refusal(
+        _resign_statement(_set("predicate", "built")),
         "provenance.subjects",
         8,
         "provenance source revision None is not the manifest's",
@@ -941,16 +964,12 @@ def test_a_keyless_signature_is_an_expected_file(
 
 
 # -- step 12 on its own: the shipped report against the re-derived one ----------------------
-def _state(bundle: Path, report: VerificationReport) -> _State:
-    """The pristine bundle's files and signed documents, with `report` shipped."""
+def _opened(bundle: Path, report: VerificationReport) -> tuple[Opened, ModuleManifest]:
+    """The pristine bundle's files, with `report` shipped, and its manifest."""
     files = {p.relative_to(bundle).as_posix(): p.read_bytes() for p in bundle.rglob("*")
              if p.is_file()}  # fmt: skip
     files[REPORT] = report.model_dump_json(by_alias=True).encode()
-    state = _State(bundle, files, True)
-    state.manifest = ModuleManifest.model_validate_json(files[MANIFEST])
-    for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE):
-        state.signed[name] = parse_sigstore_bundle(files[name], name)
-    return state
+    return Opened(bundle, files, True), ModuleManifest.model_validate_json(files[MANIFEST])
 
 
 def _artifacts(bundle: Path) -> list[tuple[Path, str]]:
@@ -1015,18 +1034,34 @@ def test_report_refusals(pristine: tuple[Harness, Path], case: str) -> None:
     bundle = pristine[1]
     assert sorted(lane for _, lane in _artifacts(bundle)) == LANES
     with pytest.raises(VerifyError) as caught:
-        _check_report(_state(bundle, shipped(_artifacts(bundle))), derive)
+        check_report(*_opened(bundle, shipped(_artifacts(bundle))), derive)
     assert (caught.value.error_id, caught.value.message, caught.value.where) == expected
 
 
 def test_the_report_step_says_what_it_derived(pristine: tuple[Harness, Path]) -> None:
-    """Without a deriver the verifier's own (here the patched fake) re-inspects."""
     bundle = pristine[1]
-    state = _state(bundle, fake_report(_artifacts(bundle)))
-    assert _check_report(state, None) == "4 artifacts, 8 findings, all pass"
+    files, manifest = _opened(bundle, fake_report(_artifacts(bundle)))
+    assert check_report(files, manifest, fake_report) == "4 artifacts, 8 findings, all pass"
 
 
-# -- verify_bundle's own arguments ----------------------------------------------------------
+def test_without_a_deriver_the_verifiers_own_re_inspects(
+    pristine: tuple[Harness, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`BundleVerifier(derive=None)`: step 12 asks `default_deriver` (here a spy) for the
+    verifier's own inspectors."""
+    h, bundle = pristine
+    asked: list[int] = []
+
+    def spy() -> Any:
+        asked.append(1)
+        return fake_report
+
+    monkeypatch.setattr(verifier, "default_deriver", spy)
+    verdict = h.verify(bundle, derive=None)
+    assert (asked, verdict.steps[11].detail) == ([1], "4 artifacts, 8 findings, all pass")
+
+
+# -- the verifier's own arguments -----------------------------------------------------------
 def test_a_version_floor_that_is_not_a_version_is_a_value_error(
     pristine: tuple[Harness, Path],
 ) -> None:
@@ -1050,9 +1085,9 @@ def test_bare_keys_follow_the_one_signer_argument(
     options: dict[str, Any] = {} if one_signer else {"one_signer": False}
 
     def run() -> verifier.Verdict:
-        return verifier.verify_bundle(
-            bundle, keys, allow_dev_key=False, now=int(time.time()), derive=fake_report, **options
-        )
+        trust = trust_root_from_keys(keys, **options)
+        requires = verifier.Requirements(now=int(time.time()))
+        return verifier.BundleVerifier(trust, fake_report).verify(bundle, requires)
 
     if one_signer:
         with pytest.raises(VerifyError) as caught:
@@ -1060,13 +1095,6 @@ def test_bare_keys_follow_the_one_signer_argument(
         assert caught.value.error_id == "signature.signers-differ"
     else:
         assert run().version == "9.9.9"
-
-
-def test_a_later_step_before_step_5_is_a_programming_error(tmp_path: Path) -> None:
-    """Steps 6-14 read the manifest step 5 set; run without it they say so, not `None`."""
-    with pytest.raises(AssertionError) as caught:
-        verifier._check_listed_digests(_State(tmp_path, {}, True))
-    assert str(caught.value) == "step 5 sets the manifest"
 
 
 # -- step 13 reads the bundle's conformance.json against the manifest ----------------------
@@ -1179,7 +1207,7 @@ def test_an_unreadable_bundle_file_is_named(
             raise InputError(f"cannot read {what} file: Permission denied", where=str(path))
         return real(path, what, limit)
 
-    monkeypatch.setattr(verifier, "read_regular_file", read)
+    monkeypatch.setattr(opened, "read_regular_file", read)
     with pytest.raises(VerifyError) as caught:
         h.verify(bundle)
     assert (caught.value.error_id, caught.value.message, caught.value.where) == (

@@ -14,8 +14,8 @@ from tests.harness.release import Harness, copy_pristine, fake_report, verify_js
 from verify.bundle import verifier
 from verify.bundle.layout import CHECKSUMS, REPORT, bundle_name, tarball_name
 from verify.bundle.tarball import deterministic_tarball
-from verify.bundle.trusted_keys import load_trusted_keys
-from verify.bundle.verifier import verify_bundle
+from verify.bundle.trusted_keys import load_trusted_keys, trust_root_from_keys
+from verify.bundle.verifier import BundleVerifier, Requirements
 from verify.errors import VerifyError
 from verify.formats.manifest import ModuleManifest
 from verify.formats.report import VerificationReport
@@ -78,8 +78,8 @@ def test_a_tarball_with_another_top_folder(pristine: tuple[Harness, Path], tmp_p
 
 def _verify_with(h: Harness, bundle: Path, derive: Any) -> VerifyError:
     with pytest.raises(VerifyError) as caught:
-        verify_bundle(bundle, load_trusted_keys(h.trusted), allow_dev_key=False,
-                      now=h.commit_time + 3600, derive=derive)  # fmt: skip
+        checker = BundleVerifier(trust_root_from_keys(load_trusted_keys(h.trusted)), derive)
+        checker.verify(bundle, Requirements(now=h.commit_time + 3600))
     return caught.value
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,23 +15,41 @@ import pytest
 
 from tests.harness.release import Harness
 from verify.bundle import errors as e
+from verify.bundle.document_check import check_builder_paths, check_sbom
 from verify.bundle.dsse import parse_sigstore_bundle
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE, SBOM
-from verify.bundle.verifier import _check_builder_paths, _check_sbom, _State
+from verify.bundle.signature_check import Signed
 from verify.formats.manifest import ModuleManifest
 
 
-def _state(bundle: Path, sbom: Any = None) -> _State:
+@dataclass(frozen=True)
+class _Bundle:
+    """What steps 9 and 10 read: the files, the verified manifest, the signed payloads."""
+
+    files: dict[str, bytes]
+    manifest: ModuleManifest
+    signed: Signed
+
+
+def _state(bundle: Path, sbom: Any = None) -> _Bundle:
     files = {
         p.relative_to(bundle).as_posix(): p.read_bytes() for p in bundle.rglob("*") if p.is_file()
     }
     if sbom is not None:
         files[SBOM] = sbom if isinstance(sbom, bytes) else json.dumps(sbom).encode()
-    state = _State(bundle, files, True)
-    state.manifest = ModuleManifest.model_validate_json(files[MANIFEST])
-    for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE):
-        state.signed[name] = parse_sigstore_bundle(files[name], name)
-    return state
+    bundles = {
+        n: parse_sigstore_bundle(files[n], n) for n in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)
+    }
+    manifest = ModuleManifest.model_validate_json(files[MANIFEST])
+    return _Bundle(files, manifest, Signed(bundles, {}, ""))
+
+
+def _check_sbom(b: _Bundle) -> str:
+    return check_sbom(b.files, b.manifest)
+
+
+def _check_builder_paths(b: _Bundle) -> str:
+    return check_builder_paths(b.signed, b.files)
 
 
 def _sbom(bundle: Path) -> dict[str, Any]:
@@ -105,6 +124,27 @@ def test_a_file_component_needs_a_name_and_one_sha256(
     assert (caught.value.message, caught.value.where) == (
         "file component needs a name and one SHA-256", f"{SBOM}: components[{index}]"
     )  # fmt: skip
+
+
+def test_of_two_bad_file_components_the_first_is_named(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    files = [i for i, c in enumerate(doc["components"]) if c.get("type") == "file"]
+    for i in (files[2], files[1]):
+        doc["components"][i].pop("name")
+    with pytest.raises(e.SbomInvalid) as caught:
+        _check_sbom(_state(bundle, doc))
+    assert caught.value.where == f"{SBOM}: components[{files[1]}]"
+
+
+def test_not_cyclonedx_is_said_before_any_component(pristine: tuple[Harness, Path]) -> None:
+    bundle = pristine[1]
+    doc = _sbom(bundle)
+    _first_file(doc).pop("name")
+    doc["specVersion"] = "1.5"
+    with pytest.raises(e.SbomInvalid) as caught:
+        _check_sbom(_state(bundle, doc))
+    assert (caught.value.message, caught.value.where) == ("not a CycloneDX 1.6 JSON document", SBOM)
 
 
 def test_other_components_and_other_hashes_are_ignored(pristine: tuple[Harness, Path]) -> None:

@@ -16,8 +16,8 @@ from pipeline.errors import CheckFailed
 from pipeline.tree.lanes import load_lanes
 from tests.harness.release import REPO_ROOT, Harness, fake_report
 from verify.bundle import verifier
-from verify.bundle.dsse import IN_TOTO_PAYLOAD_TYPE
 from verify.bundle.errors import BuilderPathLeaked
+from verify.formats.in_toto import IN_TOTO_PAYLOAD_TYPE
 from verify.placeholders import absolute_paths_in, to_placeholders
 
 # text -> the leaked paths the rule must find in it

@@ -13,6 +13,7 @@ from tests.harness.release import Harness, copy_pristine, fake_report, verify_js
 from verify.bundle import errors as e
 from verify.bundle import verifier
 from verify.bundle.layout import MANIFEST
+from verify.bundle.manifest_check import check_version_floor
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +82,7 @@ def test_a_floor_above_the_version_is_refused(pristine: tuple[Harness, Path], fl
 
 
 def test_floor_comparison_is_pep_440() -> None:
-    check = verifier._check_version_floor
+    check = check_version_floor
     with pytest.raises(e.VersionBelowFloor) as caught:
         check("1.0rc1", "1.0")  # a release candidate is older than its release
     assert caught.value.message == (
