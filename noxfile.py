@@ -49,7 +49,8 @@ def replay(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff, ruff format --check, mypy --strict over every tracked Python file; the import
     contracts of pyproject.toml (import-linter: layers, no cycles, verify stands alone);
-    tsc --checkJs --noEmit over every shipped and test .js/.mjs (tests/jstools); actionlint
+    tsc --checkJs --noEmit over every shipped and test .js/.mjs, strict over crates/wasm/js
+    (tests/jstools); actionlint
     over .github/workflows/; and Rust's gates with the pinned toolchain (tests/rustlint.py:
     cargo fmt --check, cargo clippy -D warnings for the host and every Wasm lane's flags)."""
     install(session)

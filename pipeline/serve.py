@@ -236,8 +236,11 @@ class _Server(ThreadingHTTPServer):
         kind, exc, _ = sys.exc_info()
         if isinstance(exc, (ConnectionError, socket.timeout, TimeoutError)):
             return  # the client went away or went quiet: nothing to report
-        print(f"serve: dropped a request from {client_address[0]}: "
-              f"{kind.__name__ if kind else 'error'}: {exc}", file=sys.stderr)  # fmt: skip
+        print(
+            f"serve: dropped a request from {client_address[0]}: "
+            f"{kind.__name__ if kind else 'error'}: {exc}",
+            file=sys.stderr,
+        )
 
 
 def start(site: Site, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
@@ -329,8 +332,9 @@ def _trusted_keys(path: Path) -> bytes:
 
 def _check_bundle(bundle: Path) -> None:
     if bundle.is_file() and bundle.name.endswith((".tar.gz", ".tgz", ".tar")):
-        raise ServeError("a tarball, not a bundle folder", error_id="serve.tarball",
-                         where=str(bundle))  # fmt: skip
+        raise ServeError(
+            "a tarball, not a bundle folder", error_id="serve.tarball", where=str(bundle)
+        )
     if not (bundle / "manifest.json").is_file() or not (bundle / "js/loader.js").is_file():
         raise ServeError(
             "not a release bundle folder with manifest.json and js/loader.js",

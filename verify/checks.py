@@ -32,8 +32,11 @@ def _why(inv: WasmInventory, flags: Proposal) -> str:
     parts = []
     for name in features.names(flags):
         site = inv.first_uses.get(name)
-        where = (f"first {site.what} in function {site.function} at offset 0x{site.offset:x}; "
-                 if site else "")  # fmt: skip
+        where = (
+            f"first {site.what} in function {site.function} at offset 0x{site.offset:x}; "
+            if site
+            else ""
+        )
         parts.append(f"{name}: {where}{'; '.join(inv.reasons.get(name, ()))}")
     return " | ".join(parts)
 
@@ -83,8 +86,11 @@ def target_features_agree(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     beyond = claimed & ~features.closure(policy.allowed) & ~Proposal.MVP
     source = "target_features" if inv.declared_present else "no target_features section"
     if unclaimed or contradicted:
-        problems.insert(0, f"code requires {_names(unclaimed | contradicted)} but {source} "
-                        f"claims {[p + n for p, n in inv.declared]}")  # fmt: skip
+        problems.insert(
+            0,
+            f"code requires {_names(unclaimed | contradicted)} but {source} "
+            f"claims {[p + n for p, n in inv.declared]}",
+        )
     if beyond:
         problems.append(f"claims {_names(beyond)} beyond the lane")
     if problems:
@@ -214,8 +220,8 @@ def _cross(facts: WasmFacts) -> CrossCheck:
 
 def tools_valid(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     own = _cross(facts).own
-    return Finding("", own.valid, f"wasm-tools validate --features={own.features}: "
-                   + ("valid" if own.valid else own.message))  # fmt: skip
+    verdict = "valid" if own.valid else own.message
+    return Finding("", own.valid, f"wasm-tools validate --features={own.features}: {verdict}")
 
 
 def tools_needs_lane(facts: WasmFacts, policy: WasmPolicy) -> Finding:
@@ -231,14 +237,17 @@ def tools_agree(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     problems = []
     # Under-inference: the lane's set accepts the module but the inferred set does not.
     if cc.own.valid and not cc.exact.valid:
-        problems.append(f"valid under the lane but not under the inferred set "
-                        f"{cc.exact.features}: {cc.exact.message}")  # fmt: skip
+        problems.append(
+            f"valid under the lane but not under the inferred set "
+            f"{cc.exact.features}: {cc.exact.message}"
+        )
     # Over-inference: a proposal we say is needed can be dropped and it still validates.
     if cc.exact.valid:
         problems += [f"still valid without {name}" for name, v in cc.without if v.valid]
     if problems:
-        return Finding("", False, "inferred requirements disagree with wasm-tools: "
-                       + "; ".join(problems))  # fmt: skip
+        return Finding(
+            "", False, "inferred requirements disagree with wasm-tools: " + "; ".join(problems)
+        )
     return Finding("", True, f"wasm-tools agrees: needs exactly {cc.exact.features}")
 
 

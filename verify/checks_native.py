@@ -75,8 +75,9 @@ def pe_aslr(f: NativeFacts, p: NativePolicy) -> Finding:
     ok = (f.pe_dynamic_base or not p.pe_dynamic_base) and (
         f.pe_high_entropy_va or not p.pe_high_entropy_va
     )
-    return Finding("", ok, f"DYNAMIC_BASE {f.pe_dynamic_base}, HIGH_ENTROPY_VA "
-                   f"{f.pe_high_entropy_va}")  # fmt: skip
+    return Finding(
+        "", ok, f"DYNAMIC_BASE {f.pe_dynamic_base}, HIGH_ENTROPY_VA {f.pe_high_entropy_va}"
+    )
 
 
 def isa_baseline(f: NativeFacts, p: NativePolicy) -> Finding:
@@ -120,8 +121,9 @@ def parse_clean(f: NativeFacts, p: NativePolicy) -> Finding:
     if p.forbid_parse_anomalies and f.parse_anomalies:
         shown = "; ".join(f.parse_anomalies[:5])
         more = f" (+{len(f.parse_anomalies) - 5} more)" if len(f.parse_anomalies) > 5 else ""
-        return Finding("", False, f"lief reported {len(f.parse_anomalies)} parse anomalies: "
-                       f"{shown}{more}")  # fmt: skip
+        return Finding(
+            "", False, f"lief reported {len(f.parse_anomalies)} parse anomalies: {shown}{more}"
+        )
     return Finding("", True, f"lief parsed without anomalies ({len(f.parse_anomalies)} logged)")
 
 

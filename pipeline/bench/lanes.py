@@ -72,8 +72,10 @@ def measured_lanes(lanes: list[Lane]) -> tuple[list[Lane], Lane]:
     wasm = [lane for lane in lanes if lane.bench is not None and lane.kind == "wasm"]
     native = [lane for lane in lanes if lane.bench is not None and lane.kind == "native"]
     if not wasm or len(native) != 1:
-        raise BenchError("lanes.toml must give `bench` to wasm lanes and to one native lane",
-                         where=str(paths.LANES_FILE))  # fmt: skip
+        raise BenchError(
+            "lanes.toml must give `bench` to wasm lanes and to one native lane",
+            where=str(paths.LANES_FILE),
+        )
     return wasm, native[0]
 
 

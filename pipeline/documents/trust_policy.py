@@ -80,12 +80,14 @@ def trust_policy(key_files: list[Path], threshold: int, revoked: list[RevokedKey
     if threshold < 1:
         raise TrustPolicyError(f"threshold {threshold}: at least one key must sign")
     rule = SigningRule(keyids=keyids, threshold=threshold)
-    doc = TrustedKeysFileV2.model_validate({
-        "schema": TRUSTED_KEYS_SCHEMA_V2,
-        "keys": [keys[k] for k in keyids],
-        "policy": dict.fromkeys(SIGNED_DOCUMENTS, rule),
-        "revoked": revoked,
-    })  # fmt: skip
+    doc = TrustedKeysFileV2.model_validate(
+        {
+            "schema": TRUSTED_KEYS_SCHEMA_V2,
+            "keys": [keys[k] for k in keyids],
+            "policy": dict.fromkeys(SIGNED_DOCUMENTS, rule),
+            "revoked": revoked,
+        }
+    )
     try:
         return trust_policy_json(doc)
     except VerifyError as exc:

@@ -215,8 +215,9 @@ def _verified_targets(metadata_dir: Path) -> Targets:
     return md.signed
 
 
-def _verified_releases(updater: Updater, metadata_dir: Path, prefix: str
-                       ) -> dict[str, PublishedRelease]:  # fmt: skip
+def _verified_releases(
+    updater: Updater, metadata_dir: Path, prefix: str
+) -> dict[str, PublishedRelease]:
     """Releases in the verified top-level targets and, when targets delegates them to the
     maintainers' `releases` role, in that role's metadata: asking the Updater for a path it
     delegates makes it fetch and check the role (its threshold of maintainer signatures) and

@@ -51,8 +51,9 @@ def load_json(path: Path, what: str) -> Any:
     try:
         return read_json_file(path, what)
     except VerifyError as exc:
-        raise InputRejected(exc.message, where=exc.where or str(path), error_id=exc.error_id
-                            ) from None  # fmt: skip
+        raise InputRejected(
+            exc.message, where=exc.where or str(path), error_id=exc.error_id
+        ) from None
 
 
 def load_model(model: type[M], path: Path, what: str) -> M:

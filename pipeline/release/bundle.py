@@ -139,9 +139,10 @@ def write_bundle_locked(
         if _same_bundle(final, contents):
             return final, False
         raise BundleExists(
-            f"a different bundle of version {version} already exists", where=str(final),
+            f"a different bundle of version {version} already exists",
+            where=str(final),
             hint=hint,
-        )  # fmt: skip
+        )
     staging_root = dist / STAGING_DIR
     if staging_root.exists():
         shutil.rmtree(staging_root)  # left by a killed release: never published

@@ -29,7 +29,8 @@ Say = Callable[[str], None]
 INDEX = "debs.json"
 INDEX_SCHEMA = "tinyrustlm.toolchain-debs.v1"
 APT_ARCHIVES = Path("/var/cache/apt/archives")
-# apt with no source at all: nothing can come from the network or a stale index.
+# apt with no source at all: nothing can come from the network or a stale index. One option
+# and its value to a row (fmt: skip: one string a line would split each pair).
 OFFLINE_APT = [
     "-o", "Dir::Etc::SourceList=/dev/null",
     "-o", "Dir::Etc::SourceParts=/nonexistent",

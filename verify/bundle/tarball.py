@@ -372,8 +372,10 @@ def explain_difference(data: bytes, expected: bytes, where: str) -> e.BundleReje
         return exc
     except e.BundleUnreadable as exc:
         return e.GzipInvalid(exc.message, where=where, offset=0)
-    at = next((i for i, (a, b) in enumerate(zip(data, expected, strict=False)) if a != b),
-              min(len(data), len(expected)))  # fmt: skip
+    at = next(
+        (i for i, (a, b) in enumerate(zip(data, expected, strict=False)) if a != b),
+        min(len(data), len(expected)),
+    )
     return e.TarballNotRebuilt(
         f"not the deterministic tarball of the verified files ({len(data)} bytes, rebuilt "
         f"{len(expected)}; first difference at byte {at})",

@@ -171,8 +171,9 @@ def _key_of(entry: TrustedKeyEntry, where: str) -> TrustedKey:
     )
 
 
-def _keys_of(entries: list[TrustedKeyEntry] | list[TrustedKeyEntryV2], where: str
-             ) -> dict[str, TrustedKey]:  # fmt: skip
+def _keys_of(
+    entries: list[TrustedKeyEntry] | list[TrustedKeyEntryV2], where: str
+) -> dict[str, TrustedKey]:
     if not entries:
         raise TrustedKeysInvalid("no keys: an empty trust root trusts nothing", where=where)
     keys: dict[str, TrustedKey] = {}

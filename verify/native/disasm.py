@@ -14,8 +14,18 @@ import capstone
 from verify.native.facts import IsaInventory
 
 # Mnemonic prefixes of fused multiply-add on either architecture (counted as facts).
-FMA_PREFIXES = ("vfmadd", "vfmsub", "vfnmadd", "vfnmsub", "fmadd", "fmsub", "fnmadd", "fnmsub",
-                "fmla", "fmls")  # fmt: skip
+FMA_PREFIXES = (
+    "vfmadd",
+    "vfmsub",
+    "vfnmadd",
+    "vfnmsub",
+    "fmadd",
+    "fmsub",
+    "fnmadd",
+    "fnmsub",
+    "fmla",
+    "fmls",
+)
 
 
 def _engine(machine: str) -> capstone.Cs:

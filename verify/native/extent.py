@@ -24,8 +24,10 @@ def _elf(data: bytes) -> tuple[int, str]:
     else:
         phoff, shoff = struct.unpack_from(endian + "II", data, 0x1C)
         phentsize, phnum, shentsize, shnum = struct.unpack_from(endian + "HHHH", data, 0x2A)
-    claims = [(phoff + phentsize * phnum, "program header table"),
-              (shoff + shentsize * shnum, "section header table")]  # fmt: skip
+    claims = [
+        (phoff + phentsize * phnum, "program header table"),
+        (shoff + shentsize * shnum, "section header table"),
+    ]
     for i in range(phnum):
         at = phoff + i * phentsize
         if at + phentsize > len(data):

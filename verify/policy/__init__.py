@@ -142,22 +142,27 @@ def _wasm_lanes(doc: WasmPolicyFile) -> dict[str, WasmPolicy]:
             lane=lane,
             allowed=features.from_names(body.allowed_proposals, lane),
             required=features.from_names(body.required_proposals, lane),
-            lower=None if body.lower_proposals is None
-            else features.from_names(body.lower_proposals, lane),
+            lower=(
+                None
+                if body.lower_proposals is None
+                else features.from_names(body.lower_proposals, lane)
+            ),
             required_exports=(*c.required_exports, *body.extra_required_exports),
             required_globals=tuple(body.extra_required_globals),
             optional_export_prefixes=tuple(c.optional_export_prefixes),
-            memory=MemoryRule(body.memory.source, body.memory.shared, body.memory.fixed_size,
-                              body.memory.growth),
-            allowed_imports=tuple(AllowedImport(i.module, i.name, i.kind)
-                                  for i in body.allowed_imports),
+            memory=MemoryRule(
+                body.memory.source, body.memory.shared, body.memory.fixed_size, body.memory.growth
+            ),
+            allowed_imports=tuple(
+                AllowedImport(i.module, i.name, i.kind) for i in body.allowed_imports
+            ),
             forbidden_custom_sections=tuple(c.forbidden_custom_sections),
             forbid_debug_sections=c.forbid_debug_sections,
             missing_target_features_is_empty_claim=c.missing_target_features_is_empty_claim,
             allowed_path_prefixes=tuple(c.allowed_path_prefixes),
         )
         for lane, body in doc.lanes.items()
-    }  # fmt: skip
+    }
 
 
 def _native_lanes(doc: NativePolicyFile) -> dict[str, NativePolicy]:
@@ -169,8 +174,9 @@ def _native_lanes(doc: NativePolicyFile) -> dict[str, NativePolicy]:
             format=body.format,
             machine=body.machine,
             allowed_libraries=tuple(body.allowed_libraries),
-            max_glibc=None if body.max_glibc is None
-            else tuple(int(p) for p in body.max_glibc.split(".")),
+            max_glibc=(
+                None if body.max_glibc is None else tuple(int(p) for p in body.max_glibc.split("."))
+            ),
             pie=body.pie,
             nx=body.nx,
             full_relro=body.full_relro,
@@ -187,7 +193,7 @@ def _native_lanes(doc: NativePolicyFile) -> dict[str, NativePolicy]:
             allowed_path_prefixes=(*c.allowed_path_prefixes, *body.extra_allowed_path_prefixes),
         )
         for lane, body in doc.lanes.items()
-    }  # fmt: skip
+    }
 
 
 LaneKind = Literal["wasm", "native"]

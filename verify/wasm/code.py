@@ -49,8 +49,7 @@ _ONE_LEB = frozenset({*_LEB_KINDS, Imm.TYPE, Imm.TABLE, Imm.MEM})
 # Control frames, as wasmparser's FrameKind: what may follow (else, catch, delegate) depends
 # on the innermost open frame, and the body ends with the `end` that closes the function.
 _F_FUNC, _F_BLOCK, _F_LOOP, _F_IF, _F_ELSE, _F_TRY, _F_CATCH, _F_CATCH_ALL, _F_TRY_TABLE = range(9)
-_OPENS = {"block": _F_BLOCK, "loop": _F_LOOP, "if": _F_IF, "try": _F_TRY,
-          "try_table": _F_TRY_TABLE}  # fmt: skip
+_OPENS = {"block": _F_BLOCK, "loop": _F_LOOP, "if": _F_IF, "try": _F_TRY, "try_table": _F_TRY_TABLE}
 # Operators whose legality depends on the open frames (decoded on the structured path).
 _STRUCTURED = frozenset(
     {"else", "catch", "catch_all", "delegate", "try", "try_table", "br_table", "rethrow"}
@@ -114,9 +113,10 @@ for _prefix in PREFIXES:
     SHAPES[_prefix] = _PREFIX
 # Single-byte operators beyond Wasm 1.0 -> name (all take the _OTHER path, which records them).
 BEYOND_MVP: dict[int, str] = {
-    code: op.name for (prefix, code), op in OPCODES.items()
+    code: op.name
+    for (prefix, code), op in OPCODES.items()
     if not prefix and op.proposal is not Proposal.MVP
-}  # fmt: skip
+}
 # Prefixed operators as lists indexed by sub-opcode (list indexing beats a tuple-keyed dict).
 PREFIXED: list[list[Op | None]] = [[] for _ in range(256)]
 for (_prefix, _code), _op in OPCODES.items():
@@ -259,13 +259,18 @@ def _index(
     overlong = nxt - pos > 1
     if imm is Imm.MEM:
         if index or (overlong and op.prefix == 0):
-            extra.need(Proposal.MULTI_MEMORY, op_at, f"{op.name} naming memory {index}"
-                       + (" (overlong index)" if overlong and not index else ""))  # fmt: skip
+            extra.need(
+                Proposal.MULTI_MEMORY,
+                op_at,
+                f"{op.name} naming memory {index}"
+                + (" (overlong index)" if overlong and not index else ""),
+            )
     elif index:
         extra.need(Proposal.REFERENCE_TYPES, op_at, f"{op.name} naming table {index}")
     elif overlong and op.prefix == 0 and op.code == _CALL_INDIRECT:
-        extra.need(Proposal.CALL_INDIRECT_OVERLONG, op_at,
-                   "call_indirect with an overlong table index")  # fmt: skip
+        extra.need(
+            Proposal.CALL_INDIRECT_OVERLONG, op_at, "call_indirect with an overlong table index"
+        )
     return nxt
 
 

@@ -315,8 +315,15 @@ _RELAXED_SIMD: list[Row] = [
 
 def _rmw_rows() -> list[Row]:
     rows: list[Row] = []
-    widths = ("i32.atomic.rmw", "i64.atomic.rmw", "i32.atomic.rmw8", "i32.atomic.rmw16",
-              "i64.atomic.rmw8", "i64.atomic.rmw16", "i64.atomic.rmw32")  # fmt: skip
+    widths = (
+        "i32.atomic.rmw",
+        "i64.atomic.rmw",
+        "i32.atomic.rmw8",
+        "i32.atomic.rmw16",
+        "i64.atomic.rmw8",
+        "i64.atomic.rmw16",
+        "i64.atomic.rmw32",
+    )
     for k, op in enumerate(("add", "sub", "and", "or", "xor", "xchg", "cmpxchg")):
         for w, width in enumerate(widths):
             suffix = "" if w < 2 else "_u"

@@ -23,6 +23,7 @@ from verify.wasm.reader import Reader
 from verify.wasm.types import FUNCREF, REF, REF_NULL, REFTYPES, VALTYPES, heaptype_end, valtype_at
 
 MAGIC = b"\0asm"
+# Section id -> name, in id order, seven to a row (fmt: skip keeps the table a table).
 SECTION_NAMES = {
     0: "custom", 1: "type", 2: "import", 3: "function", 4: "table", 5: "memory", 6: "global",
     7: "export", 8: "start", 9: "element", 10: "code", 11: "data", 12: "datacount", 13: "tag",
@@ -258,8 +259,11 @@ def _import_section(r: Reader, st: _State) -> None:
             st.imports.append(Import(module, name, "func", type_index=r.u32("type index")))
         elif kind == 1:
             ref = _reftype(r, st, where)
-            st.imports.append(Import(module, name, "table", valtype=ref,
-                                     limits=_limits(r, st, where, memory=False)))  # fmt: skip
+            st.imports.append(
+                Import(
+                    module, name, "table", valtype=ref, limits=_limits(r, st, where, memory=False)
+                )
+            )
         elif kind == 2:
             limits = _limits(r, st, where, memory=True)
             st.imports.append(Import(module, name, "memory", limits=limits))
@@ -322,8 +326,11 @@ def _export_section(r: Reader, st: _State) -> None:
         index = r.u32("export index")
         if kind == 3:
             n = len(imported_globals)
-            mutable = (imported_globals[index].mutable if index < n
-                       else index - n < len(st.globals) and st.globals[index - n][1])  # fmt: skip
+            mutable = (
+                imported_globals[index].mutable
+                if index < n
+                else index - n < len(st.globals) and st.globals[index - n][1]
+            )
             if mutable:
                 st.need(Proposal.MUTABLE_GLOBAL, f"mutable global export {name!r}")
         st.exports.append(Export(name, EXTERNAL_KINDS[kind], index))
@@ -381,8 +388,9 @@ def _data_section(r: Reader, st: _State) -> None:
 def _code_section(r: Reader, st: _State) -> None:
     n = r.count("function bodies")
     if n != len(st.function_types):
-        raise r.error(f"code section has {n} bodies, the function section declares "
-                      f"{len(st.function_types)}")  # fmt: skip
+        raise r.error(
+            f"code section has {n} bodies, the function section declares {len(st.function_types)}"
+        )
     for i in range(n):
         size = r.u32(f"function body {i} size")
         if size == 0:
@@ -474,11 +482,13 @@ def parse_module(data: bytes) -> WasmModule:
 
 def _finish(data: bytes, st: _State) -> WasmModule:
     if st.function_types and not st.code_seen:
-        raise MalformedWasm(f"{len(st.function_types)} functions declared but no code section",
-                            len(data))  # fmt: skip
+        raise MalformedWasm(
+            f"{len(st.function_types)} functions declared but no code section", len(data)
+        )
     if st.data_count is not None and st.datas == 0 and st.data_count != 0:
-        raise MalformedWasm(f"data count section says {st.data_count} but no data section",
-                            len(data))  # fmt: skip
+        raise MalformedWasm(
+            f"data count section says {st.data_count} but no data section", len(data)
+        )
     memories = [imp for imp in st.imports if imp.kind == "memory"] + st.memories
     if len(memories) > 1:
         st.need(Proposal.MULTI_MEMORY, f"{len(memories)} memories")

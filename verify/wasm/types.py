@@ -83,10 +83,13 @@ def valtype_at(data: Sequence[int], pos: int, end: int) -> tuple[Proposal, int]:
 # and one of them, `exact` and a type index, or a non-negative s33 type index. Any other
 # negative s33 is malformed ("invalid heap type"): an encoding rule, not a typing one, so the
 # parser refuses it (parser fuzz cases 57645 and 82749 of seed 1, issue 26).
+# One row per proposal (fmt: skip keeps the rows).
 ABSTRACT_HEAPTYPES: dict[int, str] = {
-    0x70: "func", 0x6F: "extern", 0x69: "exn", 0x74: "noexn", 0x6E: "any", 0x6D: "eq",
-    0x6C: "i31", 0x6B: "struct", 0x6A: "array", 0x71: "none", 0x72: "noextern",
-    0x73: "nofunc", 0x68: "cont", 0x75: "nocont",
+    0x70: "func", 0x6F: "extern",  # reference types
+    0x69: "exn", 0x74: "noexn",  # exception handling
+    0x6E: "any", 0x6D: "eq", 0x6C: "i31", 0x6B: "struct", 0x6A: "array",  # GC
+    0x71: "none", 0x72: "noextern", 0x73: "nofunc",  # GC bottom types
+    0x68: "cont", 0x75: "nocont",  # stack switching
 }  # fmt: skip
 _UNMODELLED_HEAPTYPES = frozenset({0x68, 0x75})  # cont, nocont (stack switching)
 HEAPTYPE_SHARED = 0x65  # shared-everything-threads: `shared` + an abstract heap type

@@ -253,6 +253,17 @@ fn matvec_cases() -> Vec<(&'static str, Vec<Record>)> {
 }
 
 fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
+    vec![
+        ("rmsnorm", rmsnorm_cases()),
+        ("rope", rope_cases()),
+        ("softmax", softmax_cases()),
+        ("attention", attention_cases()),
+        ("silu_mul", silu_mul_cases()),
+        ("exp_det", vec![exp_det_grid()]),
+    ]
+}
+
+fn rmsnorm_cases() -> Vec<Record> {
     let mut rms = Vec::new();
     for n in [1usize, 5, 32, 120] {
         let mut g = Lcg::seeded(n as u32 + 7000);
@@ -265,6 +276,10 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
         rec.inputs = vec![("x", Input::F32(x)), ("weight", Input::F32(w))];
         rms.push(rec);
     }
+    rms
+}
+
+fn rope_cases() -> Vec<Record> {
     let mut rope = Vec::new();
     for head_dim in [2usize, 8, 20] {
         let mut g = Lcg::seeded(head_dim as u32 + 8000);
@@ -280,6 +295,10 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
         rec.inputs = vec![("v", Input::F32(input)), ("cos", Input::F32(cos)), ("sin", Input::F32(sin))];
         rope.push(rec);
     }
+    rope
+}
+
+fn softmax_cases() -> Vec<Record> {
     let mut soft = Vec::new();
     let inf = f32::INFINITY;
     let cases: [(&str, Vec<f32>); 8] = [
@@ -310,6 +329,10 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
         rec.inputs = vec![("scores", Input::F32(input))];
         soft.push(rec);
     }
+    soft
+}
+
+fn attention_cases() -> Vec<Record> {
     let mut attn = Vec::new();
     for (n_heads, n_kv_heads, head_dim, n_pos) in
         [(1usize, 1usize, 4usize, 1usize), (4, 2, 8, 5), (6, 2, 20, 9), (4, 4, 2, 3)]
@@ -333,6 +356,10 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
         rec.inputs = vec![("q", Input::F32(q)), ("keys", Input::F32(keys)), ("values", Input::F32(values))];
         attn.push(rec);
     }
+    attn
+}
+
+fn silu_mul_cases() -> Vec<Record> {
     let mut silu = Vec::new();
     for n in [1usize, 17] {
         let mut g = Lcg::seeded(n as u32 + 9000);
@@ -345,6 +372,10 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
         rec.inputs = vec![("gate", Input::F32(gate)), ("up", Input::F32(up))];
         silu.push(rec);
     }
+    silu
+}
+
+fn exp_det_grid() -> Record {
     let xs: Vec<f32> = {
         let mut v: Vec<f32> = (0..=72).map(|i| -90.0 + 2.5 * i as f32).collect();
         v.extend_from_slice(&[0.0, -0.0, 1e-8, -1e-8, 88.72283, -87.33654, f32::INFINITY, -f32::INFINITY]);
@@ -354,14 +385,7 @@ fn elementwise_cases() -> Vec<(&'static str, Vec<Record>)> {
         Record::new("exp_det.grid".into(), "exp_det", Expected::F32(xs.iter().map(|x| exp_det(*x)).collect()));
     exp_rec.shape = vec![("n", xs.len() as u64)];
     exp_rec.inputs = vec![("x", Input::F32(xs))];
-    vec![
-        ("rmsnorm", rms),
-        ("rope", rope),
-        ("softmax", soft),
-        ("attention", attn),
-        ("silu_mul", silu),
-        ("exp_det", vec![exp_rec]),
-    ]
+    exp_rec
 }
 
 fn sampler_cases() -> Vec<(&'static str, Vec<Record>)> {

@@ -1,9 +1,9 @@
-//! One sequence over one model: the normative forward pass (token-by-token), an f32 KV cache,
-//! and the prefill/decode state machine. State is committed only after a whole step succeeds:
-//! a failed forward leaves `position` (the committed length) and the history unchanged.
+//! One sequence over one model: the f32 KV cache, the tile buffers and the prefill/decode state
+//! machine; the normative forward pass of a tile, step by step, is the child module `forward`.
+//! State is committed only after a whole step succeeds: a failed forward leaves `position` (the
+//! committed length) and the history unchanged.
 
 use alloc::vec::Vec;
-use core::ops::Range;
 
 use crate::kernels;
 use crate::model::{Model, Tier};
@@ -11,6 +11,8 @@ use crate::pcg32::Pcg32;
 use crate::result::{mul, TrResult, TrReturn};
 use crate::sampler::{reserved, sample, SamplerConfig, SamplerWork};
 use crate::tokenizer::EOS;
+
+mod forward;
 
 /// Everything a session is created with (the ABI's 40-byte session config + optional mask).
 #[derive(Clone, Debug, PartialEq)]
@@ -148,51 +150,6 @@ fn zeros(n: usize) -> TrReturn<Vec<f32>> {
 /// Identifies the model a session was made for (data pointer and length).
 fn fingerprint(model: &Model) -> (usize, u64) {
     (model.bytes().as_ptr() as usize, model.bytes().len() as u64)
-}
-
-/// A buffer that the units of one partitioned phase write at disjoint indices (possibly on
-/// several workers at once), so it is shared as a raw pointer instead of `&mut`.
-#[derive(Clone, Copy)]
-struct Shared(*mut f32, usize);
-
-// SAFETY: every phase hands each index to exactly one unit (see the callers).
-unsafe impl Sync for Shared {}
-unsafe impl Send for Shared {}
-
-impl Shared {
-    fn of(v: &mut [f32]) -> Shared {
-        Shared(v.as_mut_ptr(), v.len())
-    }
-
-    /// # Safety
-    /// No other live reference may cover any index of `r` while the slice lives.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn slice(&self, r: Range<usize>) -> TrReturn<&mut [f32]> {
-        if r.start > r.end || r.end > self.1 {
-            return Err(TrResult::InternalInvariant);
-        }
-        Ok(core::slice::from_raw_parts_mut(self.0.add(r.start), r.end - r.start))
-    }
-
-    /// # Safety
-    /// As `slice`, for the one index `i`. Callers' indices are in range by construction; one
-    /// that is not is dropped (never a write outside the buffer) and `get` reads it as NaN,
-    /// which the differential tests would see.
-    unsafe fn set(&self, i: usize, v: f32) {
-        if i < self.1 {
-            *self.0.add(i) = v;
-        }
-    }
-
-    /// # Safety
-    /// As `slice`, for the one index `i`.
-    unsafe fn get(&self, i: usize) -> f32 {
-        if i < self.1 {
-            *self.0.add(i)
-        } else {
-            f32::NAN
-        }
-    }
 }
 
 impl Session {
@@ -343,158 +300,6 @@ impl Session {
             self.forward(model, &[token])?;
             self.pending = None;
         }
-        Ok(())
-    }
-
-    /// The normative execution graph for a tile of `tokens.len()` tokens at positions
-    /// `position..`: commits all of them on success only. A tile of one token is a decode step.
-    /// Per layer: RMSNorm of every token; per kv-head unit (its Q rows, K and V rows, RoPE,
-    /// K/V publish, causal attention of its query heads for every token); output rows with the
-    /// residual; RMSNorm; gate/up rows with SiLU·up; down rows with the residual. Each unit
-    /// phase is `kernels::partitioned` (one barrier in the threads lane) and every output
-    /// element is computed by one unit with the token-by-token arithmetic (CONTRACT.md §2).
-    fn forward(&mut self, model: &Model, tokens: &[u32]) -> TrReturn<()> {
-        let n = tokens.len();
-        if n == 0 || n > self.buf.cap {
-            return Err(TrResult::InternalInvariant);
-        }
-        let pos0 = self.position;
-        if pos0.checked_add(n).is_none_or(|end| end > self.context) {
-            return Err(TrResult::ContextExceeded);
-        }
-        let c = &model.config;
-        let (d, f) = (c.d_model as usize, c.d_ff as usize);
-        let (n_heads, n_kv, hd) = (c.n_heads as usize, c.n_kv_heads as usize, c.head_dim as usize);
-        let (q_dim, group, half, ctx) = (n_heads * hd, n_heads / n_kv, hd / 2, self.context);
-        let (eps, tier) = (c.rms_eps, c.tier);
-        let rope_cos = model.floats(&model.rope_cos);
-        let rope_sin = model.floats(&model.rope_sin);
-        let b = &mut self.buf;
-        let (x, xb, quant) = (&mut b.x[..n * d], &mut b.xb[..n * d], &mut b.quant);
-        for (t, tok) in tokens.iter().enumerate() {
-            kernels::dequant_row(model.matrix(&model.embedding), *tok as usize, &mut x[t * d..(t + 1) * d])?;
-        }
-        let (q, att) = (Shared::of(&mut b.q[..n * q_dim]), Shared::of(&mut b.att[..n * q_dim]));
-        let (hb, hb2) = (Shared::of(&mut b.hb[..n * f]), Shared::of(&mut b.hb2[..n * f]));
-        let (keys, values) = (Shared::of(&mut self.key_cache), Shared::of(&mut self.value_cache));
-        let scores = Shared::of(&mut self.scores);
-        for (l, w) in model.layers.iter().enumerate() {
-            kernels::checkpoint()?; // cancellation point between layers (threads lane)
-            for t in 0..n {
-                kernels::rmsnorm_tier(
-                    tier,
-                    &x[t * d..(t + 1) * d],
-                    model.floats(&w.attn_norm),
-                    eps,
-                    &mut xb[t * d..(t + 1) * d],
-                )?;
-            }
-            let (wq, wk, wv) = (model.matrix(&w.wq), model.matrix(&w.wk), model.matrix(&w.wv));
-            let xin = quant.acts(tier, xb, d)?;
-            // units = kv heads g: Q rows of g's query heads, K/V rows of g, RoPE, publish K/V at
-            // pos0..pos0+n, then attention of g's query heads for every token of the tile
-            kernels::partitioned(n_kv, &|units: Range<usize>| {
-                for g in units {
-                    let qr = g * group * hd..(g + 1) * group * hd;
-                    let cache = ((l * n_kv + g) * ctx) * hd..((l * n_kv + g + 1) * ctx) * hd;
-                    // SAFETY: unit g alone writes its query rows, its kv head's cache run and
-                    // its score row; att columns of its heads likewise.
-                    let (kc, vc) = unsafe { (keys.slice(cache.clone())?, values.slice(cache)?) };
-                    let sc = unsafe { scores.slice(g * ctx..(g + 1) * ctx)? };
-                    kernels::tile_rows_acts(wq, d, qr.clone(), xin, &mut |r, t, v| unsafe {
-                        q.set(t * q_dim + qr.start + r, v)
-                    })?;
-                    let kv = g * hd..(g + 1) * hd;
-                    kernels::tile_rows_acts(wk, d, kv.clone(), xin, &mut |r, t, v| kc[(pos0 + t) * hd + r] = v)?;
-                    kernels::tile_rows_acts(wv, d, kv, xin, &mut |r, t, v| vc[(pos0 + t) * hd + r] = v)?;
-                    for t in 0..n {
-                        let pos = pos0 + t;
-                        let (cos, sin) =
-                            (&rope_cos[pos * half..(pos + 1) * half], &rope_sin[pos * half..(pos + 1) * half]);
-                        for h in g * group..(g + 1) * group {
-                            // SAFETY: query head h of token t belongs to unit g.
-                            kernels::rope(unsafe { q.slice(t * q_dim + h * hd..t * q_dim + (h + 1) * hd)? }, cos, sin)?;
-                        }
-                        kernels::rope(&mut kc[pos * hd..(pos + 1) * hd], cos, sin)?;
-                    }
-                    for t in 0..n {
-                        let used = (pos0 + t + 1) * hd;
-                        for h in g * group..(g + 1) * group {
-                            let head = t * q_dim + h * hd..t * q_dim + (h + 1) * hd;
-                            // SAFETY: as above; q is only read here, after this unit wrote it.
-                            let (qh, out) = unsafe { (q.slice(head.clone())?, att.slice(head)?) };
-                            kernels::attention_head_tier(
-                                tier,
-                                qh,
-                                &kc[..used],
-                                &vc[..used],
-                                &mut sc[..pos0 + t + 1],
-                                out,
-                            )?;
-                        }
-                    }
-                }
-                Ok(())
-            })?;
-            // output rows of every token, residual x = x + y fused (one unit per row)
-            let (wo, xs) = (model.matrix(&w.wo), Shared::of(x));
-            // SAFETY: att is complete (the phase above ended) and only read from here on.
-            let att_in = quant.acts(tier, unsafe { att.slice(0..n * q_dim)? }, q_dim)?;
-            kernels::partitioned(d, &|rows: Range<usize>| {
-                let r0 = rows.start;
-                // SAFETY: row r of every token belongs to this unit alone.
-                kernels::tile_rows_acts(wo, q_dim, rows, att_in, &mut |r, t, y| unsafe {
-                    let i = t * d + r0 + r;
-                    xs.set(i, xs.get(i) + y)
-                })
-            })?;
-            for t in 0..n {
-                kernels::rmsnorm_tier(
-                    tier,
-                    &x[t * d..(t + 1) * d],
-                    model.floats(&w.ffn_norm),
-                    eps,
-                    &mut xb[t * d..(t + 1) * d],
-                )?;
-            }
-            // gated FFN: gate/up rows, then silu(gate) * up on the unit's own rows
-            let (wg, wu, wd) = (model.matrix(&w.w_gate), model.matrix(&w.w_up), model.matrix(&w.w_down));
-            let xin = quant.acts(tier, xb, d)?;
-            kernels::partitioned(f, &|rows: Range<usize>| {
-                let r0 = rows.start;
-                // SAFETY: rows r0.. of every token belong to this unit alone.
-                kernels::tile_rows_acts(wg, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb.set(t * f + r0 + r, v) })?;
-                kernels::tile_rows_acts(wu, d, rows.clone(), xin, &mut |r, t, v| unsafe {
-                    hb2.set(t * f + r0 + r, v)
-                })?;
-                for t in 0..n {
-                    let own = t * f + rows.start..t * f + rows.end;
-                    let (g, u) = unsafe { (hb.slice(own.clone())?, hb2.slice(own)?) };
-                    kernels::silu_mul(g, u)?;
-                }
-                Ok(())
-            })?;
-            // SAFETY: hb is complete and only read from here on.
-            let h_in = quant.acts(tier, unsafe { hb.slice(0..n * f)? }, f)?;
-            kernels::partitioned(d, &|rows: Range<usize>| {
-                let r0 = rows.start;
-                // SAFETY: as for the output rows.
-                kernels::tile_rows_acts(wd, f, rows, h_in, &mut |r, t, y| unsafe {
-                    let i = t * d + r0 + r;
-                    xs.set(i, xs.get(i) + y)
-                })
-            })?;
-        }
-        // logits of the tile's last token only (the state a commit leaves)
-        let last = (n - 1) * d..n * d;
-        kernels::rmsnorm_tier(tier, &x[last.clone()], model.floats(&model.final_norm), eps, &mut xb[..d])?;
-        let xin = quant.acts(tier, &xb[..d], d)?;
-        kernels::matvec_acts(model.matrix(&model.output), d, xin, &mut self.next_logits)?;
-        kernels::checkpoint()?; // last cancellation point before the commit
-                                // commit: a failure anywhere above left position, logits and history as they were
-        core::mem::swap(&mut self.logits, &mut self.next_logits);
-        self.position = pos0 + n;
-        self.logits_valid = true;
         Ok(())
     }
 }

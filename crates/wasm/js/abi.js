@@ -2,19 +2,35 @@
 // runtime made by host.js `instantiate` (same code for every lane). ES module, no dependencies.
 import { HostError } from './host.js';
 
+/** @typedef {import('./host.js').Runtime} Runtime */
+/** @typedef {import('./host.js').WasmArg} WasmArg */
+
 /** Byte tokenizer: BOS (256), then the UTF-8 bytes (crates/core/src/tokenizer.rs). */
 export const BOS = 256;
 export const EOS = 257;
+/** @param {string} text */
 export function encodePrompt(text) {
   return [BOS, ...new TextEncoder().encode(text)];
 }
 
+/**
+ * @param {Runtime} rt
+ * @param {string} name
+ * @param {...WasmArg} args
+ */
 async function check(rt, name, ...args) {
   const code = await rt.call(name, ...args);
   if (code !== 0) throw new HostError(`${name} returned ${code}`, code);
 }
 
-/** A transfer window of `len` bytes; `fn(ptr)` runs while it exists. */
+/**
+ * A transfer window of `len` bytes; `fn(ptr)` runs while it exists.
+ * @template T
+ * @param {Runtime} rt
+ * @param {number} len
+ * @param {(ptr: number) => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
 async function withWindow(rt, len, fn) {
   const ptr = await rt.call('tr_alloc', len);
   if (ptr === 0) throw new HostError(`tr_alloc(${len}) failed`, 9);
@@ -25,9 +41,13 @@ async function withWindow(rt, len, fn) {
   }
 }
 
-const view = (rt, ptr, len) => new DataView(rt.memory.buffer, ptr, len);
+const view = (/** @type {Runtime} */ rt, /** @type {number} */ ptr, /** @type {number} */ len) => new DataView(rt.memory.buffer, ptr, len);
 
-/** Loads model bytes; returns the model handle (BigInt). */
+/**
+ * Loads model bytes; returns the model handle (BigInt).
+ * @param {Runtime} rt
+ * @param {Uint8Array} bytes
+ */
 export async function loadModel(rt, bytes) {
   return withWindow(rt, bytes.length + 8, async (ptr) => {
     rt.bytes(ptr, bytes.length).set(bytes);
@@ -36,7 +56,11 @@ export async function loadModel(rt, bytes) {
   });
 }
 
-/** The 40-byte session config record of `cfg` (defaults: greedy, the model's context) into `v`. */
+/**
+ * The 40-byte session config record of `cfg` (defaults: greedy, the model's context) into `v`.
+ * @param {DataView} v
+ * @param {SessionRecord} [cfg]
+ */
 export function writeSessionConfig(v, cfg = {}) {
   const c = { seed: 0n, stream: 0n, temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, context: 0, ...cfg };
   v.setBigUint64(0, BigInt(c.seed), true);
@@ -50,8 +74,16 @@ export function writeSessionConfig(v, cfg = {}) {
 }
 
 /**
+ * The session config record's fields (loader.d.ts `SessionConfig` and the context in tokens).
+ * @typedef {import('./loader.js').SessionConfig & { context?: number }} SessionRecord
+ */
+
+/**
  * A session over `model`. cfg: { seed, stream, temperature, topK, topP, repetitionPenalty,
  * context } (the 40-byte session config record); returns the session handle (BigInt).
+ * @param {Runtime} rt
+ * @param {bigint} model
+ * @param {SessionRecord} [cfg]
  */
 export async function newSession(rt, model, cfg = {}) {
   return withWindow(rt, 48, async (ptr) => {
@@ -62,7 +94,12 @@ export async function newSession(rt, model, cfg = {}) {
   });
 }
 
-/** Feeds prompt tokens; resolves to the TrResult code (0 = Ok). */
+/**
+ * Feeds prompt tokens; resolves to the TrResult code (0 = Ok).
+ * @param {Runtime} rt
+ * @param {bigint} session
+ * @param {number[]} tokens
+ */
 export async function prefill(rt, session, tokens) {
   return withWindow(rt, tokens.length * 4, async (ptr) => {
     const v = view(rt, ptr, tokens.length * 4);
@@ -71,7 +108,11 @@ export async function prefill(rt, session, tokens) {
   });
 }
 
-/** One decode step: { code, token, done, rngState, rngIncrement } (token fields when code 0). */
+/**
+ * One decode step: { code, token, done, rngState, rngIncrement } (token fields when code 0).
+ * @param {Runtime} rt
+ * @param {bigint} session
+ */
 export async function decode(rt, session) {
   return withWindow(rt, 24, async (ptr) => {
     const code = await rt.call('tr_decode', session, ptr);
@@ -89,6 +130,7 @@ export async function decode(rt, session) {
 /**
  * Executed-path evidence: { scalar, simd } kernel calls since start (BigInt), the worker count
  * and the ids of the workers that served a command (threads lane; 0 and [] elsewhere).
+ * @param {Runtime} rt
  */
 export async function pathCounters(rt) {
   return withWindow(rt, 24, async (ptr) => {
@@ -96,13 +138,17 @@ export async function pathCounters(rt) {
     const v = view(rt, ptr, 24);
     const workers = v.getUint32(16, true);
     const mask = v.getUint32(20, true);
+    /** @type {number[]} */
     const participating = [];
     for (let id = 0; id < 32; id++) if (mask & (1 << id)) participating.push(id);
     return { scalar: v.getBigUint64(0, true), simd: v.getBigUint64(8, true), workers, participating };
   });
 }
 
-/** Threads lane: { workers, participated (bit i = worker i served a command), barriers, state }. */
+/**
+ * Threads lane: { workers, participated (bit i = worker i served a command), barriers, state }.
+ * @param {Runtime} rt
+ */
 export async function workerCounters(rt) {
   return withWindow(rt, 16, async (ptr) => {
     await check(rt, 'tr_worker_counters', ptr);
@@ -111,13 +157,21 @@ export async function workerCounters(rt) {
   });
 }
 
-/** Tokens per prefill tile of `session` (tr_session_prefill_tile); resolves to the code. */
+/**
+ * Tokens per prefill tile of `session` (tr_session_prefill_tile); resolves to the code.
+ * @param {Runtime} rt
+ * @param {bigint} session
+ * @param {number} tile
+ */
 export async function setPrefillTile(rt, session, tile) {
   return rt.call('tr_session_prefill_tile', session, tile);
 }
 
 /** { position, logits, kv }: the session's committed position and FNV-1a digests (BigInt) of
- * its logits (0n = none) and committed K/V rows (tr_session_digest). */
+ * its logits (0n = none) and committed K/V rows (tr_session_digest).
+ * @param {Runtime} rt
+ * @param {bigint} session
+ */
 export async function sessionDigest(rt, session) {
   return withWindow(rt, 24, async (ptr) => {
     await check(rt, 'tr_session_digest', session, ptr);
@@ -129,10 +183,17 @@ export async function sessionDigest(rt, session) {
 /**
  * Prefill `promptTokens`, then decode up to `maxTokens` (stopping at EOS).
  * Returns { code, tokens, rngState, decodeMs: [...], prefillMs } ; code is the first non-Ok TrResult.
+ * @param {Runtime} rt
+ * @param {bigint} model
+ * @param {SessionRecord} cfg
+ * @param {number[]} promptTokens
+ * @param {number} maxTokens
  */
 export async function generate(rt, model, cfg, promptTokens, maxTokens) {
   const session = await newSession(rt, model, cfg);
+  /** @type {number[]} */
   const tokens = [];
+  /** @type {number[]} */
   const decodeMs = [];
   let rngState = 0n;
   const p0 = performance.now();
@@ -165,6 +226,8 @@ export const MODEL_HEADER_BYTES = 64;
 /**
  * A model header's format_version (bytes 8..12, after the magic: the kernel tier, CONTRACT.md
  * §1), or null when the header is shorter or lacks `magic` (then it is no model at all).
+ * @param {Uint8Array} header
+ * @param {string} magic
  */
 export function modelFormatVersion(header, magic) {
   if (header.length < 12 || new TextDecoder().decode(header.subarray(0, 8)) !== magic) return null;
@@ -174,17 +237,25 @@ export function modelFormatVersion(header, magic) {
 /**
  * { maxContext, vocab, layouts (non-f32 layout names, sorted), tier } from a model's header +
  * directory; `tierNames` maps format_version -> tier (an unknown one was refused before).
+ * @param {Uint8Array} prefix
+ * @param {readonly string[]} layoutNames
+ * @param {Readonly<Record<number, string>>} tierNames
  */
 export function modelFacts(prefix, layoutNames, tierNames) {
   const v = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
   const count = v.getUint32(52, true);
+  /** @type {Set<string>} */
   const layouts = new Set();
   for (let i = 0; i < count; i++) layouts.add(layoutNames[v.getUint32(64 + 32 * i + 4, true)] || 'unknown');
   const tier = tierNames[v.getUint32(8, true)] || 'f32';
   return { maxContext: v.getUint32(44, true), vocab: v.getUint32(28, true), layouts: [...layouts].filter((l) => l !== 'f32').sort(), tier };
 }
 
-/** tr_model_prefix_bytes over the first bytes of a model: the length of header + directory (0 = bad). */
+/**
+ * tr_model_prefix_bytes over the first bytes of a model: the length of header + directory (0 = bad).
+ * @param {Runtime} rt
+ * @param {Uint8Array} header
+ */
 export async function modelPrefixBytes(rt, header) {
   return withWindow(rt, Math.max(header.length, 1), async (ptr) => {
     rt.bytes(ptr, header.length).set(header);
@@ -192,7 +263,14 @@ export async function modelPrefixBytes(rt, header) {
   });
 }
 
-/** tr_preflight_header: { code, peakPrefill, steadyDecode } for a model of `size` bytes. */
+/**
+ * tr_preflight_header: { code, peakPrefill, steadyDecode } for a model of `size` bytes.
+ * @param {Runtime} rt
+ * @param {Uint8Array} prefix
+ * @param {number} size
+ * @param {number} context
+ * @param {number} budget
+ */
 export async function preflightHeader(rt, prefix, size, context, budget) {
   return withWindow(rt, prefix.length + 16, async (ptr) => {
     rt.bytes(ptr, prefix.length).set(prefix);
@@ -202,13 +280,23 @@ export async function preflightHeader(rt, prefix, size, context, budget) {
   });
 }
 
-/** tr_model_load of `len` bytes at `ptr` (a window of len + 8): { code, handle }. */
+/**
+ * tr_model_load of `len` bytes at `ptr` (a window of len + 8): { code, handle }.
+ * @param {Runtime} rt
+ * @param {number} ptr
+ * @param {number} len
+ */
 export async function modelLoadAt(rt, ptr, len) {
   const code = await rt.call('tr_model_load', ptr, len, ptr + len);
   return { code, handle: code === 0 ? view(rt, ptr + len, 8).getBigUint64(0, true) : 0n };
 }
 
-/** tr_session_new with the config record of `cfg`: { code, session }. */
+/**
+ * tr_session_new with the config record of `cfg`: { code, session }.
+ * @param {Runtime} rt
+ * @param {bigint} model
+ * @param {SessionRecord} cfg
+ */
 export async function sessionNew(rt, model, cfg) {
   return withWindow(rt, SESSION_CONFIG_BYTES + 8, async (ptr) => {
     const v = view(rt, ptr, SESSION_CONFIG_BYTES + 8);
@@ -218,7 +306,12 @@ export async function sessionNew(rt, model, cfg) {
   });
 }
 
-/** Writes prompt tokens into a token window. */
+/**
+ * Writes prompt tokens into a token window.
+ * @param {Runtime} rt
+ * @param {number} ptr
+ * @param {number[]} tokens
+ */
 export function writeTokens(rt, ptr, tokens) {
   const v = view(rt, ptr, 4 * tokens.length);
   tokens.forEach((t, i) => v.setUint32(4 * i, t, true));
@@ -226,6 +319,10 @@ export function writeTokens(rt, ptr, tokens) {
 
 /** Size of the decode output record, and its { token, done }. */
 export const DECODE_RECORD_BYTES = 24;
+/**
+ * @param {Runtime} rt
+ * @param {number} ptr
+ */
 export function readDecodeRecord(rt, ptr) {
   const v = view(rt, ptr, DECODE_RECORD_BYTES);
   return { token: v.getUint32(0, true), done: v.getUint32(4, true) !== 0 };
@@ -234,15 +331,17 @@ export function readDecodeRecord(rt, ptr) {
 /**
  * tr_self_test_detail: { code, overall, rows: [{ category (id), result, name }] } (each row 32
  * bytes: category u32, result i32, a 24-byte NUL-padded name).
+ * @param {Runtime} rt
  */
 export async function selfTestDetail(rt) {
   const len = await rt.call('tr_self_test_detail_bytes');
   return withWindow(rt, len, async (ptr) => {
+    /** @type {{ category: number, result: number, name: string }[]} */
+    const rows = [];
     const code = await rt.call('tr_self_test_detail', ptr, len);
-    if (code !== 0) return { code, overall: code, rows: [] };
+    if (code !== 0) return { code, overall: code, rows };
     const v = view(rt, ptr, len);
     const n = v.getUint32(4, true);
-    const rows = [];
     for (let i = 0; i < n; i++) {
       const at = 8 + 32 * i;
       const raw = new Uint8Array(rt.memory.buffer, ptr + at + 8, 24).slice();

@@ -8,8 +8,19 @@ import { FEATURE_PROBES } from './constants.js';
 
 // ---- 2. probes ------------------------------------------------------------------------------
 
-/** Step 2: { id: { version, sha256, validates } } for every embedded probe. */
+/** @typedef {import('./trust.js').Artifact} Artifact */
+/** @typedef {import('./loader.js').LaneAttempt} LaneAttempt */
+/** @typedef {{ readonly id: string, readonly version: number, readonly sha256: string, readonly bytes: readonly number[] }} Probe */
+/** @typedef {Record<string, { version: number, sha256: string, validates: boolean }>} ProbeResults */
+
+/**
+ * Step 2: { id: { version, sha256, validates } } for every embedded probe.
+ * @param {readonly Probe[]} [probes]
+ * @param {((progress: import('./loader.js').Progress) => void) | null} [onProgress]
+ * @returns {Promise<ProbeResults>}
+ */
 export async function runProbes(probes = PROBES, onProgress = null) {
+  /** @type {ProbeResults} */
   const out = {};
   let done = 0;
   if (onProgress) onProgress({ phase: 'probes', loaded: 0, total: probes.length });
@@ -38,15 +49,26 @@ export function isolated() {
  * candidate when every required feature's probe validates, it is not denied by the integrator
  * or disabled by the signed manifest, and it has isolation if it requires it. "Best" = needs
  * the most features.
+ * @param {Pick<import('./trust.js').Manifest, 'artifacts' | 'disabled_lanes'>} manifest
+ * @param {Record<string, { validates: boolean }>} probes
+ * @param {{ denyLanes?: string[], isolation?: boolean }} [options]
+ * @returns {{ candidates: Artifact[], attempts: LaneAttempt[] }}
  */
 export function chooseLanes(manifest, probes, { denyLanes = [], isolation = isolated() } = {}) {
   const disabled = manifest.disabled_lanes || [];
   const ranked = [...manifest.artifacts].sort((a, b) => b.required_features.length - a.required_features.length);
+  /** @type {Artifact[]} */
   const candidates = [];
+  /** @type {LaneAttempt[]} */
   const attempts = [];
-  const skip = (a, code, detail) => attempts.push({ artifact_id: a.id, outcome: 'skipped', step: 'choice', error_code: code, detail });
+  /** @type {(a: Artifact, code: import('./loader.js').LoaderErrorCode, detail: string) => void} */
+  const skip = (a, code, detail) => {
+    attempts.push({ artifact_id: a.id, outcome: 'skipped', step: 'choice', error_code: code, detail });
+  };
+  /** @type {Readonly<Record<string, string | null>>} */
+  const featureProbes = FEATURE_PROBES;
   for (const a of ranked) {
-    const missing = a.required_features.filter((f) => !(f in FEATURE_PROBES) || (FEATURE_PROBES[f] !== null && !(probes[FEATURE_PROBES[f]] || {}).validates));
+    const missing = a.required_features.filter((f) => !(f in featureProbes) || (featureProbes[f] !== null && !(probes[featureProbes[f]] || {}).validates));
     if (disabled.includes(a.id)) skip(a, 'LaneDisabled', 'disabled by the signed manifest (disabled_lanes)');
     else if (denyLanes.includes(a.id)) skip(a, 'LaneDenied', 'denied by the integrator (denyLanes)');
     else if (missing.length > 0) skip(a, 'FeatureMissing', `probe(s) for ${missing.join(', ')} do not validate`);

@@ -22,7 +22,10 @@ const HEADERS = Object.freeze({
 const OFFLINE_CACHE = 'tinyrustlm-offline-v1';
 const OFFLINE_MAX_BYTES = 4 << 20;
 
-/** The same response with the isolation headers (a same-origin, non-opaque one only). */
+/**
+ * The same response with the isolation headers (a same-origin, non-opaque one only).
+ * @param {Response} response
+ */
 function isolatedResponse(response) {
   if (response.status === 0 || response.type === 'opaque' || response.type === 'opaqueredirect') return response;
   const headers = new Headers(response.headers);
@@ -35,6 +38,7 @@ function isolatedResponse(response) {
  * its scripts, the signed manifest; not the model, which the loader's own content-addressed
  * store keeps) is kept; when the network fails, the kept copy answers. The loader verifies
  * whatever it gets, so a kept copy is never trusted more than a fetched one.
+ * @param {Request} request
  */
 async function networkFirst(request) {
   if (request.method !== 'GET') return fetch(request);
@@ -55,10 +59,12 @@ async function networkFirst(request) {
 
 if (typeof window === 'undefined') {
   // ---- the service worker ----
+  // any: the lint's lib is the page's ("dom"); the service worker scope ("webworker") cannot be
+  // loaded beside it, so skipWaiting, clients and the events below have no declared types
   const sw = /** @type {any} */ (globalThis);
   sw.addEventListener('install', () => sw.skipWaiting());
-  sw.addEventListener('activate', (/** @type {any} */ event) => event.waitUntil(sw.clients.claim()));
-  sw.addEventListener('fetch', (/** @type {any} */ event) => {
+  sw.addEventListener('activate', (/** @type {{ waitUntil(p: Promise<unknown>): void }} */ event) => event.waitUntil(sw.clients.claim()));
+  sw.addEventListener('fetch', (/** @type {{ request: Request, respondWith(r: Promise<Response>): void }} */ event) => {
     const request = event.request;
     if (new URL(request.url).origin !== sw.location.origin) return; // the browser handles it
     if (request.cache === 'only-if-cached' && request.mode !== 'same-origin') return;

@@ -5,14 +5,16 @@
  * `LoaderErrorCode`), `detail` names the evidence.
  */
 export class LoaderError extends Error {
+  /** @type {'LoaderError'} */
+  name = 'LoaderError';
+
   /**
    * @param {import('./loader.js').LoaderErrorCode} code
    * @param {string} message
-   * @param {Record<string, any>} [detail]
+   * @param {Record<string, unknown>} [detail] the evidence, by code
    */
   constructor(code, message, detail = {}) {
     super(`${code}: ${message}`);
-    this.name = 'LoaderError';
     this.code = code;
     this.detail = detail;
   }
@@ -30,6 +32,16 @@ export class LaneFailure extends Error {
     this.step = step;
     this.code = code;
   }
+}
+
+/**
+ * What `${e.message || e}` says of a caught value: anything can be thrown (an Error, a
+ * DOMException, a string), and every refusal quotes the engine's own words.
+ * @param {unknown} e
+ */
+export function messageOf(e) {
+  const message = typeof e === 'object' && e !== null && 'message' in e ? e.message : undefined;
+  return `${message || e}`;
 }
 
 // What this module has done so far (tests assert that a refusal instantiated nothing).

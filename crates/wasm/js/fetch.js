@@ -8,7 +8,7 @@
 //   names in node); every hit is re-hashed before use, a poisoned entry is dropped and fetched
 //   again, a failed write (quota) is reported and the network copy used.
 import { isNode, sha256Hex } from './host.js';
-import { LoaderError } from './errors.js';
+import { LoaderError, messageOf } from './errors.js';
 import { Sha256 } from './sha256.js';
 
 /** Bounds of the files whose size nothing signed states (a manifest is a few KB). */
@@ -19,13 +19,29 @@ export const CACHE_NAME = 'tinyrustlm-cas-v1';
 const CHUNK = 1 << 20;
 
 /** @typedef {import('./loader.js').FetchRecord} FetchRecord */
-/** @typedef {{ read(): Promise<{ done: boolean, value?: Uint8Array }>, cancel(): void, length: number | null }} Source */
+/** @typedef {import('./loader.js').ResolvedOptions} ResolvedOptions */
+/** @typedef {import('./loader.js').ProgressPhase} ProgressPhase */
+/** One read of a Source: a chunk, or the end. */
+/** @typedef {{ done: true, value?: Uint8Array }| { done: false, value: Uint8Array }} Chunk */
+/** @typedef {{ read(): Promise<Chunk>, cancel(): void, length: number | null }} Source */
+/**
+ * The content-addressed store: entries by SHA-256 (`kind` says which store it is).
+ * @typedef {{ kind: string, get(sha256: string): Promise<Source | null>, put(sha256: string, body: Uint8Array | ReadableStream<Uint8Array>): Promise<void>, drop(sha256: string): Promise<void> }} Store
+ */
+/** Where a file is read from and how much of it may come (`drain`). */
+/** @typedef {{ what: string, url: URL | string, limit: number, phase: ProgressPhase | null, total?: number | null, sink?: ((chunk: Uint8Array, at: number) => void | Promise<void>) | null, start?: number, hash?: Sha256 }} DrainSpec */
 
 /** The default fetch: node's own for http(s), the file system for file: URLs. */
 export const defaultFetch = (/** @type {URL} */ url) => globalThis.fetch(url);
 
-/** A Source over a node Readable. */
+/**
+ * A Source over a node Readable (of Buffers).
+ * @param {import('node:stream').Readable} stream
+ * @param {number | null} length
+ * @returns {Source}
+ */
 function nodeSource(stream, length) {
+  /** @type {AsyncIterator<Buffer>} */
   const it = stream[Symbol.asyncIterator]();
   return {
     length,
@@ -37,7 +53,11 @@ function nodeSource(stream, length) {
   };
 }
 
-/** A Source over a WHATWG Response. */
+/**
+ * A Source over a WHATWG Response.
+ * @param {Response} response
+ * @returns {Source}
+ */
 export function responseSource(response) {
   const header = response.headers && response.headers.get('content-length');
   const length = header !== null && header !== undefined && /^\d+$/.test(header) ? Number(header) : null;
@@ -58,7 +78,13 @@ export function responseSource(response) {
   return { length, read: () => reader.read(), cancel: () => void reader.cancel().catch(() => {}) };
 }
 
-/** Opens `url` for reading: a Source, or a FetchFailed LoaderError. */
+/**
+ * Opens `url` for reading: a Source, or a FetchFailed LoaderError.
+ * @param {Pick<ResolvedOptions, 'fetch'>} o
+ * @param {URL} url
+ * @param {string} what
+ * @returns {Promise<Source>}
+ */
 export async function open(o, url, what) {
   if (isNode && url.protocol === 'file:' && o.fetch === defaultFetch) {
     const fs = await import('node:fs');
@@ -68,7 +94,7 @@ export async function open(o, url, what) {
     try {
       st = await fs.promises.stat(path);
     } catch (e) {
-      throw new LoaderError('FetchFailed', `${what} ${url}: ${e.message || e}`, { url: String(url) });
+      throw new LoaderError('FetchFailed', `${what} ${url}: ${messageOf(e)}`, { url: String(url) });
     }
     // a FIFO or a device has no size: it is read like a body without Content-Length, bounded
     return nodeSource(fs.createReadStream(path, { highWaterMark: 1 << 16 }), st.isFile() ? st.size : null);
@@ -77,12 +103,18 @@ export async function open(o, url, what) {
   try {
     response = await o.fetch(url);
   } catch (e) {
-    throw new LoaderError('FetchFailed', `${what} ${url}: ${e.message || e}`, { url: String(url) });
+    throw new LoaderError('FetchFailed', `${what} ${url}: ${messageOf(e)}`, { url: String(url) });
   }
   if (!response.ok) throw new LoaderError('FetchFailed', `${what} ${url}: HTTP ${response.status}`, { url: String(url), status: response.status });
   return responseSource(response);
 }
 
+/**
+ * @param {string} what
+ * @param {URL | string} url
+ * @param {number} limit
+ * @param {number} seen
+ */
 function tooLarge(what, url, limit, seen) {
   return new LoaderError('BoundExceeded', `${what} ${url} is larger than its bound of ${limit} bytes (${seen} seen); the download was stopped there`, { url: String(url), limit });
 }
@@ -93,6 +125,9 @@ function tooLarge(what, url, limit, seen) {
  * from the same source before: they count toward the bound and the progress. Progress goes to `o.onProgress` as
  * `phase`, from `start` to the end. Resolves to { bytes (null with a sink), length (with
  * start), sha256 }.
+ * @param {Pick<ResolvedOptions, 'onProgress'>} o
+ * @param {Source} source
+ * @param {DrainSpec} spec
  */
 export async function drain(o, source, { what, url, limit, phase, total = null, sink = null, start = 0, hash = new Sha256() }) {
   // source.length (Content-Length) counts the whole body, the `start` bytes read before included
@@ -101,16 +136,17 @@ export async function drain(o, source, { what, url, limit, phase, total = null, 
     throw tooLarge(what, url, limit, source.length);
   }
   const expected = total ?? source.length;
+  /** @type {Uint8Array[]} */
   const parts = [];
   let loaded = start;
-  const progress = (n) => o.onProgress && o.onProgress({ phase, loaded: n, total: expected ?? n, url: String(url) });
+  const progress = (/** @type {number} */ n) => o.onProgress && phase && o.onProgress({ phase, loaded: n, total: expected ?? n, url: String(url) });
   progress(loaded);
   for (;;) {
     let step;
     try {
       step = await source.read();
     } catch (e) {
-      throw new LoaderError('FetchFailed', `${what} ${url}: ${e.message || e}`, { url: String(url) });
+      throw new LoaderError('FetchFailed', `${what} ${url}: ${messageOf(e)}`, { url: String(url) });
     }
     if (step.done) break;
     const chunk = step.value;
@@ -139,10 +175,17 @@ export async function drain(o, source, { what, url, limit, phase, total = null, 
   return { bytes, length: loaded, sha256: hash.hex() };
 }
 
-/** The bytes of `url`, at most `limit` (manifest, signature). */
+/**
+ * The bytes of `url`, at most `limit` (manifest, signature).
+ * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress'>} o
+ * @param {URL} url
+ * @param {string} what
+ * @param {number} limit
+ * @param {ProgressPhase} phase
+ */
 export async function fetchCapped(o, url, what, limit, phase) {
   const { bytes } = await drain(o, await open(o, url, what), { what, url, limit, phase });
-  return bytes;
+  return /** @type {Uint8Array} */ (bytes); // no sink: drain gathers the bytes
 }
 
 // ---- the content-addressed store ----------------------------------------------------------------
@@ -150,6 +193,8 @@ export async function fetchCapped(o, url, what, limit, phase) {
 /**
  * The store `o.cache` asks for: 'none' -> null; 'auto' -> the Cache API where the page has one,
  * in node the folder `o.cacheDir` when given, else null.
+ * @param {Pick<ResolvedOptions, 'cache' | 'cacheDir'>} o
+ * @returns {Promise<Store | null>}
  */
 export async function openStore(o) {
   if (o.cache === 'none') return null;
@@ -162,8 +207,12 @@ export async function openStore(o) {
   }
 }
 
-const keyOf = (sha256) => new URL(`/.tinyrustlm-cas/sha256/${sha256}`, globalThis.location ? globalThis.location.href : 'http://localhost/').href;
+const keyOf = (/** @type {string} */ sha256) => new URL(`/.tinyrustlm-cas/sha256/${sha256}`, globalThis.location ? globalThis.location.href : 'http://localhost/').href;
 
+/**
+ * @param {Cache} cache
+ * @returns {Store}
+ */
 function cacheApiStore(cache) {
   return {
     kind: 'cache-api',
@@ -172,7 +221,8 @@ function cacheApiStore(cache) {
       return hit ? responseSource(hit) : null;
     },
     async put(sha256, body) {
-      await cache.put(keyOf(sha256), new Response(body, { headers: { 'content-type': 'application/octet-stream' } }));
+      // BodyInit: what is stored is a download or memoryStream's copies, never a view of shared memory
+      await cache.put(keyOf(sha256), new Response(/** @type {BodyInit} */ (body), { headers: { 'content-type': 'application/octet-stream' } }));
     },
     async drop(sha256) {
       await cache.delete(keyOf(sha256));
@@ -180,13 +230,17 @@ function cacheApiStore(cache) {
   };
 }
 
+/**
+ * @param {string} dir
+ * @returns {Promise<Store>}
+ */
 async function dirStore(dir) {
   const fs = await import('node:fs');
   const { join } = await import('node:path');
   const { Readable } = await import('node:stream');
   const { pipeline } = await import('node:stream/promises');
   await fs.promises.mkdir(dir, { recursive: true });
-  const path = (sha256) => join(String(dir), sha256);
+  const path = (/** @type {string} */ sha256) => join(String(dir), sha256);
   return {
     kind: 'directory',
     async get(sha256) {
@@ -200,7 +254,8 @@ async function dirStore(dir) {
     },
     async put(sha256, body) {
       const tmp = `${path(sha256)}.${process.pid}.tmp`;
-      const from = body instanceof Uint8Array ? Readable.from([body]) : Readable.fromWeb(body);
+      // ReadableStream: the DOM's and node:stream/web's are one class at run time, two types here
+      const from = body instanceof Uint8Array ? Readable.from([body]) : Readable.fromWeb(/** @type {import('node:stream/web').ReadableStream<Uint8Array>} */ (body));
       await pipeline(from, fs.createWriteStream(tmp));
       await fs.promises.rename(tmp, path(sha256));
     },
@@ -210,14 +265,21 @@ async function dirStore(dir) {
   };
 }
 
-/** A store write that never fails the load: a quota (or any) error is recorded, the bytes used. */
+/**
+ * A store write that never fails the load: a quota (or any) error is recorded, the bytes used.
+ * @param {Pick<ResolvedOptions, 'onCacheError'>} o
+ * @param {Store} store
+ * @param {FetchRecord} record
+ * @param {Uint8Array | ReadableStream<Uint8Array>} body
+ */
 export async function storeQuietly(o, store, record, body) {
   try {
     await store.put(record.sha256, body);
     record.cache = record.cache === 'poisoned' ? 'poisoned' : 'stored';
   } catch (e) {
-    const quota = e && (e.name === 'QuotaExceededError' || e.code === 'ENOSPC');
-    const error = new LoaderError(quota ? 'CacheQuota' : 'CacheFailed', `caching ${record.url}: ${e.message || e}`, { url: record.url });
+    const failure = /** @type {{ name?: unknown, code?: unknown } | null | undefined} */ (e);
+    const quota = failure && (failure.name === 'QuotaExceededError' || failure.code === 'ENOSPC');
+    const error = new LoaderError(quota ? 'CacheQuota' : 'CacheFailed', `caching ${record.url}: ${messageOf(e)}`, { url: record.url });
     record.cache = quota ? 'quota-exceeded' : 'write-failed';
     if (o.onCacheError) o.onCacheError(error);
   }
@@ -227,6 +289,11 @@ export async function storeQuietly(o, store, record, body) {
  * A cached entry of `sha256`, re-hashed: a Uint8Array when it is intact (or, with `sink`, true
  * after streaming it there), null when absent; a poisoned entry is dropped (record.cache =
  * 'poisoned') and null returned, so the caller fetches it again.
+ * @param {Pick<ResolvedOptions, 'onProgress'>} o
+ * @param {Store | null} store
+ * @param {FetchRecord} record
+ * @param {{ limit: number, phase: ProgressPhase | null, sink?: DrainSpec['sink'] }} spec
+ * @returns {Promise<Uint8Array | true | null>}
  */
 export async function fromStore(o, store, record, { limit, phase, sink = null }) {
   if (!store) return null;
@@ -259,6 +326,9 @@ export async function fromStore(o, store, record, { limit, phase, sink = null })
  * A file whose SHA-256 and size are signed (a module): from the store when an intact copy is
  * there, else downloaded (bounded by `size`) and stored. Resolves to { bytes, sha256, record }
  * — the caller compares sha256 (a mismatch is its typed refusal).
+ * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress' | 'onCacheError'>} o
+ * @param {Store | null} store
+ * @param {{ url: URL, what: string, sha256: string, size: number, phase: ProgressPhase }} spec
  */
 export async function fetchSigned(o, store, { url, what, sha256, size, phase }) {
   /** @type {FetchRecord} */
@@ -266,13 +336,18 @@ export async function fetchSigned(o, store, { url, what, sha256, size, phase }) 
   const cached = await fromStore(o, store, record, { limit: size, phase });
   if (cached instanceof Uint8Array) return { bytes: cached, sha256, record };
   const got = await drain(o, await open(o, url, what), { what, url, limit: size, phase, total: size });
-  if (got.sha256 === sha256 && got.length === size && store) await storeQuietly(o, store, record, got.bytes);
-  return { bytes: got.bytes, sha256: got.sha256, record };
+  const bytes = /** @type {Uint8Array} */ (got.bytes); // no sink: drain gathers the bytes
+  if (got.sha256 === sha256 && got.length === size && store) await storeQuietly(o, store, record, bytes);
+  return { bytes, sha256: got.sha256, record };
 }
 
 /**
  * `len` bytes of Wasm memory from `ptr` as a stream of copied chunks (what a store writes: no
  * whole-model copy). A fresh view per chunk, so a grown (detached) buffer is never read.
+ * @param {WebAssembly.Memory} memory
+ * @param {number} ptr
+ * @param {number} len
+ * @returns {ReadableStream<Uint8Array>}
  */
 export function memoryStream(memory, ptr, len) {
   let at = 0;

@@ -14,6 +14,10 @@
 
 /** A host-side failure; `code` is the TrResult code when the runtime gave one. */
 export class HostError extends Error {
+  /**
+   * @param {string} message
+   * @param {number} [code]
+   */
   constructor(message, code = 0) {
     super(message);
     this.name = 'HostError';
@@ -25,14 +29,41 @@ export class HostError extends Error {
 export const TR_OK = 0;
 export const TR_CANCELLED = 15;
 export const TR_WORKER_FAILURE = 16;
+/** An argument of a tr_* export: i32 as a number, i64 (handles, sizes) as a bigint. */
+/** @typedef {number | bigint} WasmArg */
+/** The memory a module imports (`memoryImport`). */
+/** @typedef {{ module: string, name: string, initial: number, maximum: number | null, shared: boolean }} MemoryImport */
+/**
+ * A message between the host and a worker (worker.js): `type` says which fields it carries
+ * (ready/ack/refused: sha256, error; result: seq, value or error; failed/exit: id, error, code).
+ * @typedef {{ type: string, seq?: number, value?: number, error?: string, sha256?: string, id?: number, code?: number }} WorkerMessage
+ */
+/**
+ * One worker as node's worker_threads and browser Workers both give it.
+ * @typedef {{ post(m: object): void, onMessage(fn: (m: WorkerMessage) => void): void, onDeath(fn: (why: string) => void): void, terminate(): Promise<number> | void }} Port
+ */
+/** A lane's runtime, whichever way it runs: every tr_* call goes through `call`. */
+/** @typedef {LocalRuntime | ThreadedRuntime} Runtime */
+
 export const isNode = typeof process === 'object' && process.versions != null && process.versions.node != null;
 
-/** Hex SHA-256 of `bytes` (WebCrypto: browsers and node >= 18). */
+/**
+ * Hex SHA-256 of `bytes` (WebCrypto: browsers and node >= 18).
+ * @param {Uint8Array | ArrayBuffer} bytes
+ */
 export async function sha256Hex(bytes) {
-  const digest = await globalThis.crypto.subtle.digest('SHA-256', bytes);
+  // BufferSource: TypeScript's Uint8Array may view a SharedArrayBuffer, which WebCrypto refuses
+  // when it runs; the loader hashes downloads and copies, never shared memory
+  const digest = await globalThis.crypto.subtle.digest('SHA-256', /** @type {BufferSource} */ (bytes));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+/**
+ * The unsigned LEB128 at `at`: [value, the offset after it].
+ * @param {Uint8Array} bytes
+ * @param {number} at
+ * @returns {[number, number]}
+ */
 function leb(bytes, at) {
   let value = 0;
   let shift = 0;
@@ -49,6 +80,8 @@ function leb(bytes, at) {
  * The memory a module imports, read from its import section:
  * `{ module, name, initial, maximum, shared }`, or null when it imports none.
  * The host must create exactly this memory before instantiation.
+ * @param {Uint8Array | ArrayBuffer} bytes
+ * @returns {MemoryImport | null}
  */
 export function memoryImport(bytes) {
   const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
@@ -59,17 +92,17 @@ export function memoryImport(bytes) {
   let at = 8;
   while (at < u8.length) {
     const id = u8[at++];
-    let size;
+    let size = 0;
     [size, at] = leb(u8, at);
     const end = at + size;
     if (end > u8.length) throw new HostError(`section ${id} at offset ${at} runs past the end`);
     if (id === 2) {
-      let count;
+      let count = 0;
       [count, at] = leb(u8, at);
       for (let i = 0; i < count; i++) {
         const names = [];
         for (let k = 0; k < 2; k++) {
-          let len;
+          let len = 0;
           [len, at] = leb(u8, at);
           names.push(text.decode(u8.subarray(at, at + len)));
           at += len;
@@ -77,7 +110,8 @@ export function memoryImport(bytes) {
         const kind = u8[at++];
         if (kind === 0x02) {
           const flags = u8[at++];
-          let initial;
+          let initial = 0;
+          /** @type {number | null} */
           let maximum = null;
           [initial, at] = leb(u8, at);
           if (flags & 1) [maximum, at] = leb(u8, at);
@@ -97,6 +131,10 @@ export function memoryImport(bytes) {
 
 // ---- one message port shape over node worker_threads and browser Workers ----
 
+/**
+ * @param {URL | string} url
+ * @returns {Promise<Port>}
+ */
 async function spawnWorker(url) {
   if (isNode) {
     const { Worker } = await import('node:worker_threads');
@@ -120,6 +158,15 @@ async function spawnWorker(url) {
   };
 }
 
+/**
+ * The first message of `port` that `predicate` accepts, or a HostError after `timeoutMs` or
+ * when the worker dies.
+ * @param {Port} port
+ * @param {(m: WorkerMessage) => boolean} predicate
+ * @param {string} what
+ * @param {number} timeoutMs
+ * @returns {Promise<WorkerMessage>}
+ */
 function nextMessage(port, predicate, what, timeoutMs) {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new HostError(`${what}: no answer within ${timeoutMs} ms`, TR_WORKER_FAILURE)), timeoutMs);
@@ -139,20 +186,33 @@ function nextMessage(port, predicate, what, timeoutMs) {
 // ---- single-threaded lanes ----
 
 class LocalRuntime {
+  /**
+   * @param {WebAssembly.Instance} instance
+   * @param {string} sha256
+   */
   constructor(instance, sha256) {
     this.instance = instance;
     this.exports = instance.exports;
-    this.memory = instance.exports.memory;
+    this.memory = /** @type {WebAssembly.Memory} */ (instance.exports.memory);
     this.sha256 = sha256;
     this.workers = 0;
   }
 
+  /**
+   * @param {string} name
+   * @param {...WasmArg} args
+   * @returns {Promise<number>} every tr_* export returns an i32 (or nothing)
+   */
   async call(name, ...args) {
     const f = this.exports[name];
     if (typeof f !== 'function') throw new HostError(`module has no export ${name}`);
     return f(...args);
   }
 
+  /**
+   * @param {number} ptr
+   * @param {number} len
+   */
   bytes(ptr, len) {
     return new Uint8Array(this.memory.buffer, ptr, len);
   }
@@ -167,22 +227,32 @@ class LocalRuntime {
 // ---- the threads lane ----
 
 class ThreadedRuntime {
+  /**
+   * @param {WebAssembly.Memory} memory
+   * @param {string} sha256
+   * @param {Port} leader
+   * @param {Port[]} workers
+   */
   constructor(memory, sha256, leader, workers) {
     this.memory = memory;
     this.sha256 = sha256;
     this.leader = leader;
     this.workerPorts = workers;
     this.workers = workers.length;
+    /** @type {string[]} */
     this.failures = [];
     this.seq = 0;
+    /** @type {Map<number, { resolve: (value: number) => void, reject: (error: Error) => void }>} */
     this.pending = new Map();
     this.cancelPtr = 0;
+    this.closing = false;
     leader.onMessage((m) => {
-      if (m.type !== 'result') return;
+      if (m.type !== 'result' || m.seq === undefined) return;
       const p = this.pending.get(m.seq);
       this.pending.delete(m.seq);
+      if (p === undefined) return; // no call of this runtime's has that number
       if (m.error !== undefined) p.reject(new HostError(`leader: ${m.error}`, TR_WORKER_FAILURE));
-      else p.resolve(m.value);
+      else p.resolve(/** @type {number} */ (m.value));
     });
     leader.onDeath((why) => {
       if (!this.closing) this.failAll(`leader died (${why})`);
@@ -197,18 +267,28 @@ class ThreadedRuntime {
     });
   }
 
-  /** Opens the pool of this runtime's workers (in their wasm loop since their ack). */
+  /**
+   * Opens the pool of this runtime's workers (in their wasm loop since their ack).
+   * @param {number} livenessMs
+   * @param {number | null} leaderSpin
+   */
   async startPool(livenessMs, leaderSpin) {
     const code = await this.call('tr_pool_start', this.workers, livenessMs, leaderSpin ?? 0);
     if (code !== 0) throw new HostError(`tr_pool_start(${this.workers}) returned ${code}`, code);
     this.cancelPtr = await this.call('tr_cancel_epoch_ptr');
   }
 
+  /** @param {string} why */
   failAll(why) {
     for (const p of this.pending.values()) p.reject(new HostError(why, TR_WORKER_FAILURE));
     this.pending.clear();
   }
 
+  /**
+   * @param {string} name
+   * @param {...WasmArg} args
+   * @returns {Promise<number>} every tr_* export returns an i32 (or nothing)
+   */
   call(name, ...args) {
     const seq = ++this.seq;
     return new Promise((resolve, reject) => {
@@ -217,6 +297,10 @@ class ThreadedRuntime {
     });
   }
 
+  /**
+   * @param {number} ptr
+   * @param {number} len
+   */
   bytes(ptr, len) {
     return new Uint8Array(this.memory.buffer, ptr, len);
   }
@@ -226,7 +310,10 @@ class ThreadedRuntime {
     if (this.cancelPtr) Atomics.add(new Int32Array(this.memory.buffer), this.cancelPtr >>> 2, 1);
   }
 
-  /** Worker `id` dies now (fault injection: a killed worker must never hang the leader). */
+  /**
+   * Worker `id` dies now (fault injection: a killed worker must never hang the leader).
+   * @param {number} id
+   */
   kill(id) {
     return this.workerPorts[id].terminate();
   }
@@ -260,6 +347,8 @@ const WORKER_URL = new URL('./worker.js', import.meta.url);
  *   startupMs    bound on each worker's start and hash acknowledgement
  *   memory       threads lane only: the shared memory to import, already created by the caller
  *                (must match the module's import: shared, initial == maximum)
+ * @param {{ bytes: Uint8Array | ArrayBuffer, sha256?: string | null, workers?: number, livenessMs?: number, leaderSpin?: number | null, startupMs?: number, workerUrl?: URL | string, memory?: WebAssembly.Memory | null }} options
+ * @returns {Promise<Runtime>}
  */
 export async function instantiate({ bytes, sha256: expected = null, workers = 1, livenessMs = 5000, leaderSpin = null, startupMs = 30000, workerUrl = WORKER_URL, memory: given = null }) {
   const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
@@ -269,7 +358,8 @@ export async function instantiate({ bytes, sha256: expected = null, workers = 1,
   }
   const mem = memoryImport(u8);
   if (mem === null) {
-    const { instance } = /** @type {any} */ (await WebAssembly.instantiate(u8, {}));
+    // BufferSource: as in sha256Hex, module bytes never view shared memory
+    const { instance } = await WebAssembly.instantiate(/** @type {BufferSource} */ (u8), {});
     return new LocalRuntime(instance, sha256);
   }
   if (!mem.shared || mem.maximum !== mem.initial) {

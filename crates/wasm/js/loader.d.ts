@@ -179,6 +179,38 @@ export interface LoadOptions {
   now?: number;
 }
 
+/**
+ * The options once `load()` has filled in the defaults (loader.js `normalise`): what each step
+ * reads; a step takes the part it uses.
+ */
+export interface ResolvedOptions {
+  trustedKeys: TrustedKeys;
+  model: ModelSource;
+  baseUrl: URL;
+  pageUrl: string | URL;
+  allowDevKey: boolean;
+  allowDowngrade: boolean;
+  minVersion: string | null;
+  versionFile: string | null;
+  rememberVersion: boolean;
+  cache: 'auto' | 'none';
+  cacheDir: string | null;
+  onProgress: ((progress: Progress) => void) | null;
+  onCacheError: ((error: LoaderError) => void) | null;
+  denyLanes: string[];
+  workers: number;
+  memoryBudget: number | null;
+  context: number;
+  session: SessionConfig;
+  prefillChunk?: number;
+  startupMs: number;
+  livenessMs: number;
+  selfTestMs: number;
+  workerUrl: URL | undefined;
+  fetch: (url: URL) => Promise<Response>;
+  now: number;
+}
+
 export type TestOutcome = 'pass' | 'fail' | 'not-run';
 
 export interface LaneAttempt {

@@ -37,14 +37,20 @@ import { buildReceipt, RECEIPT_SCHEMA } from './receipt.js';
  */
 const DEFAULT_BASE = new URL('../', import.meta.url);
 
-/** node:url's pathToFileURL without importing it in browsers (percent-encodes what it must). */
+/**
+ * node:url's pathToFileURL without importing it in browsers (percent-encodes what it must).
+ * @param {string} path
+ */
 function pathToFileURL(path) {
   const url = new URL('file://');
   url.pathname = path.replace(/\\/g, '/');
   return url;
 }
 
-/** @param {import('./loader.js').LoadOptions} opts */
+/**
+ * @param {import('./loader.js').LoadOptions} opts
+ * @returns {import('./loader.js').ResolvedOptions}
+ */
 function normalise(opts) {
   if (!opts || typeof opts !== 'object') throw new LoaderError('BadOptions', 'load() takes an options object');
   const o = {

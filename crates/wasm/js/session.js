@@ -6,16 +6,41 @@ import {
   modelLoadAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES,
 } from './abi.js';
 import { KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS } from './constants.js';
-import { LoaderError, LaneFailure, stats } from './errors.js';
+import { LoaderError, LaneFailure, messageOf, stats } from './errors.js';
 import { isolated } from './choice.js';
 import { drain, fetchSigned, fromStore, memoryStream, open, storeQuietly } from './fetch.js';
 import { Sha256 } from './sha256.js';
+
+/** @typedef {import('./host.js').Runtime} Runtime */
+/** @typedef {import('./loader.js').ResolvedOptions} ResolvedOptions */
+/** @typedef {import('./trust.js').Artifact} Artifact */
+/** @typedef {import('./fetch.js').Store} Store */
+/** @typedef {import('./fetch.js').Source} Source */
+/**
+ * Step 6's result: `tr_self_test_detail` per category, the first failing test, the test ids.
+ * @typedef {{ overall: number, categories: Record<string, import('./loader.js').TestOutcome>, failedTest: string | null, testIds: string[] }} SelfTest
+ */
+/**
+ * A lane that started and passed its self-test (steps 4-6).
+ * @typedef {{ rt: Runtime, test: SelfTest, memoryMode: string, lane: number, sha256: string, fetched: import('./loader.js').FetchRecord }} StartedLane
+ */
+/** What the threads lane's steps read of the options. */
+/** @typedef {Pick<ResolvedOptions, 'workers' | 'startupMs' | 'livenessMs' | 'workerUrl' | 'selfTestMs'>} ThreadsOptions */
 
 /** Memory bound of a lane whose module owns its memory (scalar, simd128), unless overridden. */
 export const DEFAULT_MEMORY_BUDGET = 1 << 30;
 const PAGE = 65536;
 
+/**
+ * `promise`, or what `onTimeout()` makes (rejected with) after `ms`.
+ * @template T
+ * @param {Promise<T>} promise
+ * @param {number} ms
+ * @param {() => Error} onTimeout
+ * @returns {Promise<T>}
+ */
 function withTimeout(promise, ms, onTimeout) {
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer;
   return Promise.race([
     promise.finally(() => clearTimeout(timer)),
@@ -25,7 +50,12 @@ function withTimeout(promise, ms, onTimeout) {
   ]);
 }
 
-/** Runs an ABI call, turning a HostError (a non-Ok TrResult) into a RuntimeError. */
+/**
+ * Runs an ABI call, turning a HostError (a non-Ok TrResult) into a RuntimeError.
+ * @template T
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
 async function abiCall(fn) {
   try {
     return await fn();
@@ -35,18 +65,30 @@ async function abiCall(fn) {
   }
 }
 
-/** Path counters as numbers: { scalar, simd, workers, participating }. */
+/**
+ * Path counters as numbers: { scalar, simd, workers, participating }.
+ * @param {Runtime} rt
+ * @returns {Promise<import('./loader.js').PathCounters>}
+ */
 async function readCounters(rt) {
   const c = await abiCall(() => pathCounters(rt));
   return { scalar: Number(c.scalar), simd: Number(c.simd), workers: c.workers, participating: c.participating };
 }
 
-/** Step 6: { overall, categories: {name: pass|fail}, failedTest, testIds } from tr_self_test_detail. */
+/**
+ * Step 6: { overall, categories: {name: pass|fail}, failedTest, testIds } from tr_self_test_detail.
+ * @param {Runtime} rt
+ * @param {number} timeoutMs
+ * @returns {Promise<SelfTest>}
+ */
 export async function selfTest(rt, timeoutMs) {
   const run = selfTestDetail(rt).then(({ code, overall, rows }) => {
     if (code !== 0) throw new LaneFailure('self-test', 'SelfTestFailed', `tr_self_test_detail returned ${code}`);
+    /** @type {SelfTest['categories']} */
     const categories = {};
+    /** @type {string[]} */
     const testIds = [];
+    /** @type {string | null} */
     let failedTest = null;
     for (const row of rows) {
       const category = CATEGORIES[row.category];
@@ -61,61 +103,25 @@ export async function selfTest(rt, timeoutMs) {
 }
 
 /**
+ * Threads precondition `n` failed: the lane is skipped, the next one tried.
+ * @param {number} n
+ * @param {string} message
+ */
+const preconditionFailed = (n, message) => new LaneFailure(`threads precondition ${n}`, 'ThreadsPrecondition', message);
+
+/**
  * Step 5, the spec's seven threads preconditions in order. `bytes` have passed the hash check.
  * Returns the runtime (pool kept) and what was observed.
+ * @param {ThreadsOptions} o
+ * @param {Artifact} artifact
+ * @param {Uint8Array} bytes
+ * @param {string} sha256
  */
 export async function threadsPreconditions(o, artifact, bytes, sha256) {
-  const fail = (n, message) => new LaneFailure(`threads precondition ${n}`, 'ThreadsPrecondition', message);
-  // 1. isolation
-  if (!isolated()) throw fail(1, 'the context is not cross-origin isolated');
-  // 2. SharedArrayBuffer construction
+  const memory = sharedMemory(artifact, bytes); // 1-4
+  const rt = await startPool(o, bytes, sha256, memory); // 5
   try {
-    new SharedArrayBuffer(16);
-  } catch (e) {
-    throw fail(2, `SharedArrayBuffer cannot be constructed (${e.message || e})`);
-  }
-  // 3. the threaded artifact validates
-  if (!WebAssembly.validate(bytes)) throw fail(3, 'the threads artifact does not validate in this engine');
-  // 4. imported shared memory at the fixed (preflight) size
-  const mem = memoryImport(bytes);
-  const rules = artifact.memory || {};
-  if (mem === null || !mem.shared || mem.maximum !== mem.initial || rules.shared !== true || rules.growth !== false) {
-    throw new LoaderError('ModuleContract', `${artifact.id}: the manifest promises a fixed shared memory (memory ${JSON.stringify(rules)}) but the module imports ${JSON.stringify(mem)}`);
-  }
-  let memory;
-  try {
-    memory = new WebAssembly.Memory({ initial: mem.initial, maximum: mem.maximum, shared: true });
-  } catch (e) {
-    throw fail(4, `a shared memory of ${mem.initial * PAGE} bytes cannot be created (${e.message || e})`);
-  }
-  // 5. every worker starts and acknowledges the module hash (bounded by startupMs)
-  let rt;
-  stats.instantiations++;
-  try {
-    rt = await instantiate({ bytes, sha256, workers: o.workers, memory, startupMs: o.startupMs, livenessMs: o.livenessMs, workerUrl: o.workerUrl });
-  } catch (e) {
-    throw fail(5, `workers did not all start and acknowledge the module: ${e.message || e}`);
-  }
-  stats.live++;
-  try {
-    // 6. atomics, then the barrier test: the self-test's forward pass runs on the pool
-    const atomics = await withTimeout(rt.call('tr_atomics_self_test'), o.selfTestMs, () => fail(6, 'the atomics self-test timed out'));
-    if (atomics !== 0) throw fail(6, `tr_atomics_self_test returned ${atomics}`);
-    const before = await readCounters(rt);
-    const barriersBefore = (await abiCall(() => workerCounters(rt))).barriers;
-    const test = await selfTest(rt, o.selfTestMs).catch((e) => {
-      throw e instanceof LaneFailure && e.code === 'SelfTestTimeout' ? fail(6, 'the barrier self-test did not finish in time') : e;
-    });
-    const pool = await abiCall(() => workerCounters(rt));
-    if (pool.state !== 1 || pool.barriers <= barriersBefore) throw fail(6, `the barrier self-test did not complete (pool state ${pool.state}, barriers ${barriersBefore} -> ${pool.barriers})`);
-    // 7. the threaded kernel ran a test vector and every worker updated the shared counters
-    const after = await readCounters(rt);
-    const all = [...Array(o.workers).keys()];
-    if (after.simd <= before.simd || after.participating.join() !== all.join()) {
-      throw fail(7, `threaded kernels did not run on every worker (simd calls ${before.simd} -> ${after.simd}, participating [${after.participating}])`);
-    }
-    test.categories.atomics = 'pass';
-    test.categories.thread_participation = 'pass';
+    const test = await poolSelfTest(o, rt); // 6-7
     return { rt, test, memoryMode: 'wasm32-shared-fixed' };
   } catch (e) {
     await closeRuntime(rt);
@@ -123,9 +129,93 @@ export async function threadsPreconditions(o, artifact, bytes, sha256) {
   }
 }
 
+/**
+ * Preconditions 1-4: isolation, SharedArrayBuffer, the artifact validates, and the shared
+ * memory it imports at its fixed (preflight) size, created.
+ * @param {Artifact} artifact
+ * @param {Uint8Array} bytes
+ */
+function sharedMemory(artifact, bytes) {
+  // 1. isolation
+  if (!isolated()) throw preconditionFailed(1, 'the context is not cross-origin isolated');
+  // 2. SharedArrayBuffer construction
+  try {
+    new SharedArrayBuffer(16);
+  } catch (e) {
+    throw preconditionFailed(2, `SharedArrayBuffer cannot be constructed (${messageOf(e)})`);
+  }
+  // 3. the threaded artifact validates (BufferSource: downloaded bytes, never shared memory)
+  if (!WebAssembly.validate(/** @type {BufferSource} */ (bytes))) throw preconditionFailed(3, 'the threads artifact does not validate in this engine');
+  // 4. imported shared memory at the fixed (preflight) size
+  const mem = memoryImport(bytes);
+  /** @type {{ shared?: boolean, growth?: boolean }} */
+  const rules = artifact.memory || {};
+  if (mem === null || !mem.shared || mem.maximum !== mem.initial || rules.shared !== true || rules.growth !== false) {
+    throw new LoaderError('ModuleContract', `${artifact.id}: the manifest promises a fixed shared memory (memory ${JSON.stringify(rules)}) but the module imports ${JSON.stringify(mem)}`);
+  }
+  try {
+    return new WebAssembly.Memory({ initial: mem.initial, maximum: mem.maximum, shared: true });
+  } catch (e) {
+    throw preconditionFailed(4, `a shared memory of ${mem.initial * PAGE} bytes cannot be created (${messageOf(e)})`);
+  }
+}
+
+/**
+ * Precondition 5: every worker starts and acknowledges the module hash (bounded by startupMs).
+ * @param {ThreadsOptions} o
+ * @param {Uint8Array} bytes
+ * @param {string} sha256
+ * @param {WebAssembly.Memory} memory
+ */
+async function startPool(o, bytes, sha256, memory) {
+  /** @type {Runtime} */
+  let rt;
+  stats.instantiations++;
+  try {
+    rt = await instantiate({ bytes, sha256, workers: o.workers, memory, startupMs: o.startupMs, livenessMs: o.livenessMs, workerUrl: o.workerUrl });
+  } catch (e) {
+    throw preconditionFailed(5, `workers did not all start and acknowledge the module: ${messageOf(e)}`);
+  }
+  stats.live++;
+  return rt;
+}
+
+/**
+ * Preconditions 6-7: atomics, then the barrier test (the self-test's forward pass runs on the
+ * pool), and every worker ran the threaded kernels. Returns the self-test, its threads
+ * categories passed.
+ * @param {ThreadsOptions} o
+ * @param {Runtime} rt
+ */
+async function poolSelfTest(o, rt) {
+  // 6. atomics, then the barrier test: the self-test's forward pass runs on the pool
+  const atomics = await withTimeout(rt.call('tr_atomics_self_test'), o.selfTestMs, () => preconditionFailed(6, 'the atomics self-test timed out'));
+  if (atomics !== 0) throw preconditionFailed(6, `tr_atomics_self_test returned ${atomics}`);
+  const before = await readCounters(rt);
+  const barriersBefore = (await abiCall(() => workerCounters(rt))).barriers;
+  const test = await selfTest(rt, o.selfTestMs).catch((e) => {
+    throw e instanceof LaneFailure && e.code === 'SelfTestTimeout' ? preconditionFailed(6, 'the barrier self-test did not finish in time') : e;
+  });
+  const pool = await abiCall(() => workerCounters(rt));
+  if (pool.state !== 1 || pool.barriers <= barriersBefore) throw preconditionFailed(6, `the barrier self-test did not complete (pool state ${pool.state}, barriers ${barriersBefore} -> ${pool.barriers})`);
+  // 7. the threaded kernel ran a test vector and every worker updated the shared counters
+  const after = await readCounters(rt);
+  const all = [...Array(o.workers).keys()];
+  if (after.simd <= before.simd || after.participating.join() !== all.join()) {
+    throw preconditionFailed(7, `threaded kernels did not run on every worker (simd calls ${before.simd} -> ${after.simd}, participating [${after.participating}])`);
+  }
+  test.categories.atomics = 'pass';
+  test.categories.thread_participation = 'pass';
+  return test;
+}
+
+/** Runtimes the loader has closed (each is closed once, whoever asks first). */
+const closedRuntimes = new WeakSet();
+
+/** @param {Runtime | null | undefined} rt */
 export async function closeRuntime(rt) {
-  if (!rt || rt.closed) return;
-  rt.closed = true;
+  if (!rt || closedRuntimes.has(rt)) return;
+  closedRuntimes.add(rt);
   stats.live--;
   await rt.close();
 }
@@ -133,71 +223,133 @@ export async function closeRuntime(rt) {
 /**
  * Steps 4-6 for one artifact: { rt, test, memoryMode, lane, sha256, fetched } or a LaneFailure /
  * fatal LoaderError. The module is read bounded by its signed size (cache first, re-hashed).
+ * @param {Pick<ResolvedOptions, 'baseUrl' | 'fetch' | 'onProgress' | 'onCacheError'> & ThreadsOptions} o
+ * @param {Artifact} artifact
+ * @param {{ manifest: Pick<import('./trust.js').Manifest, 'abi_version' | 'runtime_semantics'> }} signed
+ * @param {Store | null} [store]
+ * @returns {Promise<StartedLane>}
  */
 export async function startLane(o, artifact, signed, store = null) {
-  // 4. the module: SHA-256 before compilation, always
-  const url = new URL(artifact.url, o.baseUrl);
-  const got = await fetchSigned(o, store, { url, what: `module ${artifact.id}`, sha256: artifact.sha256, size: artifact.size, phase: 'module' });
+  const { got, module } = await compiledModule(o, artifact, store); // 4
   const { bytes, sha256 } = got;
-  if (sha256 !== artifact.sha256 || bytes.length !== artifact.size) {
-    throw new LoaderError('ModuleHashMismatch', `${artifact.url} hashes to ${sha256.slice(0, 16)}… (${bytes.length} bytes), not the signed ${artifact.sha256.slice(0, 16)}… (${artifact.size} bytes)`, { artifact_id: artifact.id, sha256 });
-  }
-  let module;
-  try {
-    module = await WebAssembly.compile(bytes);
-  } catch (e) {
-    throw new LaneFailure('compile', 'CompileFailed', `${artifact.id} does not compile here: ${e.message || e}`);
-  }
   const threads = artifact.requires_cross_origin_isolation === true;
-  const exported = new Set(WebAssembly.Module.exports(module).map((e) => e.name));
-  const missing = [...REQUIRED_EXPORTS, ...(threads ? THREADS_EXPORTS : [])].filter((n) => !exported.has(n) && !(threads && n === 'memory'));
-  if (missing.length > 0) throw new LoaderError('UnsupportedAbi', `${artifact.id} lacks export(s) ${missing.join(', ')} this loader needs`);
-  let rt;
-  let test;
-  let memoryMode;
-  if (threads) {
-    ({ rt, test, memoryMode } = await threadsPreconditions(o, artifact, bytes, sha256));
-  } else {
-    if (memoryImport(bytes) !== null) throw new LoaderError('ModuleContract', `${artifact.id} imports a memory but the manifest does not mark it as the threads lane`);
-    stats.instantiations++;
-    try {
-      rt = await instantiate({ bytes, sha256 });
-    } catch (e) {
-      throw new LaneFailure('instantiate', 'InstantiateFailed', `${artifact.id}: ${e.message || e}`);
-    }
-    stats.live++;
-    memoryMode = 'wasm32-bounded-fixed-after-activation';
-  }
+  checkExports(artifact, module, threads);
+  const { rt, test, memoryMode } = threads ? await threadsPreconditions(o, artifact, bytes, sha256) : await startLocal(artifact, bytes, sha256);
   try {
-    const abi = await rt.call('tr_abi_version');
-    const semantics = await rt.call('tr_runtime_semantics');
-    if (abi !== signed.manifest.abi_version || semantics !== signed.manifest.runtime_semantics) {
-      throw new LoaderError('UnsupportedAbi', `${artifact.id} reports ABI ${abi} / semantics ${semantics}, the manifest says ${signed.manifest.abi_version} / ${signed.manifest.runtime_semantics}`);
+    const lane = await checkLane(rt, artifact, signed);
+    const passed = test ?? (await laneSelfTest(o, rt, lane)); // 6 (threads: within step 5)
+    if (passed.overall !== 0) {
+      throw new LaneFailure('self-test', 'SelfTestFailed', `self-test ${passed.failedTest} failed (code ${passed.overall})`);
     }
-    const lane = await rt.call('tr_lane');
-    if (!threads) {
-      const before = await readCounters(rt);
-      test = await selfTest(rt, o.selfTestMs);
-      const after = await readCounters(rt);
-      const ran = lane === 0 ? after.scalar > before.scalar : after.simd > before.simd;
-      if (!ran) throw new LaneFailure('self-test', 'PathNotExecuted', `the ${KERNEL_SETS[lane]} kernels did not run during the self-test`);
-    }
-    if (test.overall !== 0) {
-      throw new LaneFailure('self-test', 'SelfTestFailed', `self-test ${test.failedTest} failed (code ${test.overall})`);
-    }
-    return { rt, test, memoryMode, lane, sha256, fetched: got.record };
+    return { rt, test: passed, memoryMode, lane, sha256, fetched: got.record };
   } catch (e) {
     await closeRuntime(rt);
     throw e;
   }
 }
 
+/**
+ * Step 4, the module: read bounded by its signed size, its SHA-256 checked before
+ * compilation, always; then compiled (a failure here skips the lane).
+ * @param {Pick<ResolvedOptions, 'baseUrl' | 'fetch' | 'onProgress' | 'onCacheError'>} o
+ * @param {Artifact} artifact
+ * @param {Store | null} store
+ */
+async function compiledModule(o, artifact, store) {
+  const url = new URL(artifact.url, o.baseUrl);
+  const got = await fetchSigned(o, store, { url, what: `module ${artifact.id}`, sha256: artifact.sha256, size: artifact.size, phase: 'module' });
+  const { bytes, sha256 } = got;
+  if (sha256 !== artifact.sha256 || bytes.length !== artifact.size) {
+    throw new LoaderError('ModuleHashMismatch', `${artifact.url} hashes to ${sha256.slice(0, 16)}… (${bytes.length} bytes), not the signed ${artifact.sha256.slice(0, 16)}… (${artifact.size} bytes)`, { artifact_id: artifact.id, sha256 });
+  }
+  try {
+    // BufferSource: downloaded bytes, never a view of shared memory
+    return { got, module: await WebAssembly.compile(/** @type {BufferSource} */ (bytes)) };
+  } catch (e) {
+    throw new LaneFailure('compile', 'CompileFailed', `${artifact.id} does not compile here: ${messageOf(e)}`);
+  }
+}
+
+/**
+ * Every export this loader calls (a threads module imports its memory instead of exporting it).
+ * @param {Artifact} artifact
+ * @param {WebAssembly.Module} module
+ * @param {boolean} threads
+ */
+function checkExports(artifact, module, threads) {
+  const exported = new Set(WebAssembly.Module.exports(module).map((e) => e.name));
+  const missing = [...REQUIRED_EXPORTS, ...(threads ? THREADS_EXPORTS : [])].filter((n) => !exported.has(n) && !(threads && n === 'memory'));
+  if (missing.length > 0) throw new LoaderError('UnsupportedAbi', `${artifact.id} lacks export(s) ${missing.join(', ')} this loader needs`);
+}
+
+/**
+ * A lane that owns its memory (no import), instantiated on this thread; its self-test is run
+ * after the ABI check (`laneSelfTest`).
+ * @param {Artifact} artifact
+ * @param {Uint8Array} bytes
+ * @param {string} sha256
+ * @returns {Promise<{ rt: Runtime, test: SelfTest | null, memoryMode: string }>}
+ */
+async function startLocal(artifact, bytes, sha256) {
+  if (memoryImport(bytes) !== null) throw new LoaderError('ModuleContract', `${artifact.id} imports a memory but the manifest does not mark it as the threads lane`);
+  /** @type {Runtime} */
+  let rt;
+  stats.instantiations++;
+  try {
+    rt = await instantiate({ bytes, sha256 });
+  } catch (e) {
+    throw new LaneFailure('instantiate', 'InstantiateFailed', `${artifact.id}: ${messageOf(e)}`);
+  }
+  stats.live++;
+  return { rt, test: null, memoryMode: 'wasm32-bounded-fixed-after-activation' };
+}
+
+/**
+ * The runtime's ABI version and semantics are the manifest's; resolves to its `tr_lane`.
+ * @param {Runtime} rt
+ * @param {Artifact} artifact
+ * @param {{ manifest: Pick<import('./trust.js').Manifest, 'abi_version' | 'runtime_semantics'> }} signed
+ */
+async function checkLane(rt, artifact, signed) {
+  const abi = await rt.call('tr_abi_version');
+  const semantics = await rt.call('tr_runtime_semantics');
+  if (abi !== signed.manifest.abi_version || semantics !== signed.manifest.runtime_semantics) {
+    throw new LoaderError('UnsupportedAbi', `${artifact.id} reports ABI ${abi} / semantics ${semantics}, the manifest says ${signed.manifest.abi_version} / ${signed.manifest.runtime_semantics}`);
+  }
+  return rt.call('tr_lane');
+}
+
+/**
+ * Step 6 on a lane that owns its memory: the self-test, and the lane's own kernels ran in it.
+ * @param {Pick<ResolvedOptions, 'selfTestMs'>} o
+ * @param {Runtime} rt
+ * @param {number} lane
+ */
+async function laneSelfTest(o, rt, lane) {
+  const before = await readCounters(rt);
+  const test = await selfTest(rt, o.selfTestMs);
+  const after = await readCounters(rt);
+  const ran = lane === 0 ? after.scalar > before.scalar : after.simd > before.simd;
+  if (!ran) throw new LaneFailure('self-test', 'PathNotExecuted', `the ${KERNEL_SETS[lane]} kernels did not run during the self-test`);
+  return test;
+}
+
 // ---- 8. the model: checked, admitted, streamed in ---------------------------------------------
+
+/**
+ * The model before any lane starts (`modelSpec`): its bytes, hashed; or its URL, declared size
+ * and whether an intact cached copy is there.
+ * @typedef {{ bytes: Uint8Array, url?: undefined, size: number, sha256: string, record: import('./loader.js').FetchRecord, cached?: undefined } | StreamedModel} ModelSpec
+ * @typedef {{ bytes: null, url: URL, size: number, sha256: string, record: import('./loader.js').FetchRecord, cached: boolean }} StreamedModel
+ */
 
 /**
  * The model's source before any lane starts: `model.bytes` hashed now (a wrong model never
  * reaches a runtime), or `model.url` with its declared `model.size` (the download's bound); an
  * intact cached copy is used when there is one (re-hashed as it is read).
+ * @param {Pick<ResolvedOptions, 'model' | 'pageUrl' | 'onProgress'>} o
+ * @param {Store | null} store
+ * @returns {Promise<ModelSpec>}
  */
 export async function modelSpec(o, store) {
   const spec = o.model;
@@ -213,19 +365,26 @@ export async function modelSpec(o, store) {
     return { bytes, size: bytes.length, sha256, record: { what: 'model', url: 'model.bytes', sha256, size: bytes.length, cache: 'off' } };
   }
   if (typeof spec.url !== 'string' && !(spec.url instanceof URL)) throw new LoaderError('BadOptions', 'model needs url (with size) or bytes');
-  if (!(Number.isSafeInteger(spec.size) && spec.size > 0)) {
+  const size = spec.size;
+  if (typeof size !== 'number' || !(Number.isSafeInteger(size) && size > 0)) {
     throw new LoaderError('BadOptions', 'model.size (the model file\'s byte length, the bound of its download) is required with model.url');
   }
   const url = new URL(spec.url, o.pageUrl);
-  const record = { what: 'model', url: String(url), sha256: spec.sha256, size: spec.size, cache: store ? 'miss' : 'off' };
+  /** @type {import('./loader.js').FetchRecord} */
+  const record = { what: 'model', url: String(url), sha256: spec.sha256, size, cache: store ? 'miss' : 'off' };
   // a cached copy is checked whole before any lane starts: only an intact one is used
-  const intact = store ? await fromStore(o, store, record, { limit: spec.size, phase: null, sink: () => {} }) : null;
-  return { bytes: null, url, size: spec.size, sha256: spec.sha256, record, cached: intact === true };
+  const intact = store ? await fromStore(o, store, record, { limit: size, phase: null, sink: () => {} }) : null;
+  return { bytes: null, url, size, sha256: spec.sha256, record, cached: intact === true };
 }
 
-/** Opens the model's bytes as a Source (the cache's copy, else the network). */
+/**
+ * Opens the model's bytes as a Source (the cache's copy, else the network).
+ * @param {Pick<ResolvedOptions, 'fetch'>} o
+ * @param {Store | null} store
+ * @param {StreamedModel} model
+ */
 async function modelSource(o, store, model) {
-  if (model.cached) {
+  if (model.cached && store) {
     const source = await store.get(model.sha256).catch(() => null);
     if (source) return source;
     model.record.cache = 'miss';
@@ -233,7 +392,12 @@ async function modelSource(o, store, model) {
   return open(o, model.url, 'model');
 }
 
-/** Reads from `source` until `n` bytes are buffered (a small head; the rest stays in the source). */
+/**
+ * Reads from `source` until `n` bytes are buffered (a small head; the rest stays in the source).
+ * @param {Source} source
+ * @param {number} n
+ * @param {Uint8Array} head
+ */
 async function readHead(source, n, head) {
   while (head.length < n) {
     const step = await source.read();
@@ -251,6 +415,7 @@ async function readHead(source, n, head) {
  * this loader does not know (MODEL_TIERS, from crates/core/src/model.rs) is UnsupportedModelTier.
  * A header too short to hold one, or without the model magic, is left to the runtime's own check
  * (ModelInvalid): it is no model of any tier.
+ * @param {Uint8Array} header
  */
 export function checkModelTier(header) {
   const version = modelFormatVersion(header, MODEL_MAGIC);
@@ -266,49 +431,35 @@ export function checkModelTier(header) {
  * into a window of Wasm memory (hashed while it arrives, bounded by its declared size; no whole
  * JS copy), then tr_model_load — only when the hash is the expected one. Returns { handle, facts,
  * plan, context }.
+ * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress' | 'onCacheError' | 'context'>} o
+ * @param {Runtime} rt
+ * @param {Store | null} store
+ * @param {ModelSpec} model
+ * @param {() => number} budgetFor
  */
 export async function admitAndLoad(o, rt, store, model, budgetFor) {
-  let source = model.bytes ? null : await modelSource(o, store, model);
-  if (source && source.length !== null && source.length > model.size) {
-    source.cancel(); // a Content-Length over the declared size: nothing is downloaded
-    throw new LoaderError('BoundExceeded', `model ${model.url} is ${source.length} bytes, over its declared size of ${model.size}`, { url: String(model.url), limit: model.size });
-  }
-  if (source && o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
-  let head = model.bytes ? model.bytes : await readHead(source, MODEL_HEADER_BYTES, new Uint8Array(0));
+  // bytes null: the streamed kind (a cast, as the lint's non-strict pass does not narrow on null)
+  let source = model.bytes === null ? await openModel(o, store, /** @type {StreamedModel} */ (model)) : null;
+  let head = model.bytes ? model.bytes : await readHead(/** @type {Source} */ (source), MODEL_HEADER_BYTES, new Uint8Array(0));
   try {
     if (head.length > model.size) throw new LoaderError('BoundExceeded', `model ${model.url} is larger than its declared size of ${model.size} bytes; the download was stopped there`, { url: String(model.url), limit: model.size });
     const header = head.subarray(0, Math.min(MODEL_HEADER_BYTES, head.length));
     checkModelTier(header); // first: an unknown tier is refused before the runtime sees a byte
     const prefixLen = await modelPrefixBytes(rt, header);
-    if (!model.bytes && prefixLen > head.length && prefixLen <= model.size) head = await readHead(source, prefixLen, head);
+    if (source && prefixLen > head.length && prefixLen <= model.size) head = await readHead(source, prefixLen, head);
     if (prefixLen === 0 || prefixLen > model.size || prefixLen > head.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
-    const prefix = head.subarray(0, prefixLen);
-    const facts = modelFacts(prefix, LAYOUTS, MODEL_TIERS);
-    const context = o.context || facts.maxContext;
-    const budget = budgetFor();
-    const p = await preflightHeader(rt, prefix, model.size, context, budget);
-    const plan = { peakPrefill: p.peakPrefill, steadyDecode: p.steadyDecode, budget };
-    if (p.code === 9) throw new LoaderError('ModelTooLarge', `model + context ${context} need ${plan.peakPrefill} bytes (prefill) / ${plan.steadyDecode} (decode), over the budget of ${budget}`, plan);
-    if (p.code === 3) throw new LoaderError('UnsupportedModelTier', 'this runtime module refuses the model\'s format/tier (TrResult UnsupportedFeature): it predates the model\'s kernel tier or flags', { code: p.code });
-    if (p.code !== 0) throw new LoaderError('ModelInvalid', `tr_preflight_header refused the model (TrResult ${p.code})`, { code: p.code });
+    const { facts, plan, context } = await preflight(o, rt, model, head.subarray(0, prefixLen), budgetFor);
     // admitted: now, and only now, the model's bytes enter the runtime
     const handle = await withWindow(rt, model.size + 8, async (ptr) => {
       if (model.bytes) {
         rt.bytes(ptr, model.size).set(model.bytes);
       } else {
         const first = head.subarray(0, Math.min(head.length, model.size));
-        const rest = await drainInto(o, rt, ptr, source, model, first);
+        const rest = await drainInto(o, rt, ptr, /** @type {Source} */ (source), model, first);
         source = null;
-        if (rest.sha256 !== model.sha256 || rest.length !== model.size) {
-          if (model.cached) await store.drop(model.sha256).catch(() => {});
-          throw new LoaderError('HashMismatch', `model SHA-256 ${rest.sha256.slice(0, 16)}… (${rest.length} bytes) is not the expected ${model.sha256.slice(0, 16)}… (${model.size} bytes)`, { sha256: rest.sha256 });
-        }
-        if (store && !model.cached) await storeQuietly(o, store, model.record, memoryStream(rt.memory, ptr, model.size));
+        await keepStreamed(o, rt, store, model, ptr, rest);
       }
-      stats.modelLoads++;
-      const loaded = await modelLoadAt(rt, ptr, model.size);
-      if (loaded.code !== 0) throw new LoaderError('ModelInvalid', `tr_model_load refused the model (TrResult ${loaded.code})`, { code: loaded.code });
-      return loaded.handle;
+      return loadAt(rt, ptr, model.size);
     });
     return { handle, facts, plan, context };
   } finally {
@@ -316,14 +467,91 @@ export async function admitAndLoad(o, rt, store, model, budgetFor) {
   }
 }
 
-/** The head already read, then the rest of `source`, into Wasm memory at `ptr`, hashed and bounded. */
+/**
+ * A streamed model's Source: a Content-Length over the declared size is refused before any
+ * byte is read; progress starts at 0.
+ * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress'>} o
+ * @param {Store | null} store
+ * @param {StreamedModel} model
+ */
+async function openModel(o, store, model) {
+  const source = await modelSource(o, store, model);
+  if (source.length !== null && source.length > model.size) {
+    source.cancel(); // a Content-Length over the declared size: nothing is downloaded
+    throw new LoaderError('BoundExceeded', `model ${model.url} is ${source.length} bytes, over its declared size of ${model.size}`, { url: String(model.url), limit: model.size });
+  }
+  if (o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
+  return source;
+}
+
+/**
+ * The preflight of the model's header and directory (`prefix`) at the options' context against
+ * the budget: its facts and memory plan, or the refusal (too large, unsupported tier, invalid).
+ * @param {Pick<ResolvedOptions, 'context'>} o
+ * @param {Runtime} rt
+ * @param {ModelSpec} model
+ * @param {Uint8Array} prefix
+ * @param {() => number} budgetFor
+ */
+async function preflight(o, rt, model, prefix, budgetFor) {
+  const facts = modelFacts(prefix, LAYOUTS, MODEL_TIERS);
+  const context = o.context || facts.maxContext;
+  const budget = budgetFor();
+  const p = await preflightHeader(rt, prefix, model.size, context, budget);
+  const plan = { peakPrefill: p.peakPrefill, steadyDecode: p.steadyDecode, budget };
+  if (p.code === 9) throw new LoaderError('ModelTooLarge', `model + context ${context} need ${plan.peakPrefill} bytes (prefill) / ${plan.steadyDecode} (decode), over the budget of ${budget}`, plan);
+  if (p.code === 3) throw new LoaderError('UnsupportedModelTier', 'this runtime module refuses the model\'s format/tier (TrResult UnsupportedFeature): it predates the model\'s kernel tier or flags', { code: p.code });
+  if (p.code !== 0) throw new LoaderError('ModelInvalid', `tr_preflight_header refused the model (TrResult ${p.code})`, { code: p.code });
+  return { facts, plan, context };
+}
+
+/**
+ * A streamed model, all in Wasm memory: its hash must be the expected one (a cached copy that
+ * is not is dropped); a downloaded one is then stored.
+ * @param {Pick<ResolvedOptions, 'onCacheError'>} o
+ * @param {Runtime} rt
+ * @param {Store | null} store
+ * @param {ModelSpec} model
+ * @param {number} ptr
+ * @param {{ sha256: string, length: number }} rest
+ */
+async function keepStreamed(o, rt, store, model, ptr, rest) {
+  if (rest.sha256 !== model.sha256 || rest.length !== model.size) {
+    if (model.cached && store) await store.drop(model.sha256).catch(() => {});
+    throw new LoaderError('HashMismatch', `model SHA-256 ${rest.sha256.slice(0, 16)}… (${rest.length} bytes) is not the expected ${model.sha256.slice(0, 16)}… (${model.size} bytes)`, { sha256: rest.sha256 });
+  }
+  if (store && !model.cached) await storeQuietly(o, store, model.record, memoryStream(rt.memory, ptr, model.size));
+}
+
+/**
+ * tr_model_load of the `size` bytes at `ptr`: the model handle, or ModelInvalid.
+ * @param {Runtime} rt
+ * @param {number} ptr
+ * @param {number} size
+ */
+async function loadAt(rt, ptr, size) {
+  stats.modelLoads++;
+  const loaded = await modelLoadAt(rt, ptr, size);
+  if (loaded.code !== 0) throw new LoaderError('ModelInvalid', `tr_model_load refused the model (TrResult ${loaded.code})`, { code: loaded.code });
+  return loaded.handle;
+}
+
+/**
+ * The head already read, then the rest of `source`, into Wasm memory at `ptr`, hashed and bounded.
+ * @param {Pick<ResolvedOptions, 'onProgress'>} o
+ * @param {Runtime} rt
+ * @param {number} ptr
+ * @param {Source} source
+ * @param {ModelSpec} model
+ * @param {Uint8Array} first
+ */
 async function drainInto(o, rt, ptr, source, model, first) {
   const hash = new Sha256();
   hash.update(first);
   rt.bytes(ptr, first.length).set(first);
   return drain(o, source, {
     what: 'model',
-    url: model.url,
+    url: String(model.url),
     limit: model.size,
     phase: 'model',
     total: model.size,
@@ -337,13 +565,18 @@ async function drainInto(o, rt, ptr, source, model, first) {
 
 // ---- 10. use ----------------------------------------------------------------------------------------
 
+/**
+ * What an activated runtime is made of (`Loaded.activate`).
+ * @typedef {{ rt: Runtime, lane: string, threads: boolean, context: number, prefillChunk: number, model: bigint, session: bigint, tokenWindow: number, decodeWindow: number, memoryBytes: number, budget: number }} Activation
+ */
+
 /** A runtime with one model and one session, memory fixed since activation. */
 export class Loaded {
-  /** @type {import('./loader.js').Receipt} */
+  /** @type {import('./loader.js').Receipt | undefined} set by load() once the runtime is active */
   receipt;
-  /** @type {import('./loader.js').Plan} */
+  /** @type {import('./loader.js').Plan | undefined} set by load() with the receipt */
   plan;
-  /** @type {any} the host.js runtime */
+  /** @type {Runtime} */
   rt;
   /** @type {string} */
   lane;
@@ -363,29 +596,45 @@ export class Loaded {
   memoryBytes = 0;
   budget = 0;
 
-  /** Activation: one session on the loaded model, and every window later calls use. */
+  /** @param {Activation} a */
+  constructor(a) {
+    this.rt = a.rt;
+    this.lane = a.lane;
+    this.threads = a.threads;
+    this.context = a.context;
+    this.cancelEpoch = 0;
+    this.closed = false;
+    this.prefillChunk = a.prefillChunk;
+    this.decoder = new TextDecoder('utf-8');
+    this.model = a.model;
+    this.session = a.session;
+    this.tokenWindow = a.tokenWindow;
+    this.decodeWindow = a.decodeWindow;
+    this.memoryBytes = a.memoryBytes;
+    this.budget = a.budget;
+  }
+
+  /**
+   * Activation: one session on the loaded model, and every window later calls use.
+   * @param {Runtime} rt
+   * @param {bigint} handle
+   * @param {number} context
+   * @param {Pick<ResolvedOptions, 'prefillChunk' | 'session'>} o
+   * @param {number} lane
+   * @param {number} budget
+   */
   static async activate(rt, handle, context, o, lane, budget) {
-    const self = new Loaded();
-    self.rt = rt;
-    self.lane = KERNEL_SETS[lane];
-    self.threads = rt.workers > 0;
-    self.context = context;
-    self.cancelEpoch = 0;
-    self.closed = false;
-    self.prefillChunk = o.prefillChunk || (self.threads ? 1 : 16);
-    self.decoder = new TextDecoder('utf-8');
-    self.model = handle;
+    const threads = rt.workers > 0;
+    const prefillChunk = o.prefillChunk || (threads ? 1 : 16);
     const made = await sessionNew(rt, handle, { ...o.session, context });
     if (made.code !== 0) throw new LoaderError('RuntimeError', `tr_session_new returned ${made.code}`, { code: made.code });
-    self.session = made.session;
     // The windows every later call uses, allocated now so nothing allocates after activation.
-    self.tokenWindow = await rt.call('tr_alloc', 4 * Math.max(self.prefillChunk, 1));
-    self.decodeWindow = await rt.call('tr_alloc', DECODE_RECORD_BYTES);
-    if (self.tokenWindow === 0 || self.decodeWindow === 0) throw new LoaderError('RuntimeError', 'tr_alloc failed during activation');
-    self.memoryBytes = rt.memory.buffer.byteLength; // never changes from here on
-    self.budget = budget;
-    if (self.memoryBytes > budget && !self.threads) throw new LoaderError('MemoryBudget', `memory is ${self.memoryBytes} bytes after activation, over the budget of ${budget}`);
-    return self;
+    const tokenWindow = await rt.call('tr_alloc', 4 * Math.max(prefillChunk, 1));
+    const decodeWindow = await rt.call('tr_alloc', DECODE_RECORD_BYTES);
+    if (tokenWindow === 0 || decodeWindow === 0) throw new LoaderError('RuntimeError', 'tr_alloc failed during activation');
+    const memoryBytes = rt.memory.buffer.byteLength; // never changes from here on
+    if (memoryBytes > budget && !threads) throw new LoaderError('MemoryBudget', `memory is ${memoryBytes} bytes after activation, over the budget of ${budget}`);
+    return new Loaded({ rt, lane: KERNEL_SETS[lane], threads, context, prefillChunk, model: handle, session: made.session, tokenWindow, decodeWindow, memoryBytes, budget });
   }
 
   checkMemory() {
@@ -393,6 +642,10 @@ export class Loaded {
     if (now !== this.memoryBytes) throw new LoaderError('MemoryGrew', `linear memory grew from ${this.memoryBytes} to ${now} bytes after activation`);
   }
 
+  /**
+   * @param {string} name
+   * @param {...import('./host.js').WasmArg} args
+   */
   async call(name, ...args) {
     if (this.closed) throw new LoaderError('Closed', 'the runtime was closed');
     const r = await this.rt.call(name, ...args);
@@ -404,6 +657,8 @@ export class Loaded {
    * Feeds a prompt (text: BOS + UTF-8 bytes; or token ids) in chunks. Resolves to
    * { committed, cancelled }: after a cancel the session stands at its last committed token
    * (`committed` tokens of this call), so the rest can be fed again later.
+   * @param {string | number[]} prompt
+   * @param {{ onProgress?: ((committed: number, total: number) => void) | null }} [options]
    */
   async prefill(prompt, { onProgress = null } = {}) {
     const tokens = typeof prompt === 'string' ? encodePrompt(prompt) : [...prompt];
@@ -423,7 +678,10 @@ export class Loaded {
     return { committed, cancelled: false };
   }
 
-  /** Streams sampled tokens: { token, text, done } until EOS, maxTokens, or cancel(). */
+  /**
+   * Streams sampled tokens: { token, text, done } until EOS, maxTokens, or cancel().
+   * @param {{ maxTokens?: number }} [options]
+   */
   async *decode({ maxTokens = 64 } = {}) {
     const epoch = this.cancelEpoch;
     for (let n = 0; n < maxTokens; n++) {

@@ -22,7 +22,10 @@ export class Sha256 {
     this.w = new Int32Array(64);
   }
 
-  /** Feeds `bytes` (a Uint8Array). */
+  /**
+   * Feeds `bytes`.
+   * @param {Uint8Array} bytes
+   */
   update(bytes) {
     let at = 0;
     this.length += bytes.length;
@@ -55,6 +58,11 @@ export class Sha256 {
     return Array.from(this.h, (x) => x.toString(16).padStart(8, '0')).join('');
   }
 
+  /**
+   * One 64-byte block of `bytes` from `at` into the state.
+   * @param {Uint8Array} bytes
+   * @param {number} at
+   */
   compress(bytes, at) {
     const w = this.w;
     for (let i = 0; i < 16; i++) {

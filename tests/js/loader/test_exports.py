@@ -36,6 +36,7 @@ SCOPES: dict[tuple[str, str], str] = {
     ("host.js", "ThreadedRuntime"): "threads",
     ("host.js", "LocalRuntime"): "single",
     ("session.js", "threadsPreconditions"): "threads",
+    ("session.js", "poolSelfTest"): "threads",
     ("abi.js", "workerCounters"): "threads",
 }
 
@@ -105,16 +106,18 @@ def test_every_lane_scope_names_real_code(file: str, scope: str) -> None:
 
 # A call planted into a copy of the JS: (file, anchor, text added after the anchor, the
 # export the scan must then report).
+WORKER_EXPORTS = "const ex = /** @type {WorkerExports} */ (instance.exports);\n"
+CHECK_LANE = "async function checkLane(rt, artifact, signed) {\n"
 PLANTS = [
     ("unknown-export", "abi.js", "async function check(rt, name, ...args) {\n",
      "  await rt.call('tr_planted');\n", "tr_planted"),
-    ("threads-export-on-every-lane", "session.js", "const lane = await rt.call('tr_lane');\n",
-     "    await rt.call('tr_worker_counters', 0);\n", "tr_worker_counters"),
+    ("threads-export-on-every-lane", "session.js", CHECK_LANE,
+     "  await rt.call('tr_worker_counters', 0);\n", "tr_worker_counters"),
     ("threads-export-in-shared-helper", "abi.js", "async function withWindow(rt, len, fn) {\n",
      "  await check(rt, 'tr_pool_shutdown');\n", "tr_pool_shutdown"),
-    ("unknown-worker-global", "worker.js", "const ex = instance.exports;\n",
+    ("unknown-worker-global", "worker.js", WORKER_EXPORTS,
      "  ex.__planted_base.value = 0;\n", "__planted_base"),
-    ("memory-export-on-threads-lane", "worker.js", "const ex = instance.exports;\n",
+    ("memory-export-on-threads-lane", "worker.js", WORKER_EXPORTS,
      "  const own = ex.memory;\n", "memory"),
     ("unknown-call-in-self-test-script", "selftest.mjs",
      "const code = await rt.call('tr_self_test');\n",

@@ -156,3 +156,16 @@ def test_the_js_type_checks() -> None:
     """`tsc --checkJs --noEmit` over every shipped and test .js/.mjs (the lint step)."""
     done = jstools.tsc("-p", str(jstools.TSCONFIG))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_loader_type_checks_strict() -> None:
+    """`strict` holds for the loader's own files (crates/wasm/js), the lint's second pass."""
+    done = jstools.tsc("-p", str(jstools.STRICT_TSCONFIG))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_strict_covers_every_loader_file() -> None:
+    """The strict pass names the loader's folder, so a new file there is checked too."""
+    strict = json.loads(jstools.STRICT_TSCONFIG.read_text())
+    assert strict["compilerOptions"]["strict"] is True
+    assert "../../crates/wasm/js/**/*.js" in strict["include"]
