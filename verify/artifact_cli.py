@@ -23,12 +23,21 @@ from verify.shell.terminal import print_diagnostics
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, nargs="?", help="a final binary (.wasm, ELF or PE)")
     parser.add_argument("--lane", help="the lane FILE claims to be (a lane of the policy)")
-    parser.add_argument("--build-index", type=Path, default=None,
-                        help="inspect every lane of a build index (build/index.json)")  # fmt: skip
-    parser.add_argument("--policy-dir", type=Path, default=None,
-                        help="folder with wasm.json and native.json (default: repo's)")  # fmt: skip
-    parser.add_argument("--no-wasm-tools", action="store_true",
-                        help="skip the wasm-tools validate cross-check")  # fmt: skip
+    parser.add_argument(
+        "--build-index",
+        type=Path,
+        default=None,
+        help="inspect every lane of a build index (build/index.json)",
+    )
+    parser.add_argument(
+        "--policy-dir",
+        type=Path,
+        default=None,
+        help="folder with wasm.json and native.json (default: repo's)",
+    )
+    parser.add_argument(
+        "--no-wasm-tools", action="store_true", help="skip the wasm-tools validate cross-check"
+    )
 
 
 class ArtifactUsage(VerifyError):

@@ -167,13 +167,21 @@ def run(args: argparse.Namespace) -> Outcome:
             f"{s.decode_tps_median:8.1f} tok/s ({s.decode_tps_min:.1f}-{s.decode_tps_max:.1f})"
         )
     print(f"report {args.out}, matrix {html}: {len(report.rows)} rows, {len(failed)} failed")
-    return Outcome(EXIT_CHECK_FAILED if failed else EXIT_OK, {
-        "report": str(args.out),
-        "html": str(html),
-        "rows": len(report.rows),
-        "failed": [
-            {"engine": r.engine, "isolated": r.isolated, "lane": r.lane, "tier": r.tier,
-             "detail": r.detail}
-            for r in failed
-        ],
-    })  # fmt: skip
+    return Outcome(
+        EXIT_CHECK_FAILED if failed else EXIT_OK,
+        {
+            "report": str(args.out),
+            "html": str(html),
+            "rows": len(report.rows),
+            "failed": [
+                {
+                    "engine": r.engine,
+                    "isolated": r.isolated,
+                    "lane": r.lane,
+                    "tier": r.tier,
+                    "detail": r.detail,
+                }
+                for r in failed
+            ],
+        },
+    )

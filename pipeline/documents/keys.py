@@ -180,9 +180,12 @@ def run(args: argparse.Namespace) -> Outcome:
     print(f"public key   {files.public_pem}")
     print(f"trusted keys {files.trusted_keys}  (give this to verifiers)")
     print(f"sign with    tinyrustlm-release release --key {files.private_pem}")
-    return Outcome(EXIT_OK, {
-        "keyid": files.keyid,
-        "private_key": str(files.private_pem),
-        "public_key": str(files.public_pem),
-        "trusted_keys": str(files.trusted_keys),
-    })  # fmt: skip
+    return Outcome(
+        EXIT_OK,
+        {
+            "keyid": files.keyid,
+            "private_key": str(files.private_pem),
+            "public_key": str(files.public_pem),
+            "trusted_keys": str(files.trusted_keys),
+        },
+    )

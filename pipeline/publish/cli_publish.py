@@ -53,22 +53,29 @@ def run(args: argparse.Namespace) -> Outcome:
     )
     print_summary(done.repo)
     if done.pending is not None and not done.pending.committed:
-        print(f"PENDING    {len(done.pending.signed_by)} of {done.pending.threshold} maintainer "
-              "signatures: not served until `repo sign-pending` meets the threshold")  # fmt: skip
+        print(
+            f"PENDING    {len(done.pending.signed_by)} of {done.pending.threshold} maintainer "
+            "signatures: not served until `repo sign-pending` meets the threshold"
+        )
     print(
         f"published  tinyrustlm {done.version} (build {done.build_id}), {done.files} files"
         f" (previous: {done.previous or 'none'}) in {time.monotonic() - start:.1f}s"
     )
     pending = done.pending
-    return Outcome(EXIT_OK, {
-        "version": done.version,
-        "build_id": done.build_id,
-        "files": done.files,
-        "previous": done.previous,
-        "pending": None if pending is None else {
-            "signed_by": list(pending.signed_by),
-            "threshold": pending.threshold,
-            "committed": pending.committed,
+    return Outcome(
+        EXIT_OK,
+        {
+            "version": done.version,
+            "build_id": done.build_id,
+            "files": done.files,
+            "previous": done.previous,
+            "pending": None
+            if pending is None
+            else {
+                "signed_by": list(pending.signed_by),
+                "threshold": pending.threshold,
+                "committed": pending.committed,
+            },
+            "repository": summary_result(done.repo),
         },
-        "repository": summary_result(done.repo),
-    })  # fmt: skip
+    )

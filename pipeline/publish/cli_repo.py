@@ -56,16 +56,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rotate_any.add_argument("role", choices=(*ROTATABLE_ROLES, RELEASES_ROLE), metavar="ROLE")
     add_repo_arguments(rotate_any)
     rotate_any.add_argument(
-        "--maintainer", type=Path, action="append", default=[], metavar="PUB.pem",
+        "--maintainer",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PUB.pem",
         help="releases: a new maintainer's public key (repeatable)",
-    )  # fmt: skip
+    )
     rotate_any.add_argument(
         "--threshold", type=int, default=0, metavar="K", help="releases: the new threshold"
     )
     rotate_any.add_argument(
-        "--maintainer-key", type=Path, action="append", default=[], metavar="PEM",
+        "--maintainer-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PEM",
         help="releases: a new maintainer's private key (K of them sign at once; repeatable)",
-    )  # fmt: skip
+    )
     delegate = actions.add_parser(
         "delegate",
         help="targets delegates the releases to the maintainers' keys with a threshold",
@@ -117,14 +125,18 @@ def run(args: argparse.Namespace) -> Outcome:
     elif args.action == "delegate":
         summary = delegate_releases(args.repo, folders, policy, args.maintainer, args.threshold)
         print_summary(summary)
-        print(f"delegated  {policy.target_prefix}/* to releases: {args.threshold} of "
-              f"{len(args.maintainer)} maintainer keys")  # fmt: skip
+        print(
+            f"delegated  {policy.target_prefix}/* to releases: {args.threshold} of "
+            f"{len(args.maintainer)} maintainer keys"
+        )
         result.update(threshold=args.threshold, keys=len(args.maintainer))
     elif args.action == "sign-pending":
         done = sign_pending(args.repo, folders, policy, args.maintainer_key)
         state = "published" if done.committed else "still pending"
-        print(f"releases v{done.version}: {len(done.signed_by)} of {done.threshold} "
-              f"signatures, {state}")  # fmt: skip
+        print(
+            f"releases v{done.version}: {len(done.signed_by)} of {done.threshold} "
+            f"signatures, {state}"
+        )
         result["pending"] = {
             "version": done.version,
             "signed_by": list(done.signed_by),

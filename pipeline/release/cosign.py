@@ -192,10 +192,13 @@ def run(args: argparse.Namespace) -> Outcome:
     for name, keyids in done.signers.items():
         print(f"  {name}: {len(keyids)} signature(s): {', '.join(k[:16] for k in keyids)}")
     print(f"rewritten  {', '.join(done.rewritten)}")
-    return Outcome(EXIT_OK, {
-        "bundle": str(done.bundle),
-        "keyid": done.keyid,
-        "keyless": bool(args.keyless),
-        "signers": {name: list(keyids) for name, keyids in done.signers.items()},
-        "rewritten": list(done.rewritten),
-    })  # fmt: skip
+    return Outcome(
+        EXIT_OK,
+        {
+            "bundle": str(done.bundle),
+            "keyid": done.keyid,
+            "keyless": bool(args.keyless),
+            "signers": {name: list(keyids) for name, keyids in done.signers.items()},
+            "rewritten": list(done.rewritten),
+        },
+    )

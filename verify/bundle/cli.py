@@ -201,13 +201,15 @@ def run(args: argparse.Namespace) -> Outcome:
     except VerifyError as exc:
         return _failed(args, steps, exc, step=len(steps) + 1)
     if args.json:
-        doc = _result(steps, error=None, step=None).model_copy(update={
-            "version": verdict.version,
-            "build_id": verdict.build_id,
-            "keyid": verdict.keyid,
-            "key_class": verdict.key_class,
-            "keyids": list(verdict.keyids),
-        })  # fmt: skip
+        doc = _result(steps, error=None, step=None).model_copy(
+            update={
+                "version": verdict.version,
+                "build_id": verdict.build_id,
+                "keyid": verdict.keyid,
+                "key_class": verdict.key_class,
+                "keyids": list(verdict.keyids),
+            }
+        )
         return Outcome(EXIT_OK, document=_json(doc))
     print(
         f"verified: tinyrustlm {verdict.version}, build id {verdict.build_id}, "
@@ -229,8 +231,9 @@ def _guarded(work: Callable[[], T]) -> T:
         raise IoFailed.of(exc) from exc
 
 
-def _failed(args: argparse.Namespace, steps: list[StepResult], exc: VerifyError, step: int | None
-            ) -> Outcome:  # fmt: skip
+def _failed(
+    args: argparse.Namespace, steps: list[StepResult], exc: VerifyError, step: int | None
+) -> Outcome:
     if not args.json:
         if step is not None:
             print(f"[{step:>2}/{len(STEP_TITLES)}] {STEP_TITLES[step - 1]}: FAILED", flush=True)
@@ -239,19 +242,23 @@ def _failed(args: argparse.Namespace, steps: list[StepResult], exc: VerifyError,
     return Outcome(exc.exit_code, document=_json(_result(steps, error=exc, step=step)))
 
 
-def _result(steps: list[StepResult], error: VerifyError | None, step: int | None
-            ) -> BundleVerification:  # fmt: skip
-    return BundleVerification(
-        ok=error is None,
-        steps=[StepOutcome(number=s.number, title=s.title, detail=s.detail) for s in steps],
-        error=None if error is None else VerificationError(
+def _result(
+    steps: list[StepResult], error: VerifyError | None, step: int | None
+) -> BundleVerification:
+    failure = None
+    if error is not None:
+        failure = VerificationError(
             id=error.error_id,
             message=error.message,
             where=error.where,
             step=step,
             exit_code=error.exit_code,
-        ),
-    )  # fmt: skip
+        )
+    return BundleVerification(
+        ok=error is None,
+        steps=[StepOutcome(number=s.number, title=s.title, detail=s.detail) for s in steps],
+        error=failure,
+    )
 
 
 def _json(doc: BundleVerification) -> str:
