@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import subprocess
 import sys
 import time
@@ -37,6 +38,45 @@ def test_two_builds_are_byte_identical(wheel: Path, tmp_path: Path) -> None:
     assert (
         hashlib.sha256(again.read_bytes()).digest() == hashlib.sha256(wheel.read_bytes()).digest()
     )
+
+
+# Another clock: the process's time ten years on, another time zone, and every source file's
+# mtime moved too; a timestamp taken from the clock or from a file would change the bytes.
+_OTHER_CLOCK = """
+import sys, time
+LATER = 1_956_528_000.0  # 2032-01-01T00:00:00Z
+time.time = lambda: LATER
+time.time_ns = lambda: int(LATER * 1e9)
+_localtime, _gmtime = time.localtime, time.gmtime
+time.localtime = lambda secs=None: _localtime(LATER if secs is None else secs)
+time.gmtime = lambda secs=None: _gmtime(LATER if secs is None else secs)
+sys.path.insert(0, sys.argv[1])
+from slim_verifier import wheel_backend
+print(wheel_backend.build_wheel(sys.argv[2]))
+"""
+
+
+def test_a_build_under_another_clock_is_byte_identical(wheel: Path, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    backend = ["pyproject.toml", "slim_verifier/__init__.py", "slim_verifier/wheel_backend.py"]
+    for name in [*wheel_backend.package_files(), *backend]:
+        target = tree / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((REPO / name).read_bytes())
+        os.utime(target, (1_956_528_000, 1_956_528_000))
+    revision = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    out = tmp_path / "out"
+    out.mkdir()
+    built = subprocess.run(
+        [sys.executable, "-c", _OTHER_CLOCK, str(tree), str(out)],
+        env={**os.environ, "TZ": "Pacific/Kiritimati", "TINYRUSTLM_REVISION": revision},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert (out / built).read_bytes() == wheel.read_bytes()
 
 
 def test_pip_builds_the_same_wheel(wheel: Path, tmp_path: Path) -> None:

@@ -11,14 +11,27 @@ async function json(url) {
   return r.json();
 }
 
+/** @param {Uint8Array} bytes */
+function flipLastBit(bytes) {
+  bytes[bytes.length - 1] ^= 1;
+  return bytes;
+}
+
 async function runOnce(c, loader) {
   const out = { name: c.name };
   if (c.poisonCache) {
-    // browser: overwrite a Cache API entry of the loader's store (fetch.js CACHE_NAME, keyOf)
+    // browser: replace Cache API entries of the loader's store (fetch.js CACHE_NAME, keyOf)
+    // with bytes of the same size and one bit flipped: a hit judged on its size would pass
     const cache = await caches.open('tinyrustlm-cas-v1');
-    const key = new URL(`/.tinyrustlm-cas/sha256/${c.poisonCache}`, location.href).href;
-    out.poisoned = (await cache.match(key)) !== undefined;
-    await cache.put(key, new Response('poisoned'.repeat(1024)));
+    out.poisoned = [];
+    for (const sha of c.poisonCache) {
+      const key = new URL(`/.tinyrustlm-cas/sha256/${sha}`, location.href).href;
+      const entry = await cache.match(key);
+      if (entry === undefined) continue;
+      const bytes = flipLastBit(new Uint8Array(await entry.arrayBuffer()));
+      await cache.put(key, new Response(bytes));
+      out.poisoned.push({ sha, size: bytes.length });
+    }
   }
   /** @type {any} */
   let heap = null;
@@ -35,9 +48,15 @@ async function runOnce(c, loader) {
     heap.modelEvents = 0;
   }
   if (c.poisonFile) {
-    // node only: overwrite a cached file (a poisoned cache entry) before this load
-    const { writeFileSync } = await import('node:fs');
-    writeFileSync(c.poisonFile, new TextEncoder().encode('poisoned'.repeat(1024)));
+    // node only: poison cached files before this load, each with one bit flipped and its size
+    // kept (a hit judged on its size would pass)
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    out.poisoned = [];
+    for (const path of c.poisonFile) {
+      const bytes = flipLastBit(new Uint8Array(readFileSync(path)));
+      writeFileSync(path, bytes);
+      out.poisoned.push({ path, size: bytes.length });
+    }
   }
   const before = loader.loaderStats();
   const t0 = performance.now();

@@ -21,7 +21,14 @@ from pipeline.serve import Site
 from tests.js.loader.cases import Case, Env
 from tests.js.loader.checks import by_name, check_ran, check_receipt
 from tests.js.loader.conftest import serve
-from tests.js.loader.site import NEWER_VERSION, SCALAR_LANE, SIMD_LANE, THREADS_LANE
+from tests.js.loader.site import (
+    NEWER_VERSION,
+    SCALAR_LANE,
+    SIMD_LANE,
+    THREADS_LANE,
+    artifact,
+    manifest_of,
+)
 from tests.js.loader.test_loader_chromium import run_page
 from tests.js.loader.test_loader_fetch_node import (
     MANIFEST_CAP,
@@ -84,6 +91,7 @@ def results(
     env = env_of(site, url, golden["model_sha256"])
     prompt = golden["prompt"]
     sha = golden["model_sha256"]
+    module_sha = artifact(manifest_of(site / "b"), SIMD_LANE)["sha256"]
     cases: list[tuple[Case, dict[str, Any]]] = [
         (Case("endless manifest"), {"base": f"{url}e-manifest/"}),
         (Case("endless signature"), {"base": f"{url}e-signature/"}),
@@ -99,7 +107,10 @@ def results(
             ),
             {"base": f"{url}cached/"},
         ),
-        (Case("cache poisoned", prompt=prompt, options=DENY_THREADS), {"poisonCache": sha}),
+        (
+            Case("cache poisoned", prompt=prompt, options=DENY_THREADS),
+            {"poisonCache": [module_sha, sha]},
+        ),
         (
             Case(
                 "big model heap",
@@ -258,13 +269,18 @@ def test_the_cache_api_serves_a_second_load_without_a_request(
     assert cached and all(p.endswith(".json") for p in cached), cached
 
 
-def test_a_poisoned_cache_entry_is_dropped_and_fetched_again(
-    results: dict[str, Any], golden: dict[str, Any]
+def test_a_same_size_poisoned_module_and_model_are_dropped_and_fetched_again(
+    results: dict[str, Any], golden: dict[str, Any], site: Path
 ) -> None:
     result = results["cache poisoned"]
-    assert result["poisoned"] is True  # the entry was there to poison
+    # both entries were there, and each kept its size: only re-hashing can tell
+    assert [p["sha"] for p in result["poisoned"]] == [
+        artifact(manifest_of(site / "b"), SIMD_LANE)["sha256"],
+        golden["model_sha256"],
+    ]
+    assert result["poisoned"][1]["size"] == (site / "model.trlm").stat().st_size
     check_ran(result, SIMD_LANE, golden["tokens"])
-    assert cache_of(result) == [(f"module {SIMD_LANE}", "hit"), ("model", "poisoned")]
+    assert cache_of(result) == [(f"module {SIMD_LANE}", "poisoned"), ("model", "poisoned")]
 
 
 def test_an_older_release_is_refused_on_a_later_page_load(results: dict[str, Any]) -> None:

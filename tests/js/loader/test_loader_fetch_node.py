@@ -20,7 +20,7 @@ from pipeline.toolchain import nodejs
 from tests.js.loader.cases import Case, Env
 from tests.js.loader.checks import by_name, check_ran, check_receipt
 from tests.js.loader.conftest import serve
-from tests.js.loader.site import NEWER_VERSION, SIMD_LANE, THREADS_LANE
+from tests.js.loader.site import NEWER_VERSION, SIMD_LANE, THREADS_LANE, artifact, manifest_of
 from verify.bundle.layout import bundle_name
 
 pytestmark = pytest.mark.integration
@@ -62,6 +62,7 @@ def cases(site: Path, env: Env, tmp: Path, prompt: str) -> list[dict[str, Any]]:
     cache = tmp / "cache"
     versions = tmp / "versions.json"
     model_size = (site / "model.trlm").stat().st_size
+    module_sha = artifact(manifest_of(site / "b"), SIMD_LANE)["sha256"]
     specs: list[dict[str, Any]] = []
 
     def add(case: Case, **extra: Any) -> None:
@@ -89,7 +90,7 @@ def cases(site: Path, env: Env, tmp: Path, prompt: str) -> list[dict[str, Any]]:
     )
     add(
         Case("cache poisoned", prompt=prompt, options=cached),
-        poisonFile=str(cache / env.model_sha256),
+        poisonFile=[str(cache / module_sha), str(cache / env.model_sha256)],
     )
     # the version floor: a versionFile remembers the newest accepted release
     add(Case("accept newer", variant="newer-version", options={"versionFile": str(versions)}))
@@ -233,12 +234,18 @@ def test_the_cache_serves_a_second_load_without_a_request(
     assert model_events[-1]["loaded"] == model_events[-1]["total"]
 
 
-def test_a_poisoned_cache_entry_is_dropped_and_fetched_again(
-    results: dict[str, dict[str, Any]], golden: dict[str, Any]
+def test_a_same_size_poisoned_module_and_model_are_dropped_and_fetched_again(
+    results: dict[str, dict[str, Any]], golden: dict[str, Any], site: Path
 ) -> None:
     result = results["cache poisoned"]
+    # both files were poisoned in place and kept their size: only re-hashing can tell
+    module = artifact(manifest_of(site / "b"), SIMD_LANE)
+    assert [p["size"] for p in result["poisoned"]] == [
+        module["size"],
+        (site / "model.trlm").stat().st_size,
+    ]
     check_ran(result, SIMD_LANE, golden["tokens"])
-    assert cache_of(result) == [(f"module {SIMD_LANE}", "hit"), ("model", "poisoned")]
+    assert cache_of(result) == [(f"module {SIMD_LANE}", "poisoned"), ("model", "poisoned")]
 
 
 def test_an_older_release_is_refused_after_a_newer_one(

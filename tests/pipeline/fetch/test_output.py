@@ -50,6 +50,17 @@ def test_a_damaged_installed_release_is_replaced_only_with_force(world: World) -
     assert [p for p in entries(world.tmp / "out") if "/" not in p] == [f"tinyrustlm-{NEW}"]
 
 
+def test_force_into_an_empty_output_installs_the_release(world: World) -> None:
+    """--force with nothing to replace is a plain install (no exchange with a missing folder)."""
+    world.publish(NEW)
+    done = world.fetch(force=True)
+    assert not done.up_to_date
+    assert done.bundle == world.tmp / "out" / f"tinyrustlm-{NEW}"
+    assert (done.verdict.version, done.verdict.files) == (NEW, len(_target_requests(world)))
+    assert [p for p in entries(world.tmp / "out") if "/" not in p] == [f"tinyrustlm-{NEW}"]
+    assert world.fetch().up_to_date  # what --force installed is whole and verifies
+
+
 def _link_to_a_folder(place: Path, world: World) -> None:
     elsewhere = world.tmp / "elsewhere"
     elsewhere.mkdir()
