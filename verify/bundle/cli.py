@@ -21,7 +21,7 @@ from typing import TypeVar
 from verify.bundle.errors import ResourceLimit
 from verify.bundle.keyless import SIGSTORE_INSTANCES, KeylessIdentity
 from verify.bundle.rebuilds import SCOPES, RebuildPolicy
-from verify.bundle.trusted_keys import TrustRoot, load_trust_root, load_trusted_keys
+from verify.bundle.trusted_keys import TrustRoot, load_trust_root
 from verify.bundle.verifier import STEP_TITLES, StepResult, verify_bundle
 from verify.bundle.versions import version_key
 from verify.errors import EXIT_OK, EXIT_USAGE, IoFailed, VerifyError
@@ -178,10 +178,12 @@ def run(args: argparse.Namespace) -> int:
         root: TrustRoot = _guarded(lambda: load_trust_root(args.trusted_keys))
         rebuilds = None
         if args.rebuilders is not None:
+            rebuilders = _guarded(lambda: load_trust_root(args.rebuilders))
             rebuilds = RebuildPolicy(
-                _guarded(lambda: load_trusted_keys(args.rebuilders)),
+                rebuilders.keys,
                 args.require_rebuilds,
                 tuple(args.rebuild_attestations),
+                rebuilders.revoked,
                 allow_dev_rebuilder=args.allow_dev_rebuilder,
                 scope=args.rebuild_scope,
             )

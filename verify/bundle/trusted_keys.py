@@ -129,7 +129,8 @@ def trust_policy_json(doc: TrustedKeysFileV2) -> bytes:
 
 
 def load_trusted_keys(path: Path) -> dict[str, TrustedKey]:
-    """keyid -> trusted key (see `load_trust_root`)."""
+    """keyid -> trusted key (see `load_trust_root`). The keys only: a v2 file's revocations
+    and rules are not in it, so whatever decides trust reads `load_trust_root`."""
     return load_trust_root(path).keys
 
 
