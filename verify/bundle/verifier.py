@@ -69,7 +69,12 @@ from verify.bundle.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     SigstoreBundle,
 )
-from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity, verify_keyless
+from verify.bundle.keyless import (
+    KEYLESS_SIGNATURE,
+    KeylessIdentity,
+    required_identity,
+    verify_keyless,
+)
 from verify.bundle.layout import (
     ATTESTED_FIXED_FILES,
     CHECKSUMS,
@@ -663,7 +668,8 @@ def verify_bundle(
     `one_signer` is "one-key", see `verify.bundle.trusted_keys`); `version_floor`:
     refuse a manifest version below it (PEP 440; a bad floor is a ValueError);
     `rebuilds`: step 14's K-of-N rebuild policy (None: not required); `keyless`: a Sigstore
-    identity that must also have signed manifest.json (else the trust root's, if any)."""
+    identity that must also have signed manifest.json, narrowing the trust root's (a
+    different one than the root's is a `KeylessIdentityConflict`)."""
     if version_floor is not None and version_key(version_floor) is None:
         raise ValueError(f"version floor {version_floor!r} is not a PEP 440 version")
     root = trusted if isinstance(trusted, TrustRoot) else trust_root_from_keys(trusted, one_signer)
@@ -678,7 +684,7 @@ def verify_bundle(
     with _opened(path, limits) as state:
         done(1, f"{len(state.files)} files ({'directory' if state.is_directory else 'tarball'})")
         signed_by = _check_signatures(state, root, allow_dev_key, now)
-        done(2, signed_by + _check_keyless(state, keyless or root.keyless))
+        done(2, signed_by + _check_keyless(state, required_identity(root.keyless, keyless)))
         done(3, _check_hints(state))
         done(4, _check_payload_types(state))
         done(5, _check_manifest(state, now, version_floor))

@@ -56,17 +56,17 @@ def _rebuilders(path: Path, not_before: int, not_after: int, revoked: tuple[str,
             _key(name).private_key.public_key(), "release", datetime.fromtimestamp(not_after, UTC)
         )
         entries.append(
-            TrustedKeyEntryV2(
-                **v1.model_dump(), not_before=datetime.fromtimestamp(not_before, UTC)
-            )
+            TrustedKeyEntryV2(**v1.model_dump(), not_before=datetime.fromtimestamp(not_before, UTC))
         )
     rule = SigningRule(keyids=sorted(e.keyid for e in entries), threshold=1)
-    doc = TrustedKeysFileV2.model_validate({
-        "schema": "tinyrustlm.trusted-keys.v2",
-        "keys": sorted(entries, key=lambda e: e.keyid),
-        "policy": dict.fromkeys(SIGNED_DOCUMENTS, rule),
-        "revoked": [RevokedKey(keyid=_key(n).keyid, reason=f"{n} left") for n in revoked],
-    })  # fmt: skip
+    doc = TrustedKeysFileV2.model_validate(
+        {
+            "schema": "tinyrustlm.trusted-keys.v2",
+            "keys": sorted(entries, key=lambda e: e.keyid),
+            "policy": dict.fromkeys(SIGNED_DOCUMENTS, rule),
+            "revoked": [RevokedKey(keyid=_key(n).keyid, reason=f"{n} left") for n in revoked],
+        }
+    )
     path.write_bytes(trust_policy_json(doc))
     return path
 
@@ -83,8 +83,16 @@ def _attestation(bundle: Path, signer: str, out: Path) -> Path:
 def _verify(
     h: Harness, bundle: Path, rebuilders: Path, at: int, k: int, *signers: str
 ) -> tuple[int, dict[str, object]]:
-    args = ["--rebuilders", str(rebuilders), "--require-rebuilds", str(k),
-            "--rebuild-scope", "artifacts", "--at-epoch", str(at)]  # fmt: skip
+    args = [
+        "--rebuilders",
+        str(rebuilders),
+        "--require-rebuilds",
+        str(k),
+        "--rebuild-scope",
+        "artifacts",
+        "--at-epoch",
+        str(at),
+    ]
     for signer in signers:
         out = bundle.parent / f"{signer}.rebuild.sigstore.json"
         args += ["--rebuild-attestation", str(_attestation(bundle, signer, out))]
