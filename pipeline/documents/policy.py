@@ -32,6 +32,7 @@ from verify.bundle.trusted_keys import (
 )
 from verify.canonical import parse_json
 from verify.errors import VerifyError
+from verify.formats.base import strict_model
 from verify.formats.trusted_keys import (
     SIGNED_DOCUMENTS,
     TRUSTED_KEYS_SCHEMA_V2,
@@ -72,9 +73,10 @@ def _read(path: Path) -> _Input:
         raise TrustPolicyError(exc.message, where=exc.where or str(path)) from exc
     assert isinstance(doc, dict)
     if doc.get("schema") == TRUSTED_KEYS_SCHEMA_V2:
-        v2 = TrustedKeysFileV2.model_validate(doc)
+        v2 = strict_model(TrustedKeysFileV2, doc)
         return _Input(path, list(v2.keys), v2)
-    return _Input(path, [TrustedKeyEntryV2.model_validate(entry) for entry in doc["keys"]], None)
+    keys = [strict_model(TrustedKeyEntryV2, entry) for entry in doc["keys"]]
+    return _Input(path, keys, None)
 
 
 # The fields merged across inputs; every other field of a v2 input is kept as it is.

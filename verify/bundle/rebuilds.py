@@ -114,9 +114,8 @@ def _judge(
     if bundle.envelope.payload_type != IN_TOTO_PAYLOAD_TYPE:
         return Counted(where, keyid, False, "payloadType is not in-toto")
     try:
-        statement = RebuildStatement.model_validate(
-            parse_json(bundle.envelope.payload, f"{where}: payload")
-        )
+        parse_json(bundle.envelope.payload, f"{where}: payload")  # no duplicate keys, NaN
+        statement = RebuildStatement.model_validate_json(bundle.envelope.payload, strict=True)
     except (MalformedJson, ValidationError) as exc:
         return Counted(where, keyid, False, f"not a rebuild attestation: {str(exc)[:200]}")
     release = statement.predicate.build_definition.external_parameters
