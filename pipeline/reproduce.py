@@ -295,7 +295,7 @@ def verify_first(bundle: Path, trusted_keys: Path, allow_dev_key: bool, say: Say
         f"[1/6] bundle verified: tinyrustlm {verdict.version}, key {verdict.keyid[:16]}… "
         f"({verdict.key_class})"
     )
-    return ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    return ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes(), strict=True)
 
 
 def reproduce(

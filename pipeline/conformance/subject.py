@@ -90,7 +90,7 @@ def _checked(root: Path, url: str, sha256: str) -> Path:
 def from_bundle(bundle: Path) -> Subject:
     where = str(bundle / MANIFEST)
     try:
-        manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+        manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes(), strict=True)
     except OSError as exc:
         raise SubjectError(
             f"not a bundle: {exc.strerror}", where=where, error_id="conformance.not-a-bundle"

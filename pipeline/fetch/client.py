@@ -287,7 +287,7 @@ def _download(
 
 def _seal(staging: Path) -> None:
     """Native binaries executable (as in the published bundle), then everything on disk."""
-    manifest = ModuleManifest.model_validate_json((staging / MANIFEST).read_bytes())
+    manifest = ModuleManifest.model_validate_json((staging / MANIFEST).read_bytes(), strict=True)
     native = {a.url for a in manifest.native_artifacts}
     folders = {staging}
     for path in sorted(staging.rglob("*")):

@@ -83,7 +83,7 @@ def existing_bundle(final: Path) -> ModuleManifest | None:
     if not final.exists() and not final.is_symlink():
         return None
     try:
-        return ModuleManifest.model_validate_json((final / MANIFEST).read_bytes())
+        return ModuleManifest.model_validate_json((final / MANIFEST).read_bytes(), strict=True)
     except (OSError, ValueError) as exc:
         raise BundleExists(
             "dist/ holds something of this version that is not a readable bundle",

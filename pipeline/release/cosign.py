@@ -90,7 +90,7 @@ def _read_folder(bundle: Path) -> dict[str, bytes]:
 
 def _manifest(files: dict[str, bytes], bundle: Path) -> ModuleManifest:
     try:
-        return ModuleManifest.model_validate_json(files[MANIFEST])
+        return ModuleManifest.model_validate_json(files[MANIFEST], strict=True)
     except (KeyError, ValueError) as exc:
         raise CoSignRefused(
             f"no readable manifest.json: {exc}", where=str(bundle / MANIFEST)

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from verify.bundle.errors import ResourceLimit
-from verify.bundle.keyless import SIGSTORE_INSTANCES, KeylessIdentity
+from verify.bundle.keyless import SIGSTORE_INSTANCES, KeylessIdentity, required_identity
 from verify.bundle.rebuilds import SCOPES, RebuildPolicy
-from verify.bundle.trusted_keys import TrustRoot, load_trust_root, load_trusted_keys
+from verify.bundle.trusted_keys import TrustRoot, load_trust_root
 from verify.bundle.verifier import STEP_TITLES, BundleVerifier, Requirements, StepResult
 from verify.bundle.versions import version_key
 from verify.errors import EXIT_OK, EXIT_USAGE, IoFailed, VerifyError
@@ -91,7 +91,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="ID",
         help="require a Sigstore keyless signature of manifest.json by this certificate "
-        "identity (e.g. https://github.com/OWNER/REPO/.github/workflows/release.yml@refs/tags/V)",
+        "identity (e.g. https://github.com/OWNER/REPO/.github/workflows/release.yml@refs/tags/V); "
+        "it narrows the trust policy: a policy naming another keyless identity refuses it",
     )
     parser.add_argument(
         "--certificate-oidc-issuer",
@@ -103,8 +104,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sigstore-instance",
         choices=SIGSTORE_INSTANCES,
-        default="production",
-        help="whose embedded trusted root verifies the keyless signature (default production)",
+        default=None,
+        help="whose embedded trusted root verifies the keyless signature (default: the trust "
+        "policy's, else production)",
     )
     parser.add_argument(
         "--not-before-version",
@@ -113,6 +115,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="V",
         help="refuse a bundle whose version is below V (the last version you accepted)",
     )
+
+
+def _flag_identity(
+    args: argparse.Namespace, policy: KeylessIdentity | None
+) -> KeylessIdentity | None:
+    """The keyless identity the flags name (the instance, when not given, is the policy's)."""
+    if args.certificate_identity is None:
+        return None
+    default = policy.instance if policy is not None else "production"
+    instance = args.sigstore_instance or default
+    return KeylessIdentity(args.certificate_identity, args.certificate_oidc_issuer, instance)
 
 
 def _version(text: str) -> str:
@@ -170,19 +183,17 @@ def run(args: argparse.Namespace) -> Outcome:
     refused = usage_refusal(args, engines)
     if refused is not None:
         return _failed(args, steps, refused, step=None)
-    keyless = None
-    if args.certificate_identity is not None:
-        keyless = KeylessIdentity(
-            args.certificate_identity, args.certificate_oidc_issuer, args.sigstore_instance
-        )
     try:
         root: TrustRoot = _guarded(lambda: load_trust_root(args.trusted_keys))
+        keyless = required_identity(root.keyless, _flag_identity(args, root.keyless))
         rebuilds = None
         if args.rebuilders is not None:
+            rebuilders = _guarded(lambda: load_trust_root(args.rebuilders))
             rebuilds = RebuildPolicy(
-                _guarded(lambda: load_trusted_keys(args.rebuilders)),
+                rebuilders.keys,
                 args.require_rebuilds,
                 tuple(args.rebuild_attestations),
+                rebuilders.revoked,
                 allow_dev_rebuilder=args.allow_dev_rebuilder,
                 scope=args.rebuild_scope,
             )

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from verify.bundle import errors as e
 from verify.bundle.layout import CONFORMANCE
 from verify.canonical import canonical_json
+from verify.formats.base import strict_model
 from verify.formats.conformance import (
     CONFORMANCE_SCHEMA,
     CONFORMANCE_SCHEMA_V1,
@@ -77,7 +78,7 @@ def _check_receipt(row: TierRow, where: str, manifest_sha256: str) -> None:
             where=f"{where}.receipt_sha256",
         )
     try:
-        module = CapabilityReceipt.model_validate(receipt).module
+        module = strict_model(CapabilityReceipt, receipt).module
     except ValidationError as exc:
         raise _invalid(exc, f"row {name}: not a {RECEIPT_SCHEMA}", f"{where}.receipt.") from exc
     if module.sha256 != row.artifact_sha256:
@@ -91,7 +92,7 @@ def _check_receipt(row: TierRow, where: str, manifest_sha256: str) -> None:
             f"not this bundle's {manifest_sha256[:16]}…",
             where=f"{where}.receipt.module.build_manifest_sha256",
         )
-    brand = CapabilityReceipt.model_validate(receipt).host_reported.browser_brand
+    brand = strict_model(CapabilityReceipt, receipt).host_reported.browser_brand
     if brand not in LOADER_ENGINE_BRANDS.get(row.engine, ()):
         raise e.ConformanceMismatch(
             f"row {name}: the receipt was reported by {brand!r}, not by {row.engine}",

@@ -4,14 +4,14 @@ The id is what scripts match on (it is printed in diagnostics and in `--json` ou
 the class lets tests and callers tell the failures apart without parsing messages.
 Everything here is a `VerificationFailed` (exit 1), except `BundleUnreadable`,
 `TrustedKeysInvalid` and `ResourceLimit` (exit 3: the verifier could not even start, or not
-finish).
+finish) and `KeylessIdentityConflict` (exit 2: flags that would widen the trust policy).
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from verify.errors import VerificationFailed, VerifyError
+from verify.errors import EXIT_USAGE, VerificationFailed, VerifyError
 
 
 class BundleRejected(VerificationFailed):
@@ -122,6 +122,18 @@ class KeylessRefused(BundleRejected):
     default_hint = (
         "the Sigstore bundle must be signed by the expected identity and issuer: check "
         "--certificate-identity and --certificate-oidc-issuer"
+    )
+
+
+class KeylessIdentityConflict(VerifyError):
+    """--certificate-identity/--certificate-oidc-issuer/--sigstore-instance name another keyless
+    identity than the trust policy's: a flag may narrow what the policy trusts, never replace it."""
+
+    exit_code = EXIT_USAGE
+    error_id = "keyless.identity-conflict"
+    default_hint = (
+        "drop the --certificate-* flags (the trust policy's keyless identity is required "
+        "anyway), or name exactly the policy's identity, issuer and instance"
     )
 
 

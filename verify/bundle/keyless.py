@@ -30,6 +30,27 @@ class KeylessIdentity:
     instance: SigstoreInstance = "production"
 
 
+def required_identity(
+    policy: KeylessIdentity | None, flag: KeylessIdentity | None
+) -> KeylessIdentity | None:
+    """The keyless identity a bundle must carry: the trust policy's, narrowed by the flags.
+
+    A flag may only narrow what the policy trusts: with no identity in the policy, the flag
+    adds the requirement; with one, the flag may repeat it exactly (identity, issuer and
+    instance) and naming any other is a `KeylessIdentityConflict` (the policy's identity
+    would otherwise be replaced, not narrowed)."""
+    if flag is None or policy is None:
+        return policy or flag
+    if flag != policy:
+        raise e.KeylessIdentityConflict(
+            f"the trust policy requires keyless identity {policy.identity!r} issued by "
+            f"{policy.issuer!r} (Sigstore {policy.instance}); the flags name "
+            f"{flag.identity!r} issued by {flag.issuer!r} (Sigstore {flag.instance})",
+            where="--certificate-identity",
+        )
+    return policy
+
+
 def verify_keyless(signed: bytes, bundle_json: bytes, want: KeylessIdentity, where: str) -> str:
     """Verify the Sigstore bundle `bundle_json` over `signed` for `want`; a one-line summary,
     or `KeylessRefused` / `MalformedSignatureBundle` saying why not."""

@@ -37,7 +37,7 @@ def check_manifest(
     if canonical_json(doc) != payload:
         raise e.ManifestInvalid("signed manifest is not canonical JSON (RFC 8785)", where=where)
     try:
-        manifest = ModuleManifest.model_validate(doc)
+        manifest = ModuleManifest.model_validate_json(payload, strict=True)  # a bool is no int
     except ValidationError as exc:
         first = exc.errors()[0]
         field_name = ".".join(str(p) for p in first["loc"])

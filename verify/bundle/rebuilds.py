@@ -2,7 +2,8 @@
 
 An attestation (`reproduce --attest`, verify/formats/rebuild.py) counts when all hold:
   - it is a sigstore bundle with exactly one DSSE signature, by a key in the rebuilders file
-    (trusted-keys format), before that key's not_after, verifying over PAE as received
+    (trusted-keys format, v1 or v2), not revoked by that file and within the key's window
+    [not_before, not_after) at the verification time, verifying over PAE as received
     (a development-role key only with --allow-dev-rebuilder), and its hint names that key;
   - the key is independent of the release: no key of the release's trusted-keys (and so not
     the key that signed it) ever counts as a rebuilder;
@@ -50,6 +51,7 @@ class RebuildPolicy:
     rebuilders: dict[str, TrustedKey]
     required: int
     attestations: tuple[Path, ...]
+    revoked: Mapping[str, str]  # keyid -> reason (the rebuilders file's own revocations)
     allow_dev_rebuilder: bool = False
     scope: RebuildScope = "bundle"
 
@@ -118,6 +120,12 @@ class RebuildTarget:
             return Counted(where, keyid, False, exc.message)
         if bundle.hint != keyid:
             return Counted(where, keyid, False, "publicKey.hint is not the signing key")
+        if keyid in policy.revoked:
+            return Counted(where, keyid, False, f"rebuilder key revoked ({policy.revoked[keyid]})")
+        if key.not_before_epoch is not None and now < key.not_before_epoch:
+            return Counted(
+                where, keyid, False, "rebuilder key not yet valid (before its not_before)"
+            )
         if now >= key.not_after_epoch:
             return Counted(where, keyid, False, "rebuilder key past its not_after")
         if key.role == "development" and not policy.allow_dev_rebuilder:
@@ -125,9 +133,8 @@ class RebuildTarget:
         if bundle.envelope.payload_type != IN_TOTO_PAYLOAD_TYPE:
             return Counted(where, keyid, False, "payloadType is not in-toto")
         try:
-            statement = RebuildStatement.model_validate(
-                parse_json(bundle.envelope.payload, f"{where}: payload")
-            )
+            parse_json(bundle.envelope.payload, f"{where}: payload")  # no duplicate keys, NaN
+            statement = RebuildStatement.model_validate_json(bundle.envelope.payload, strict=True)
         except (MalformedJson, ValidationError) as exc:
             return Counted(where, keyid, False, f"not a rebuild attestation: {str(exc)[:200]}")
         release = statement.predicate.build_definition.external_parameters

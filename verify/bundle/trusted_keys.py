@@ -57,6 +57,7 @@ from verify.bundle.dsse import (
 from verify.bundle.errors import TrustedKeysInvalid
 from verify.bundle.keyless import KeylessIdentity
 from verify.canonical import MalformedJson, parse_json
+from verify.formats.base import strict_model
 from verify.formats.trusted_keys import (
     SIGNED_DOCUMENTS,
     TRUSTED_KEYS_SCHEMA_V2,
@@ -129,7 +130,8 @@ def trust_policy_json(doc: TrustedKeysFileV2) -> bytes:
 
 
 def load_trusted_keys(path: Path) -> dict[str, TrustedKey]:
-    """keyid -> trusted key (see `load_trust_root`)."""
+    """keyid -> trusted key (see `load_trust_root`). The keys only: a v2 file's revocations
+    and rules are not in it, so whatever decides trust reads `load_trust_root`."""
     return load_trust_root(path).keys
 
 
@@ -141,7 +143,7 @@ def load_trust_root(path: Path) -> TrustRoot:
 
 def _validated(model: type[M], doc: object, where: str) -> M:
     try:
-        return model.model_validate(doc)
+        return strict_model(model, doc)  # `true` is no threshold, a number no time
     except ValidationError as exc:
         first = exc.errors()[0]
         field_name = ".".join(str(p) for p in first["loc"])

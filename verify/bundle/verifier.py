@@ -71,7 +71,7 @@ from verify.bundle.checksum_check import check_checksums
 from verify.bundle.conformance_check import check_conformance
 from verify.bundle.document_check import check_builder_paths, check_provenance, check_sbom
 from verify.bundle.file_digests import sha256_hex
-from verify.bundle.keyless import KeylessIdentity
+from verify.bundle.keyless import KeylessIdentity, required_identity
 from verify.bundle.layout import CONFORMANCE, MANIFEST, PROVENANCE_SIGNATURE
 from verify.bundle.manifest_check import (
     check_file_set,
@@ -142,7 +142,8 @@ class Requirements:
     version_floor: str | None = None  # refuse a manifest version below it (PEP 440)
     require_engines: tuple[str, ...] = ()  # each needs a passing conformance row (step 13)
     rebuilds: RebuildPolicy | None = None  # step 14's K-of-N rebuild policy (None: none)
-    # a Sigstore identity that must also have signed manifest.json (else the trust root's)
+    # a Sigstore identity that must also have signed manifest.json, narrowing the trust
+    # root's (a different one than the root's is a `KeylessIdentityConflict`)
     keyless: KeylessIdentity | None = None
 
     def __post_init__(self) -> None:
@@ -177,7 +178,8 @@ class BundleVerifier:
             files = opened.files
             done(1, opened.detail)
             signed = check_signatures(files, trust, requires.allow_dev_key, now)
-            done(2, signed.detail + check_keyless(files, requires.keyless or trust.keyless))
+            keyless = required_identity(trust.keyless, requires.keyless)
+            done(2, signed.detail + check_keyless(files, keyless))
             done(3, check_hints(signed))
             done(4, check_payload_types(signed))
             manifest = check_manifest(signed, files, now, requires.version_floor)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +15,18 @@ class Frozen(BaseModel):
 
 
 Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def strict_model(model: type[M], doc: object) -> M:
+    """`doc`, a JSON value already parsed (by `verify.canonical.parse_json`: no duplicate keys,
+    NaN or excess size), validated as the JSON it is with no coercion: `true` is not 1, `1.0`
+    is not an int, `"1"` is not a number, and a time is an RFC 3339 string, never a number (of
+    seconds, or of milliseconds above 2e10, as lax pydantic reads it). Every reader of a signed
+    document or trust file reads it this way (or `model_validate_json(data, strict=True)` on
+    the bytes). Raises pydantic's `ValidationError`."""
+    return model.model_validate_json(json.dumps(doc, allow_nan=False), strict=True)
 
 
 class StrictFrozen(Frozen):

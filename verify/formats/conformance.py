@@ -211,5 +211,6 @@ def read_report(data: bytes) -> tuple[ConformanceReport, str]:
     except (ValueError, RecursionError):
         doc = None
     if isinstance(doc, dict) and doc.get("schema") == CONFORMANCE_SCHEMA_V1:
-        return upgrade(ConformanceReportV1.model_validate_json(data)), CONFORMANCE_SCHEMA_V1
-    return ConformanceReport.model_validate_json(data), CONFORMANCE_SCHEMA
+        v1 = ConformanceReportV1.model_validate_json(data, strict=True)  # no coercion
+        return upgrade(v1), CONFORMANCE_SCHEMA_V1
+    return ConformanceReport.model_validate_json(data, strict=True), CONFORMANCE_SCHEMA

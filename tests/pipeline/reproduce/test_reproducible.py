@@ -31,7 +31,7 @@ from pipeline.reproduce import compare_bundle, explain
 from pipeline.tree.snapshot import read_tree
 from tests.clones import run_build
 from verify.bundle.rebuilds import RebuildPolicy
-from verify.bundle.trusted_keys import load_trusted_keys, trust_root_from_keys
+from verify.bundle.trusted_keys import load_trust_root, load_trusted_keys, trust_root_from_keys
 from verify.bundle.verifier import BundleVerifier, Requirements
 from verify.formats.manifest import ModuleManifest
 
@@ -104,10 +104,12 @@ def test_every_lane_reproduces_bit_for_bit(reproduction: Reproduction) -> None:
 def test_the_rebuild_attestation_satisfies_a_one_of_one_policy(
     reproduction: Reproduction, released_bundle: Path
 ) -> None:
+    rebuilders = load_trust_root(reproduction.rebuilders)
     policy = RebuildPolicy(
-        load_trusted_keys(reproduction.rebuilders),
+        rebuilders.keys,
         1,
         (reproduction.attestation,),
+        rebuilders.revoked,
         allow_dev_rebuilder=True,
     )
     verdict = BundleVerifier(trust_root_from_keys(load_trusted_keys(reproduction.trusted))).verify(
