@@ -15,10 +15,18 @@ from pipeline.conformance.cli import engine_names
 from pipeline.conformance.matrix import ALL_ENGINES, Options
 from pipeline.documents.keyless import ambient_token
 from pipeline.documents.keys import dev_trusted_keys
-from pipeline.errors import EXIT_OK
+from pipeline.errors import EXIT_OK, EXIT_USAGE, PipelineError
 from pipeline.release.conformance import run_conformance
 from pipeline.release.cosign import cosign_bundle
 from pipeline.release.steps import STEPS, Bundled, ReleaseRequest, build_from_records, run_release
+
+
+class ReleaseUsage(PipelineError):
+    """An option given in a way `release` does not take (argparse's own exit code)."""
+
+    error_id = "release.usage"
+    default_hint = "give every records folder after one --from-records: --from-records A B C"
+    exit_code = EXIT_USAGE
 
 
 def _shown(path: Path) -> str:
@@ -148,11 +156,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--from-records",
         nargs="+",
+        action="append",
         type=Path,
         default=None,
         metavar="DIR",
         help="assemble from lanes built elsewhere (`build --lane X --records-out DIR`) "
-        "instead of building here",
+        "instead of building here; give every folder after one --from-records",
     )
     parser.add_argument(
         "--allow-dirty",
@@ -162,6 +171,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.from_records and len(args.from_records) > 1:  # never keep only the last one
+        raise ReleaseUsage(
+            f"--from-records given {len(args.from_records)} times",
+            where="--from-records",
+        )
     repo_root = Path.cwd()
     request = ReleaseRequest(
         repo_root=repo_root,
@@ -177,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     )
     steps = STEPS
     if args.from_records:
-        steps = replace(steps, build=build_from_records(args.from_records))
+        steps = replace(steps, build=build_from_records(args.from_records[0]))
     require: list[str] = []
     if args.conformance_require:  # checked before anything runs, not after the matrix
         require = engine_names(args.conformance_require, ALL_ENGINES, "--conformance-require")

@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import tomli_w
 
+from pipeline.cli import main as release_main
+from pipeline.errors import EXIT_USAGE
 from pipeline.lanebuild.agreement import planned_run
 from pipeline.lanebuild.handoff import RECORD_ERRORS, RecordRefused, import_records, tree_inputs
 from pipeline.lanebuild.smoke import engine_names
@@ -445,3 +447,13 @@ def test_a_link_in_a_records_folder_is_refused(
 
 def test_every_records_refusal_has_an_id_and_a_hint() -> None:
     assert RECORD_ERRORS and all(i.startswith("records.") and h for i, h in RECORD_ERRORS.items())
+
+
+def test_from_records_given_twice_is_refused_before_anything_runs(
+    harness: Harness, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeating the option used to keep only the last folder list, silently."""
+    monkeypatch.chdir(harness.tmp)  # no tree here: any step that ran would fail otherwise
+    code = release_main(["release", "--from-records", "a", "b", "--from-records", "c"])
+    assert code == EXIT_USAGE
+    assert "error[release.usage]: --from-records given 2 times" in capsys.readouterr().err
