@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pipeline.lanebuild.cargo import CargoRun, as_recorded
 from pipeline.lanebuild.driver import artifact_name, lane_run
@@ -32,9 +33,20 @@ from pipeline.tree.lanes import Lane
 from pipeline.tree.snapshot import Tree
 
 
+# The records.* ids of handoff.RECORD_ERRORS a disagreement is refused with.
+DisagreementId = Literal[
+    "records.lanes-toml",
+    "records.epoch",
+    "records.plan",
+    "records.smoke",
+    "records.artifact-name",
+    "records.digest",
+]
+
+
 @dataclass(frozen=True)
 class Disagreement:
-    error_id: str  # a records.* id
+    error_id: DisagreementId
     field: str  # where: "record.argv", "index.kind", ...
     message: str
 

@@ -27,7 +27,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -233,12 +233,28 @@ def _check_lane(
         first = found[0]
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         side = index_where if first.field.startswith("index.") else where
-        raise RecordRefused(
+        raise _disagreeing(
+            first.error_id,
             f"lane {entry.lane}: {first.message}{more}",
-            error_id=first.error_id,
-            where=f"{side}: {first.field.split('.', 1)[1]}",
+            f"{side}: {first.field.split('.', 1)[1]}",
         )
     return lane
+
+
+def _disagreeing(
+    error_id: Literal[
+        "records.lanes-toml",
+        "records.epoch",
+        "records.plan",
+        "records.smoke",
+        "records.artifact-name",
+        "records.digest",
+    ],
+    message: str,
+    where: str,
+) -> RecordRefused:
+    """The refusal of a claim this tree does not make (agreement.DisagreementId: its ids)."""
+    return RecordRefused(message, error_id=error_id, where=where)
 
 
 def import_records(

@@ -17,8 +17,9 @@ from pipeline.documents.keyless import ambient_token
 from pipeline.documents.keys import dev_trusted_keys
 from pipeline.errors import EXIT_OK, EXIT_USAGE, PipelineError
 from pipeline.release.conformance import run_conformance
-from pipeline.release.cosign import cosign_bundle
+from pipeline.release.cosign import CoSignTrust, cosign_bundle
 from pipeline.release.steps import STEPS, Bundled, ReleaseRequest, build_from_records, run_release
+from verify.bundle.trusted_keys import TrustedKey
 
 
 class ReleaseUsage(PipelineError):
@@ -54,6 +55,13 @@ def verify_program() -> str:
         if d
     )
     return "tinyrustlm-verify" if on_path else _shown(script)
+
+
+def own_trust(done: Bundled) -> CoSignTrust:
+    """The release's own key, as the trust its keyless co-signature is verified against."""
+    public = done.key.private_key.public_key()
+    key = TrustedKey(done.key.keyid, public, done.key.key_class, done.manifest.expires_epoch)
+    return CoSignTrust({key.keyid: key}, allow_dev_key=done.key.key_class == "development")
 
 
 def verify_command(done: Bundled) -> str:
@@ -202,6 +210,6 @@ def run(args: argparse.Namespace) -> int:
         ambient_token()  # no credential: stop before building anything
     done = run_release(request, steps)
     if args.keyless:
-        cosign_bundle(done.bundle, None, keyless=True)
+        cosign_bundle(done.bundle, None, keyless=True, trust=own_trust(done))
     print(summary(done))
     return EXIT_OK
