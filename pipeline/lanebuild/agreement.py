@@ -32,7 +32,6 @@ from pipeline.lanebuild.stdbuild import sysroot_folder
 from pipeline.tree.lanes import Lane
 from pipeline.tree.snapshot import Tree
 
-
 # The records.* ids of handoff.RECORD_ERRORS a disagreement is refused with.
 DisagreementId = Literal[
     "records.lanes-toml",

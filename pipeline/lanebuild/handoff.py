@@ -17,8 +17,8 @@ and environment with the deterministic build plan, the self-test with the lane's
 file name and size with the bytes. A lane may come from one folder only, and together the
 folders must hold every lane of lanes.toml (or every lane `--lane` names): a release is never
 signed with lanes silently missing. Every path an index names stays inside its folder
-(relative, no `..`) and never goes through a symbolic link. Each refusal has an id (`RECORD_ERRORS`). The release then re-inspects every
-artifact (step 3) as always.
+(relative, no `..`) and never goes through a symbolic link. Each refusal has an id
+(`RECORD_ERRORS`). The release then re-inspects every artifact (step 3) as always.
 """
 
 from __future__ import annotations

@@ -14,8 +14,10 @@ under the lock) are copied to a private folder and run through the full `verify 
 paths, checksums, report, conformance) against the trust the maintainer gives
 (`--trusted-keys`), with every signing rule's threshold counted as 1 — a co-signature is how
 a threshold is reached, so being short of it is the one thing that may still be true. Any
-other refusal stops `sign` (`sign.unverified`) before a byte of the bundle changes. A tarball is no bundle folder (`sign.not-a-bundle`), and
-the release lock lives beside the bundle folder, never in it, so `sign` adds no file.
+other refusal stops `sign` (`sign.unverified`) before a byte of the bundle changes. A tarball
+is no bundle folder, nor is a folder inside a bundle (`sign.not-a-bundle`, refused before the
+lock is taken): the release lock lives beside the bundle folder, never in it, so `sign` adds
+no file.
 
 `--keyless` adds manifest.keyless.sigstore.json instead (or as well): a Sigstore bundle over
 manifest.json by the CI job's ambient OIDC identity (`pipeline.documents.keyless`).
@@ -33,7 +35,6 @@ from pathlib import Path
 from typing import ClassVar
 
 from pipeline.args import add_trust_arguments
-
 from pipeline.documents.keyless import sign_keyless
 from pipeline.documents.keys import load_private_key
 from pipeline.documents.sign import AlreadySigned, add_signature
@@ -106,9 +107,7 @@ def _counting_to_one(trust: TrustRoot | Mapping[str, TrustedKey]) -> TrustRoot:
     return dataclasses.replace(root, rules=rules)
 
 
-def verify_as_is(
-    contents: Mapping[str, bytes], name: str, trust: CoSignTrust, now: int
-) -> Verdict:
+def verify_as_is(contents: Mapping[str, bytes], name: str, trust: CoSignTrust, now: int) -> Verdict:
     """The full `verify bundle` of `contents` (bundle path -> bytes), in a private folder."""
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-sign-") as tmp:
         folder = Path(tmp) / name

@@ -184,8 +184,8 @@ def test_node_a_cosigned_bundle_under_a_trust_policy(
     shutil.copytree(bundle, copy)
     second = generate_key_files(tmp_path / "keys", "codev", "development")
     third = generate_key_files(tmp_path / "keys", "third", "release")
-    trust = CoSignTrust(load_trust_root(dev_keys), allow_dev_key=True)
-    cosign_bundle(copy, second.private_pem, trust=trust)
+    cosigning = CoSignTrust(load_trust_root(dev_keys), allow_dev_key=True)
+    cosign_bundle(copy, second.private_pem, trust=cosigning)
     policies = {}
     for threshold, keys in ((2, [dev_keys, second.trusted_keys]),
                             (3, [dev_keys, second.trusted_keys, third.trusted_keys])):  # fmt: skip

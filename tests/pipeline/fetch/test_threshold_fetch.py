@@ -27,6 +27,10 @@ def _two_of_two(world: World, tmp: Path) -> tuple[Path, Path]:
     return policy, bob.private_pem
 
 
+def _trust(world: World) -> CoSignTrust:
+    return CoSignTrust(world.bundles.trusted(), derive=fake_report)
+
+
 def test_fetch_refuses_a_release_below_the_threshold(world: World, tmp_path: Path) -> None:
     policy, _ = _two_of_two(world, tmp_path)
     world.publish(OLD)
@@ -39,7 +43,7 @@ def test_fetch_accepts_the_cosigned_release(world: World, tmp_path: Path) -> Non
     policy, bob = _two_of_two(world, tmp_path)
     bundle = tmp_path / "dist" / world.bundles.paths[OLD].name
     shutil.copytree(world.bundles.paths[OLD], bundle)
-    cosign_bundle(bundle, bob, trust=CoSignTrust(world.bundles.trusted(), derive=fake_report))  # noqa: E501
+    cosign_bundle(bundle, bob, trust=_trust(world))
     world.publish(bundle)  # publish verifies against the v1 file: the release key alone
     done = world.fetch(trusted_keys=policy)
     assert done.verdict.version == OLD and len(done.verdict.keyids) == 2
@@ -57,7 +61,7 @@ def test_publish_refuses_a_release_below_the_threshold(world: World, tmp_path: P
     assert entries(world.repo) == before  # nothing written
     bundle = tmp_path / "dist" / world.bundles.paths[OLD].name
     shutil.copytree(world.bundles.paths[OLD], bundle)
-    cosign_bundle(bundle, bob, trust=CoSignTrust(world.bundles.trusted(), derive=fake_report))  # noqa: E501
+    cosign_bundle(bundle, bob, trust=_trust(world))
     published = publish_bundle(
         bundle, world.repo, world.keys, load_trust_root(policy), world.policy, derive=fake_report
     )

@@ -253,7 +253,11 @@ DISAGREEMENTS: dict[str, tuple[Callable[[Doc, Doc], None], str, str]] = {
         "the record says target",
         "records.lanes-toml",
     ),
-    "record epoch": (_set("record", "source_date_epoch", value=1), "SOURCE_DATE_EPOCH", "records.epoch"),
+    "record epoch": (
+        _set("record", "source_date_epoch", value=1),
+        "SOURCE_DATE_EPOCH",
+        "records.epoch",
+    ),
     "index smoke names another engine": (
         _smoke_engine("qemu-aarch64-static", index=True, record=False),
         "the index says smoke pass (qemu-aarch64-static)",

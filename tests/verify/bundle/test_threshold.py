@@ -380,9 +380,7 @@ def test_sign_below_a_threshold_is_how_the_threshold_is_reached(
     """Thresholds count as 1 while co-signing: a 2-of-2 release signed once is co-signed."""
     two = policy(tmp_path, [team.a, team.b], 2)
     assert verify_json(team.bundle, two)[0] == 1  # short of its threshold
-    cosign_bundle(
-        team.bundle, team.b.private_pem, trust=CoSignTrust(load_trust_root(two), True)
-    )
+    cosign_bundle(team.bundle, team.b.private_pem, trust=CoSignTrust(load_trust_root(two), True))
     assert verify_json(team.bundle, two)[0] == 0
 
 
