@@ -1,4 +1,4 @@
-"""`tinyrustlm-release sign BUNDLE --key PEM`: a maintainer co-signs an existing bundle.
+"""`tinyrustlm-release sign BUNDLE --key PEM --trusted-keys FILE`: a maintainer co-signs a bundle.
 
 The key's signature is added to the DSSE envelopes of manifest.sigstore.json and
 provenance.sigstore.json (the manifest and the provenance statement, byte for byte as they
