@@ -103,7 +103,7 @@ JSON_CASES: dict[str, Case] = {
     ),
     "release release": _case("release --conformance-require bogus", 2, "conformance.usage"),
     "release bench": _case(f"bench --compare {N}", 3, "input.unreadable"),
-    "release sign": _case(f"sign {N}", 3, "sign.no-key"),
+    "release sign": _case(f"sign {N} --trusted-keys {N}", 3, "sign.not-a-bundle"),
     "release reproduce": _case(
         f"reproduce {N} --trusted-keys {N} --attest", 3, "reproduce.attest-key"
     ),
@@ -122,7 +122,9 @@ JSON_CASES: dict[str, Case] = {
         "publish.delegation",
     ),
     "release repo sign-pending": _case(
-        f"repo sign-pending --repo {N} --keys {N} --maintainer-key {N}", 3, "repo.missing"
+        f"repo sign-pending --repo {N} --keys {N} --maintainer-key {N} --trusted-keys {N}",
+        3,
+        "fetch.trusted-keys-invalid",
     ),
     "release publish": _case(
         f"publish {N} --repo {N} --keys {N} --trusted-keys {N}", 3, "fetch.trusted-keys-invalid"

@@ -555,13 +555,15 @@ def _t_keyless(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
 
 
 def _t_sign_folder(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    return _release("sign", tmp / "tinyrustlm-0.1.0.tar.gz", "--keyless")
+    return _release(
+        "sign", tmp / "tinyrustlm-0.1.0.tar.gz", "--keyless", "--trusted-keys", tmp / "t.json"
+    )
 
 
 def _t_sign_key(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
-    from pipeline.release.cosign import cosign_bundle
+    from pipeline.release.cosign import CoSignTrust, cosign_bundle
 
-    return lambda: cosign_bundle(tmp, None)
+    return lambda: cosign_bundle(tmp, None, trust=CoSignTrust({}))
 
 
 def _t_sign_refused(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:

@@ -22,7 +22,7 @@ from pipeline.io.digest import sha256_file
 from pipeline.io.inputs import load_model
 from pipeline.io.lock import hold_lock
 from pipeline.lanebuild import smoke
-from pipeline.lanebuild.cargo import CompileError, as_recorded, plan_run, run_cargo
+from pipeline.lanebuild.cargo import CargoRun, CompileError, as_recorded, plan_run, run_cargo
 from pipeline.lanebuild.inputs import LaneBuildError, tree_inputs
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
 from pipeline.lanebuild.stdbuild import ensure_sysroot, key_of
@@ -44,6 +44,7 @@ class SmokeFailed(CheckFailed):
 
 Say = Callable[[str], None]
 RECORD = "build-record.json"
+SCRATCH = ".scratch"
 
 
 def artifact_name(lane: Lane, sha256: str) -> str:
@@ -106,6 +107,15 @@ def _publish(lane: Lane, produced: Path, lane_dir: Path) -> tuple[Path, str, int
     return final, sha, len(data)
 
 
+def lane_run(tree: Tree, lane: Lane, sysroot: Path | None) -> CargoRun:
+    """The lane's one cargo run on this tree (the build runs it; a handed-over record must
+    state exactly it: pipeline.lanebuild.agreement)."""
+    scratch = tree.build_dir / SCRATCH
+    return plan_run(
+        lane, tree.lanes, tree.lock, tree.workspace, scratch, tree.git.commit_time, sysroot
+    )
+
+
 class BuildLocked(PipelineError):
     """Another build is writing into the same build/ folder."""
 
@@ -129,7 +139,7 @@ def _build_locked(tree: Tree, lanes: list[str] | None, force: bool, say: Say) ->
     workspace = tree.workspace
     revision, epoch = tree.git.revision, tree.git.commit_time
     build_dir = tree.build_dir
-    scratch = build_dir / ".scratch"
+    scratch = build_dir / SCRATCH
     index_path = repo_root / paths.BUILD_INDEX
     inputs_of = tree_inputs(lanes_file, workspace, tree.lock_sha256)
     current = {lane_id: inputs.input_digest for lane_id, inputs in inputs_of.items()}
@@ -166,7 +176,7 @@ def _build_locked(tree: Tree, lanes: list[str] | None, force: bool, say: Say) ->
                     + ("rebuilt" if std.built else "from the cache")
                     + f" (key {std.key[:16]}, {time.monotonic() - started:.1f}s)"
                 )
-            run = plan_run(lane, lanes_file, lock, workspace, scratch, epoch, sysroot)
+            run = lane_run(tree, lane, sysroot)
             run_cargo(lane, run, say)
             _check_claimed_features(lane, run.final)
             artifact, sha, size = _publish(lane, run.final, lane_dir)

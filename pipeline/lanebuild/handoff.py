@@ -10,12 +10,15 @@ built, in the build's own formats:
 `release --from-records DIR...` reads every DIR, and accepts a lane only if it was built from
 this exact tree: the index's revision and SOURCE_DATE_EPOCH are HEAD's, its toolchain.lock
 digest is this lock's, the record's input digests (sources, Cargo.lock, lane entry, lock)
-equal this tree's, and the artifact's bytes hash to what the record and the index say. A lane
-may come from one folder only, and together the folders must hold every lane of lanes.toml
-(or every lane `--lane` names): a release is never signed with lanes silently missing. Every
-path an index names stays inside its folder (relative, no `..`) and never goes through a
-symbolic link. Each refusal has an id (`RECORD_ERRORS`). The release then re-inspects every
-artifact (step 3) as always.
+equal this tree's, and the artifact's bytes hash to what the record and the index say. Every
+other claim the release signs about the lane must agree with this tree too
+(`pipeline.lanebuild.agreement`): kind and target with lanes.toml, argv, post-link commands
+and environment with the deterministic build plan, the self-test with the lane's runner, the
+file name and size with the bytes. A lane may come from one folder only, and together the
+folders must hold every lane of lanes.toml (or every lane `--lane` names): a release is never
+signed with lanes silently missing. Every path an index names stays inside its folder
+(relative, no `..`) and never goes through a symbolic link. Each refusal has an id
+(`RECORD_ERRORS`). The release then re-inspects every artifact (step 3) as always.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -33,6 +36,7 @@ from pipeline.errors import CheckFailed, TabledError
 from pipeline.io.atomic import write_atomic
 from pipeline.io.inputs import InputRejected, load_model
 from pipeline.lanebuild import inputs
+from pipeline.lanebuild.agreement import disagreements
 from pipeline.lanebuild.built import Built
 from pipeline.lanebuild.records import BuildIndex, BuildInputs, BuildRecord, IndexEntry
 from pipeline.tree.snapshot import Tree
@@ -52,6 +56,20 @@ RECORD_ERRORS: dict[str, str] = {
     "records.unknown-lane": "only lanes of this tree's manifests/lanes.toml can be released",
     "records.lane-mismatch": "the index and the record disagree: rebuild the lane",
     "records.digest": "the artifact changed after the build: rebuild the lane",
+    "records.lanes-toml": (
+        "the lane was built from another lanes.toml entry than this tree's: rebuild the lane"
+    ),
+    "records.plan": (
+        "the record states another command or environment than this tree's build plan: "
+        "rebuild the lane with `build --lane ... --records-out` from this commit"
+    ),
+    "records.smoke": (
+        "the self-test must be the lane's own runner (lanes.toml `smoke`), the same in the "
+        "index and the record: rebuild the lane"
+    ),
+    "records.artifact-name": (
+        "keep the artifact under the content-addressed name `build --records-out` gave it"
+    ),
     "records.duplicate-lane": "give each lane from one records folder only",
     "records.missing-lanes": "add the folders that hold them, or name the lanes with --lane",
     "records.path": "an index names paths inside its folder, as `build --records-out` writes",
@@ -158,7 +176,9 @@ def _read_index(folder: Path) -> BuildIndex:
     return _load(BuildIndex, folder / INDEX, "build-index")
 
 
-def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> HandedLane:
+def _check_lane(
+    tree: Tree, folder: Path, entry: IndexEntry, want: BuildInputs | None
+) -> HandedLane:
     index_where = f"{folder / INDEX}: lanes[{entry.lane}]"
     record_path = _inside(folder, entry.record, "record", f"{index_where}.record")
     artifact_path = _inside(folder, entry.artifact, "artifact", f"{index_where}.artifact")
@@ -192,13 +212,14 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
             )
     lane = HandedLane(entry, record, folder)
     try:
-        actual = hashlib.sha256(read_regular_file(artifact_path, "artifact")).hexdigest()
+        data = read_regular_file(artifact_path, "artifact")
     except VerifyError as exc:
         raise RecordRefused(
             f"unreadable artifact: {exc.message} [{exc.error_id}]",
             error_id="records.unreadable",
             where=str(artifact_path),
         ) from exc
+    actual = hashlib.sha256(data).hexdigest()
     if not actual == entry.sha256 == record.output.sha256:
         raise RecordRefused(
             f"lane {entry.lane}: artifact sha256 {actual[:16]}… is not the recorded "
@@ -206,7 +227,34 @@ def _check_lane(folder: Path, entry: IndexEntry, want: BuildInputs | None) -> Ha
             error_id="records.digest",
             where=str(artifact_path),
         )
+    lane_entry = next(lane for lane in tree.lanes.lane if lane.id == entry.lane)
+    found = disagreements(tree, lane_entry, entry, record, artifact_path, len(data))
+    if found:
+        first = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        side = index_where if first.field.startswith("index.") else where
+        raise _disagreeing(
+            first.error_id,
+            f"lane {entry.lane}: {first.message}{more}",
+            f"{side}: {first.field.split('.', 1)[1]}",
+        )
     return lane
+
+
+def _disagreeing(
+    error_id: Literal[
+        "records.lanes-toml",
+        "records.epoch",
+        "records.plan",
+        "records.smoke",
+        "records.artifact-name",
+        "records.digest",
+    ],
+    message: str,
+    where: str,
+) -> RecordRefused:
+    """The refusal of a claim this tree does not make (agreement.DisagreementId: its ids)."""
+    return RecordRefused(message, error_id=error_id, where=where)
 
 
 def import_records(
@@ -249,7 +297,7 @@ def import_records(
                     error_id="records.duplicate-lane",
                     where=where,
                 )
-            found[entry.lane] = _check_lane(folder, entry, want.get(entry.lane))
+            found[entry.lane] = _check_lane(tree, folder, entry, want.get(entry.lane))
     wanted = list(lanes) if lanes else list(want)
     unknown = [lane for lane in wanted if lane not in want]
     if unknown:

@@ -16,12 +16,20 @@ from pipeline.io.process import CommandTimedOut, CommandUnstartable
 from pipeline.lanebuild.records import SmokeResult
 from pipeline.toolchain import nodejs
 from pipeline.tree.lanes import SmokeRunner
+from pipeline.wasmhost import engine_name
 
 TIMEOUT_SECONDS = 120
 QEMU = "/usr/bin/qemu-aarch64-static"
 AARCH64_SYSROOT = "/usr/aarch64-linux-gnu"
 WINE = "/usr/lib/wine/wine64"
 NODE_HOST_SELFTEST = Path("crates/wasm/js/selftest.mjs")
+# The engine names the runners write into a SmokeResult (`ENGINE_NAMES` lists them per runner).
+WASMTIME = "wasmtime-py"
+NODE = "node"
+NODE_WORKERS = "node worker_threads x2"
+NATIVE = "native x86_64"
+QEMU_ENGINE = "qemu-aarch64-static"
+WINE_ENGINE = "wine64"
 
 
 def _run(
@@ -56,7 +64,7 @@ def _wasmtime(simd: bool) -> Callable[[Path, Path, Path], SmokeResult]:
                 "--simd",
                 str(int(simd)),
             ],
-            "wasmtime-py",
+            WASMTIME,
             cwd=repo_root,
         )
         if result.status == "pass":
@@ -71,21 +79,21 @@ def _node_threads(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult
     host = repo_root / NODE_HOST_SELFTEST
     if not host.is_file():
         return SmokeResult(
-            status="not-run", engine="node", detail=f"{NODE_HOST_SELFTEST} does not exist yet"
+            status="not-run", engine=NODE, detail=f"{NODE_HOST_SELFTEST} does not exist yet"
         )
     try:
         node = nodejs.executable()
     except nodejs.NodeMissing as exc:
-        return SmokeResult(status="not-run", engine="node", detail=exc.message)
-    return _run([str(node), str(host), str(artifact), "--workers", "2"], "node worker_threads x2")
+        return SmokeResult(status="not-run", engine=NODE, detail=exc.message)
+    return _run([str(node), str(host), str(artifact), "--workers", "2"], NODE_WORKERS)
 
 
 def _native(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
-    return _run([str(artifact), "self-test"], "native x86_64")
+    return _run([str(artifact), "self-test"], NATIVE)
 
 
 def _qemu(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
-    return _run([QEMU, "-L", AARCH64_SYSROOT, str(artifact), "self-test"], "qemu-aarch64-static")
+    return _run([QEMU, "-L", AARCH64_SYSROOT, str(artifact), "self-test"], QEMU_ENGINE)
 
 
 def _wine(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
@@ -101,11 +109,11 @@ def _wine(artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:
         # Make the prefix first and wait until wineserver has written it: a first run that
         # makes it on the fly was seen to fail ("could not load kernel32.dll") on a busy machine.
         prefix.mkdir(parents=True, exist_ok=True)
-        made = _run([WINE, "wineboot", "--init"], "wine64", env=env)
+        made = _run([WINE, "wineboot", "--init"], WINE_ENGINE, env=env)
         if made.status != "pass":
             return made
-        _run([str(Path(WINE).parent / "wineserver"), "-w"], "wine64", env=env)
-    return _run([WINE, str(artifact), "self-test"], "wine64", env=env)
+        _run([str(Path(WINE).parent / "wineserver"), "-w"], WINE_ENGINE, env=env)
+    return _run([WINE, str(artifact), "self-test"], WINE_ENGINE, env=env)
 
 
 Runner = Callable[[Path, Path, Path], SmokeResult]
@@ -117,6 +125,22 @@ RUNNERS: dict[SmokeRunner, Runner] = {
     "qemu-aarch64": _qemu,
     "wine64": _wine,
 }
+
+
+def engine_names(runner: SmokeRunner) -> tuple[str, ...]:
+    """Every engine name `runner` can write into a SmokeResult, the one of a passing run
+    first (a handed-over record naming another engine is refused: lanebuild.agreement).
+    wasmtime's passing run names the pinned wasmtime-py (`engine_name`)."""
+    wasmtime = (engine_name(), WASMTIME)
+    names: dict[SmokeRunner, tuple[str, ...]] = {
+        "wasmtime-mvp": wasmtime,
+        "wasmtime-simd128": wasmtime,
+        "node-workers": (NODE_WORKERS, NODE),
+        "native": (NATIVE,),
+        "qemu-aarch64": (QEMU_ENGINE,),
+        "wine64": (WINE_ENGINE,),
+    }
+    return names[runner]
 
 
 def smoke(runner: SmokeRunner, artifact: Path, repo_root: Path, scratch: Path) -> SmokeResult:

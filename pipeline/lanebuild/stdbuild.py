@@ -190,11 +190,16 @@ def std_command(lane: Lane, lock: ToolchainLock, work: Path) -> tuple[list[str],
     return argv, env
 
 
+def sysroot_folder(lane: Lane, lock: ToolchainLock, cache: Path | None = None) -> Path:
+    """Where the lane's rebuilt std lives in the cache (named by its key; nothing is built)."""
+    return (cache or cache_root()) / key_of(lane, lock)[:32]
+
+
 def ensure_sysroot(lane: Lane, lock: ToolchainLock, cache: Path | None = None) -> StdSysroot:
     """The lane's std sysroot: from the cache if intact, else built now and cached."""
     cache = cache or cache_root()
     key = key_of(lane, lock)
-    root = cache / key[:32]
+    root = sysroot_folder(lane, lock, cache)
     if _intact(root, key, lane.target):
         return StdSysroot(root, key, built=False)
     cache.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ from pipeline.publish.delegation import (
     rotate_releases,
     sign_pending,
 )
+from pipeline.publish.pending import PendingTrust
 from pipeline.publish.repo import (
     ROTATABLE_ROLES,
     init_repository,
@@ -26,7 +27,11 @@ from pipeline.publish.repo import (
     rotate_role,
     rotate_root,
 )
+from pipeline.tuf.errors import TrustedKeysUnreadable
 from pipeline.tuf.policy import load_policy
+from verify.bundle.trusted_keys import load_trust_root
+from verify.errors import VerifyError
+from verify.shell.arguments import add_trust_arguments
 from verify.shell.result import Outcome
 
 
@@ -67,6 +72,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threshold", type=int, default=0, metavar="K", help="releases: the new threshold"
     )
     rotate_any.add_argument(
+        "--current-maintainer-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PEM",
+        help="releases: a CURRENT maintainer's private key allowing the change (their "
+        "threshold; repeatable), unless the offline root key is given with --root-keys",
+    )
+    rotate_any.add_argument(
         "--maintainer-key",
         type=Path,
         action="append",
@@ -97,6 +111,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pending.add_argument(
         "--maintainer-key", type=Path, required=True, metavar="PEM", help="your private key"
     )
+    add_trust_arguments(pending, "the pending bundle must verify against it before you sign")
+    pending.add_argument(
+        "--expect-digest",
+        default=None,
+        metavar="SHA256",
+        help="the sha256 of the reviewed bundle's manifest.json; without it nothing is signed "
+        "and the pending version, build id and digest are shown",
+    )
 
 
 def run(args: argparse.Namespace) -> Outcome:
@@ -117,7 +139,13 @@ def run(args: argparse.Namespace) -> Outcome:
         print_summary(summary)
     elif args.action == "rotate" and args.role == RELEASES_ROLE:
         summary = rotate_releases(
-            args.repo, folders, policy, args.maintainer, args.threshold, args.maintainer_key
+            args.repo,
+            folders,
+            policy,
+            args.maintainer,
+            args.threshold,
+            args.maintainer_key,
+            current_keys=args.current_maintainer_key,
         )
         print_summary(summary)
         print(f"rotated    releases: {args.threshold} of {len(args.maintainer)} new keys")
@@ -131,7 +159,25 @@ def run(args: argparse.Namespace) -> Outcome:
         )
         result.update(threshold=args.threshold, keys=len(args.maintainer))
     elif args.action == "sign-pending":
-        done = sign_pending(args.repo, folders, policy, args.maintainer_key)
+        try:
+            trusted = load_trust_root(args.trusted_keys)
+        except VerifyError as exc:
+            raise TrustedKeysUnreadable(exc.message, where=exc.where) from exc
+        trust = PendingTrust(trusted, allow_dev_key=args.allow_dev_key)
+        done = sign_pending(
+            args.repo,
+            folders,
+            policy,
+            args.maintainer_key,
+            trust=trust,
+            expect_digest=args.expect_digest,
+        )
+        if done.release is not None:
+            release = done.release
+            print(
+                f"co-signed  tinyrustlm {release.version} (build {release.build_id}), "
+                f"manifest.json sha256 {release.manifest_sha256}"
+            )
         state = "published" if done.committed else "still pending"
         print(
             f"releases v{done.version}: {len(done.signed_by)} of {done.threshold} "

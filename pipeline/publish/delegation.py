@@ -19,6 +19,8 @@ bundle path has (`<prefix>/<version>/<file>` ... four levels below the version).
 from __future__ import annotations
 
 import copy
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,12 +29,14 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from securesystemslib.signer import CryptoSigner, SSlibKey
-from tuf.api.metadata import DelegatedRole, Delegations, Metadata, Targets
+from tuf.api.metadata import DelegatedRole, Delegations, Metadata, Root, Targets
+from tuf.api.serialization import DeserializationError
 from tuf.api.serialization.json import JSONSerializer
 
 from pipeline.documents.keys import load_private_key
 from pipeline.io.atomic import write_atomic
 from pipeline.publish import keys as k
+from pipeline.publish.pending import PendingRefused, PendingTrust, Reviewed, confirm, review_pending
 from pipeline.publish.repo import (
     DiskRepository,
     RepoSummary,
@@ -42,7 +46,7 @@ from pipeline.publish.repo import (
     require_repository,
     summary,
 )
-from pipeline.tuf.errors import PublishError
+from pipeline.tuf.errors import PublishError, Refused
 from pipeline.tuf.policy import RepositoryPolicy
 
 RELEASES_ROLE = "releases"
@@ -64,6 +68,17 @@ class Pending:
     signed_by: tuple[str, ...]
     threshold: int
     committed: bool
+    release: Reviewed | None = None  # sign-pending: what was co-signed
+
+
+class RotationUnauthorized(Refused):
+    """`repo rotate releases` without a key that is not online."""
+
+    error_id = "publish.rotation-unauthorized"
+    default_hint = (
+        "changing who signs releases needs the current maintainers (--current-maintainer-key, "
+        "their threshold) or the offline root key (--root-keys DIR)"
+    )
 
 
 def release_patterns(prefix: str) -> list[str]:
@@ -206,7 +221,13 @@ def sign_pending(
     policy: RepositoryPolicy,
     maintainer_key: Path,
     now: datetime | None = None,
+    *,
+    trust: PendingTrust,
+    expect_digest: str | None,
 ) -> Pending:
+    """Co-sign the pending release, never blind (pipeline.publish.pending): only the next
+    releases metadata adding one release whose stored files pass `verify bundle` against
+    `trust`, and whose manifest digest the co-signer names in `expect_digest`."""
     require_repository(repo_path)
     with repository_lock(repo_path):
         repo = DiskRepository.load(repo_path, folders, policy, now or now_utc())
@@ -217,9 +238,20 @@ def sign_pending(
         path = _pending_path(repo)
         if not path.is_file():
             raise DelegationError("no release is waiting for co-signatures", where=str(path))
-        md: Metadata[Any] = Metadata.from_bytes(path.read_bytes())
+        try:
+            md: Metadata[Any] = Metadata.from_bytes(path.read_bytes())
+        except DeserializationError as exc:
+            raise PendingRefused(
+                f"not TUF metadata: {exc}", error_id="pending.shape", where=str(path)
+            ) from exc
         signer = _maintainer(repo, maintainer_key)
         signed, _ = _signed_by(repo, md)
+        if not signed:
+            raise PendingRefused(
+                "the pending release carries no maintainer's signature: `publish` signs it",
+                error_id="pending.shape",
+                where=str(path),
+            )
         if signer.public_key.keyid in md.signatures:
             raise DelegationError(
                 f"key {signer.public_key.keyid[:16]} has already signed the pending release",
@@ -228,8 +260,10 @@ def sign_pending(
             )
         if len(signed) != len(md.signatures):
             raise DelegationError("the pending release carries a bad signature", where=str(path))
+        reviewed = review_pending(repo, RELEASES_ROLE, md, trust, str(path))
+        confirm(reviewed, expect_digest, str(path))
         md.sign(signer, append=True)
-        return _commit_or_wait(repo, md)
+        return dataclasses.replace(_commit_or_wait(repo, md), release=reviewed)
 
 
 def _delegate_to(targets: Targets, keys: list[SSlibKey], threshold: int) -> None:
@@ -243,6 +277,43 @@ def _delegate_to(targets: Targets, keys: list[SSlibKey], threshold: int) -> None
     role.threshold = threshold
 
 
+def _authorize_rotation(
+    repo: DiskRepository, folders: k.KeyFolders, current_keys: list[Path]
+) -> str:
+    """Who allows the releases role to change hands: a threshold of its current maintainers
+    (their private keys), or the offline root key given apart from the online ones
+    (`--root-keys`). The repository's key folder alone (targets, snapshot, timestamp: the
+    online keys) never does — PEP 480 keeps maintainer delegations from online keys."""
+    role = delegation(repo)
+    assert role is not None
+    if current_keys:
+        keyids = set()
+        for path in current_keys:
+            private = load_private_key(path)
+            keyid = SSlibKey.from_crypto(private.public_key(), scheme="ed25519").keyid
+            if keyid not in role.keyids:
+                raise RotationUnauthorized(
+                    f"key {keyid[:16]} is not a current maintainer of the releases role",
+                    where=str(path),
+                )
+            keyids.add(keyid)
+        if len(keyids) < role.threshold:
+            raise RotationUnauthorized(
+                f"{len(keyids)} of the {role.threshold} current maintainers needed",
+                where="--current-maintainer-key",
+            )
+        return f"{len(keyids)} current maintainer(s)"
+    if folders.root_override is not None:
+        root: Root = repo.current[Root.type].signed
+        for keyid in root.roles[Root.type].keyids:  # each must load: fail before writing
+            k.load_signer(folders, Root.type, root.keys[keyid])
+        return "the offline root key"
+    raise RotationUnauthorized(
+        "the online keys alone cannot change who signs releases",
+        where="repo rotate releases",
+    )
+
+
 def rotate_releases(
     repo_path: Path,
     folders: k.KeyFolders,
@@ -251,9 +322,13 @@ def rotate_releases(
     threshold: int,
     signing_keys: list[Path],
     now: datetime | None = None,
+    *,
+    current_keys: Sequence[Path] = (),
 ) -> RepoSummary:
     """New maintainer keys for the releases role (a key ceremony: `threshold` of the NEW
-    maintainers sign at once). The releases metadata is re-signed by them and the new
+    maintainers sign at once), allowed by a key that is not online: `current_keys`, a
+    threshold of the current maintainers, or the offline root key of `folders.root_override`
+    (`_authorize_rotation`). The releases metadata is re-signed by the new keys and the new
     delegation checked against it before anything is written; then targets (new delegation),
     releases, snapshot and timestamp are written in that order, so clients switch in one step.
     """
@@ -263,6 +338,7 @@ def rotate_releases(
         repo = DiskRepository.load(repo_path, folders, policy, now or now_utc())
         if delegation(repo) is None:
             raise DelegationError("this repository does not delegate releases", where="ROLE")
+        _authorize_rotation(repo, folders, list(current_keys))
         if _pending_path(repo).exists():
             raise DelegationError(
                 "a release is waiting for co-signatures: sign it before rotating",

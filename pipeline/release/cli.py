@@ -14,13 +14,22 @@ from pipeline.conformance.cli import engine_names
 from pipeline.conformance.matrix import ALL_ENGINES, Options
 from pipeline.documents.keyless import ambient_token
 from pipeline.documents.keys import dev_trusted_keys
-from pipeline.errors import EXIT_OK
+from pipeline.errors import EXIT_OK, EXIT_USAGE, PipelineError
 from pipeline.release.conformance import run_conformance
-from pipeline.release.cosign import cosign_bundle
+from pipeline.release.cosign import CoSignTrust, cosign_bundle
 from pipeline.release.steps import STEPS, Bundled, ReleaseRequest, build_from_records, run_release
+from verify.bundle.trusted_keys import TrustedKey
 from verify.shell.arguments import at_least_one
 from verify.shell.progress import progress_bar, step_lines
 from verify.shell.result import Outcome
+
+
+class ReleaseUsage(PipelineError):
+    """An option given in a way `release` does not take (argparse's own exit code)."""
+
+    error_id = "release.usage"
+    default_hint = "give every records folder after one --from-records: --from-records A B C"
+    exit_code = EXIT_USAGE
 
 
 def _shown(path: Path) -> str:
@@ -48,6 +57,13 @@ def verify_program() -> str:
         if d
     )
     return "tinyrustlm-verify" if on_path else _shown(script)
+
+
+def own_trust(done: Bundled) -> CoSignTrust:
+    """The release's own key, as the trust its keyless co-signature is verified against."""
+    public = done.key.private_key.public_key()
+    key = TrustedKey(done.key.keyid, public, done.key.key_class, done.manifest.expires_epoch)
+    return CoSignTrust({key.keyid: key}, allow_dev_key=done.key.key_class == "development")
 
 
 def verify_command(done: Bundled) -> str:
@@ -168,11 +184,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--from-records",
         nargs="+",
+        action="append",
         type=Path,
         default=None,
         metavar="DIR",
         help="assemble from lanes built elsewhere (`build --lane X --records-out DIR`) "
-        "instead of building here",
+        "instead of building here; give every folder after one --from-records",
     )
     parser.add_argument(
         "--allow-dirty",
@@ -182,6 +199,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Outcome:
+    if args.from_records and len(args.from_records) > 1:  # never keep only the last one
+        raise ReleaseUsage(
+            f"--from-records given {len(args.from_records)} times",
+            where="--from-records",
+        )
     repo_root = Path.cwd()
     request = ReleaseRequest(
         repo_root=repo_root,
@@ -197,7 +219,7 @@ def run(args: argparse.Namespace) -> Outcome:
     )
     steps = STEPS
     if args.from_records:
-        steps = replace(steps, build=build_from_records(args.from_records))
+        steps = replace(steps, build=build_from_records(args.from_records[0]))
     require: list[str] = []
     if args.conformance_require:  # checked before anything runs, not after the matrix
         require = engine_names(args.conformance_require, ALL_ENGINES, "--conformance-require")
@@ -209,6 +231,6 @@ def run(args: argparse.Namespace) -> Outcome:
     with progress_bar(args, "release") as bar:
         done = run_release(request, steps, step_lines(print, bar))
     if args.keyless:
-        cosign_bundle(done.bundle, None, keyless=True)
+        cosign_bundle(done.bundle, None, keyless=True, trust=own_trust(done))
     print(summary(done))
     return Outcome(EXIT_OK, release_result(done))

@@ -1,4 +1,4 @@
-"""`tinyrustlm-release sign BUNDLE --key PEM`: a maintainer co-signs an existing bundle.
+"""`tinyrustlm-release sign BUNDLE --key PEM --trusted-keys FILE`: a maintainer co-signs a bundle.
 
 The key's signature is added to the DSSE envelopes of manifest.sigstore.json and
 provenance.sigstore.json (the manifest and the provenance statement, byte for byte as they
@@ -8,6 +8,17 @@ else changes: not the manifest, the artifacts, the build id or the other signatu
 that already signed is refused, and so is a bundle whose SHA256SUMS or tarball does not match
 its files (re-deriving them would hide that).
 
+Nothing is co-signed unverified: before any signature is made, the bundle's bytes (as read,
+under the lock) are copied to a private folder and run through the full `verify bundle`
+(every step: signatures that verify, manifest, digests, file set, provenance, SBOM, builder
+paths, checksums, report, conformance) against the trust the maintainer gives
+(`--trusted-keys`), with every signing rule's threshold counted as 1 — a co-signature is how
+a threshold is reached, so being short of it is the one thing that may still be true. Any
+other refusal stops `sign` (`sign.unverified`) before a byte of the bundle changes. A tarball
+is no bundle folder, nor is a folder inside a bundle (`sign.not-a-bundle`, refused before the
+lock is taken): the release lock lives beside the bundle folder, never in it, so `sign` adds
+no file.
+
 `--keyless` adds manifest.keyless.sigstore.json instead (or as well): a Sigstore bundle over
 manifest.json by the CI job's ambient OIDC identity (`pipeline.documents.keyless`).
 """
@@ -15,6 +26,9 @@ manifest.json by the CI job's ambient OIDC identity (`pipeline.documents.keyless
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +49,12 @@ from verify.bundle.layout import (
     bundle_name,
     tarball_name,
 )
+from verify.bundle.report_check import Deriver
+from verify.bundle.trusted_keys import TrustedKey, TrustRoot, load_trust_root, trust_root_from_keys
+from verify.bundle.verifier import BundleVerifier, Requirements, Verdict
 from verify.errors import VerifyError
 from verify.formats.manifest import ModuleManifest
+from verify.shell.arguments import add_trust_arguments
 from verify.shell.result import Outcome
 
 
@@ -46,6 +64,7 @@ class CoSignUsage(TabledError):
     table: ClassVar[Mapping[str, str]] = {
         "sign.not-a-bundle": "sign dist/tinyrustlm-<version>/ (the folder, not the tarball)",
         "sign.no-key": "pass --key PEM or --keyless",
+        "sign.trusted-keys": "give --trusted-keys the release's trusted-keys or trust-policy file",
     }
 
 
@@ -62,12 +81,70 @@ class CoSignRefused(CheckFailed):
     )
 
 
+class CoSignUnverified(CheckFailed):
+    """The bundle, co-signed, would not pass `verify bundle` (short of a threshold aside)."""
+
+    error_id = "sign.unverified"
+    default_hint = (
+        "co-sign only what `tinyrustlm-verify bundle` accepts: run it with the same "
+        "--trusted-keys to see the failing step"
+    )
+
+
+@dataclass(frozen=True)
+class CoSignTrust:
+    """What `sign` verifies the bundle against before it adds a signature."""
+
+    root: TrustRoot | Mapping[str, TrustedKey]
+    allow_dev_key: bool = False
+    derive: Deriver | None = None  # verify's report maker (None: verify.inspect)
+
+
+def _counting_to_one(trust: TrustRoot | Mapping[str, TrustedKey]) -> TrustRoot:
+    """`trust` with every rule's threshold 1: what a bundle still waiting for co-signatures
+    must already pass (its keys, windows, revocations and key classes unchanged)."""
+    root = trust if isinstance(trust, TrustRoot) else trust_root_from_keys(trust)
+    rules = {doc: dataclasses.replace(rule, threshold=1) for doc, rule in root.rules.items()}
+    return dataclasses.replace(root, rules=rules)
+
+
+def verify_as_is(contents: Mapping[str, bytes], name: str, trust: CoSignTrust, now: int) -> Verdict:
+    """The full `verify bundle` of `contents` (bundle path -> bytes), in a private folder."""
+    with tempfile.TemporaryDirectory(prefix="tinyrustlm-sign-") as tmp:
+        folder = Path(tmp) / name
+        for rel, data in contents.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(data)
+        try:
+            verifier = BundleVerifier(_counting_to_one(trust.root), derive=trust.derive)
+            return verifier.verify(folder, Requirements(now, allow_dev_key=trust.allow_dev_key))
+        except VerifyError as exc:
+            raise CoSignUnverified(
+                f"the bundle does not pass `verify bundle`: [{exc.error_id}] {exc.message}",
+                where=f"{name}/{exc.where}" if exc.where else name,
+            ) from exc
+
+
 @dataclass(frozen=True)
 class CoSigned:
     bundle: Path
     keyid: str  # "" when only a keyless signature was added
     signers: dict[str, tuple[str, ...]]  # signature file -> keyids now on it
     rewritten: tuple[str, ...]  # the files whose bytes changed
+
+
+def _require_bundle_folder(bundle: Path) -> None:
+    """`bundle` is a bundle folder (not a tarball, not a folder inside a bundle), so the
+    release lock `sign` holds in its parent lands beside it."""
+    inside = next((p for p in bundle.parents if (p / MANIFEST).is_file()), None)
+    if bundle.is_symlink() or not bundle.is_dir() or inside is not None:
+        raise CoSignUsage(
+            "not a bundle folder"
+            + (f" (it is inside the bundle {inside})" if inside is not None else ""),
+            where=str(bundle),
+            hint="sign dist/tinyrustlm-<version>/ (the folder, not the tarball)",
+            error_id="sign.not-a-bundle",
+        )
 
 
 def _read_folder(bundle: Path) -> dict[str, bytes]:
@@ -97,7 +174,11 @@ def _manifest(files: dict[str, bytes], bundle: Path) -> ModuleManifest:
         ) from None
 
 
-def cosign_bundle(bundle: Path, key_path: Path | None, keyless: bool = False) -> CoSigned:
+def cosign_bundle(
+    bundle: Path, key_path: Path | None, keyless: bool = False, *, trust: CoSignTrust
+) -> CoSigned:
+    """Add `key_path`'s signature (and/or a keyless one) to `bundle`, only if the bundle so
+    signed passes `verify bundle` against `trust` (thresholds counted as 1)."""
     if key_path is None and not keyless:
         raise CoSignUsage(
             "nothing to sign with",
@@ -105,6 +186,7 @@ def cosign_bundle(bundle: Path, key_path: Path | None, keyless: bool = False) ->
             hint="pass --key or --keyless",
             error_id="sign.no-key",
         )
+    _require_bundle_folder(bundle)  # before the lock: its file goes beside the folder, never in
     key = None if key_path is None else load_private_key(key_path)
     keyid = "" if key is None else keyid_of(key.public_key())
     dist = bundle.parent
@@ -130,6 +212,7 @@ def cosign_bundle(bundle: Path, key_path: Path | None, keyless: bool = False) ->
                 where=str(bundle / differs[0]),
                 hint="co-sign only a bundle `tinyrustlm-verify bundle` accepts",
             )
+        verify_as_is(files, bundle.name, trust, int(time.time()))  # before anything is signed
         signers: dict[str, tuple[str, ...]] = {}
         if keyless:
             if KEYLESS_SIGNATURE in files:
@@ -174,6 +257,11 @@ def cosign_bundle(bundle: Path, key_path: Path | None, keyless: bool = False) ->
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, help="the bundle folder, dist/tinyrustlm-<version>")
+    add_trust_arguments(
+        parser,
+        "the bundle, with your signature, must pass `verify bundle` against it (every rule's "
+        "threshold counted as 1) before anything is signed",
+    )
     parser.add_argument(
         "--key", type=Path, default=None, help="your Ed25519 private key PEM (`keygen`)"
     )
@@ -186,7 +274,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Outcome:
-    done = cosign_bundle(args.bundle, args.key, args.keyless)
+    _require_bundle_folder(args.bundle)
+    try:
+        root = load_trust_root(args.trusted_keys)
+    except VerifyError as exc:
+        raise CoSignUsage(
+            f"unreadable trusted keys: [{exc.error_id}] {exc.message}",
+            where=exc.where or str(args.trusted_keys),
+            error_id="sign.trusted-keys",
+        ) from exc
+    trust = CoSignTrust(root, allow_dev_key=args.allow_dev_key)
+    done = cosign_bundle(args.bundle, args.key, args.keyless, trust=trust)
     with_what = f"key {done.keyid}" if done.keyid else "nothing"
     print(f"co-signed  {done.bundle} with {with_what}{' + keyless' if args.keyless else ''}")
     for name, keyids in done.signers.items():

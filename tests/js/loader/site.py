@@ -27,7 +27,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pipeline.documents.keys import generate_key_files, load_private_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
 from pipeline.documents.trust_policy import trust_policy
-from pipeline.release.cosign import cosign_bundle
+from pipeline.release.cosign import CoSignTrust, cosign_bundle
+from verify.bundle.trusted_keys import load_trust_root
 from verify.canonical import canonical_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
 
@@ -192,7 +193,8 @@ def cosigned(root: Path, bundle: Path, dev_trusted: Path, other_trusted: Path) -
     second = generate_key_files(keys, "codev", "development")
     copy = root.parent / f"{root.name}-dist" / bundle.name
     shutil.copytree(bundle, copy)
-    cosign_bundle(copy, second.private_pem)
+    trust = CoSignTrust(load_trust_root(dev_trusted), allow_dev_key=True)
+    cosign_bundle(copy, second.private_pem, trust=trust)
     link_tree(copy, root / "v" / "cosigned")
     (root / "keys").mkdir(exist_ok=True)
     both = [dev_trusted, second.trusted_keys]

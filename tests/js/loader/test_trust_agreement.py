@@ -26,7 +26,8 @@ import pytest
 from pipeline.cli import main as release_main
 from pipeline.documents.keys import load_private_key
 from pipeline.documents.sign import sign_envelope
-from tests.harness.release import Harness
+from pipeline.release.cosign import CoSignTrust, cosign_bundle
+from tests.harness.release import Harness, fake_report
 from tests.js.loader.trust_table import (
     ACCEPTED,
     CASES,
@@ -38,7 +39,7 @@ from tests.js.loader.trust_table import (
 )
 from verify.bundle.dsse import Envelope, parse_sigstore_bundle, sigstore_bundle_json
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
-from verify.bundle.trusted_keys import check_envelope, trust_root_of
+from verify.bundle.trusted_keys import check_envelope, load_trust_root, trust_root_of
 from verify.canonical import canonical_json
 from verify.errors import VerifyError
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
@@ -98,7 +99,9 @@ def material(pristine: tuple[Harness, Path], tmp_path_factory: pytest.TempPathFa
         keys[name] = Key(private, entry["keyid"], entry)
     copy = tmp / "dist" / bundle.name
     shutil.copytree(bundle, copy)
-    assert release_main(["sign", str(copy), "--key", str(keys["bob"].private_pem)]) == 0
+    # as `sign` does it, verified first (the harness's fake native binary: its fake report)
+    trust = CoSignTrust(load_trust_root(files["alice"][1]), True, derive=fake_report)
+    cosign_bundle(copy, keys["bob"].private_pem, trust=trust)
     manifest = (bundle / MANIFEST).read_bytes()
     development = json.loads(manifest)
     development["key_class"] = "development"

@@ -176,14 +176,16 @@ def test_node_a_cosigned_bundle_under_a_trust_policy(
     from pipeline.conformance.trust import check_signed_manifest, load_trust
     from pipeline.documents.keys import generate_key_files
     from pipeline.documents.trust_policy import trust_policy
-    from pipeline.release.cosign import cosign_bundle
+    from pipeline.release.cosign import CoSignTrust, cosign_bundle
+    from verify.bundle.trusted_keys import load_trust_root
 
     bundle, dev_keys = conformance_bundle
     copy = tmp_path / "dist" / bundle.name
     shutil.copytree(bundle, copy)
     second = generate_key_files(tmp_path / "keys", "codev", "development")
     third = generate_key_files(tmp_path / "keys", "third", "release")
-    cosign_bundle(copy, second.private_pem)
+    cosigning = CoSignTrust(load_trust_root(dev_keys), allow_dev_key=True)
+    cosign_bundle(copy, second.private_pem, trust=cosigning)
     policies = {}
     for threshold, keys in ((2, [dev_keys, second.trusted_keys]),
                             (3, [dev_keys, second.trusted_keys, third.trusted_keys])):  # fmt: skip

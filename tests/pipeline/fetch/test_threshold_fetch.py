@@ -13,7 +13,7 @@ import pytest
 from pipeline.documents.keys import generate_key_files
 from pipeline.documents.trust_policy import trust_policy
 from pipeline.publish.publish import publish_bundle
-from pipeline.release.cosign import cosign_bundle
+from pipeline.release.cosign import CoSignTrust, cosign_bundle
 from pipeline.tuf import errors as e
 from tests.harness.release import fake_report
 from tests.harness.tuf import OLD, World, entries
@@ -25,6 +25,10 @@ def _two_of_two(world: World, tmp: Path) -> tuple[Path, Path]:
     policy = tmp / "two.trusted-keys.json"
     policy.write_bytes(trust_policy([world.bundles.trusted_keys, bob.trusted_keys], 2, []))
     return policy, bob.private_pem
+
+
+def _trust(world: World) -> CoSignTrust:
+    return CoSignTrust(world.bundles.trusted(), derive=fake_report)
 
 
 def test_fetch_refuses_a_release_below_the_threshold(world: World, tmp_path: Path) -> None:
@@ -39,7 +43,7 @@ def test_fetch_accepts_the_cosigned_release(world: World, tmp_path: Path) -> Non
     policy, bob = _two_of_two(world, tmp_path)
     bundle = tmp_path / "dist" / world.bundles.paths[OLD].name
     shutil.copytree(world.bundles.paths[OLD], bundle)
-    cosign_bundle(bundle, bob)
+    cosign_bundle(bundle, bob, trust=_trust(world))
     world.publish(bundle)  # publish verifies against the v1 file: the release key alone
     done = world.fetch(trusted_keys=policy)
     assert done.verdict.version == OLD and len(done.verdict.keyids) == 2
@@ -57,7 +61,7 @@ def test_publish_refuses_a_release_below_the_threshold(world: World, tmp_path: P
     assert entries(world.repo) == before  # nothing written
     bundle = tmp_path / "dist" / world.bundles.paths[OLD].name
     shutil.copytree(world.bundles.paths[OLD], bundle)
-    cosign_bundle(bundle, bob)
+    cosign_bundle(bundle, bob, trust=_trust(world))
     published = publish_bundle(
         bundle, world.repo, world.keys, load_trust_root(policy), world.policy, derive=fake_report
     )

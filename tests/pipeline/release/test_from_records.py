@@ -20,7 +20,11 @@ from typing import Any
 import pytest
 import tomli_w
 
+from pipeline.cli import main as release_main
+from pipeline.errors import EXIT_USAGE
+from pipeline.lanebuild.agreement import planned_run
 from pipeline.lanebuild.handoff import RECORD_ERRORS, RecordRefused, import_records, tree_inputs
+from pipeline.lanebuild.smoke import engine_names
 from pipeline.release.steps import build_from_records
 from pipeline.tree.snapshot import read_tree
 from tests.harness.release import LANES, REPO_ROOT, Harness, tiny_wasm
@@ -72,7 +76,9 @@ def _write_folder(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
     ).stdout.strip()
     lock_sha = hashlib.sha256((repo / "toolchain.lock").read_bytes()).hexdigest()
-    inputs = tree_inputs(read_tree(repo))
+    tree = read_tree(repo)
+    inputs = tree_inputs(tree)
+    plans = {lane.id: (lane, planned_run(tree, lane)) for lane in tree.lanes.lane}
     index: Doc = {
         "schema": "tinyrustlm.build-index.v1",
         "source_revision": revision,
@@ -90,14 +96,16 @@ def _write_folder(
         name += ".wasm" if kind == "wasm" else ""
         (folder / lane).mkdir(parents=True)
         (folder / lane / name).write_bytes(data)
-        smoke = {"status": "pass", "engine": "fake-engine 1.0", "detail": ""}
+        entry, plan = plans[lane]
+        smoke = {"status": "pass", "engine": engine_names(entry.smoke)[0], "detail": ""}
         record: Doc = {
             "schema": "tinyrustlm.build-record.v1",
             "lane": lane,
             "target": target,
             "kind": kind,
-            "argv": ["/usr/bin/cargo", "build", "--target", target],
-            "env": {"HOME": "$WORKSPACE/build/.scratch/home"},
+            "argv": plan.argv,  # the build plan, as every builder of this tree records it
+            "post_link_argv": plan.post_link,
+            "env": plan.env,
             "source_date_epoch": harness.commit_time,
             "inputs": inputs[lane].model_dump(mode="json"),
             "output": {"path": f"build/{lane}/{name}", "sha256": sha, "size": len(data)},
@@ -180,6 +188,123 @@ REFUSALS: dict[str, tuple[Callable[[Doc, Doc], None], str, str]] = {
         "records.lane-mismatch",
     ),
 }
+
+
+def _each_entry(field: str, value: Any) -> Callable[[Doc, Doc], None]:
+    def edit(index: Doc, record: Doc) -> None:
+        for entry in index["lanes"]:
+            entry[field] = value
+
+    return edit
+
+
+def _add_flag(index: Doc, record: Doc) -> None:
+    record["argv"] = [*record["argv"], "--features=backdoor"]
+
+
+def _add_variable(index: Doc, record: Doc) -> None:
+    record["env"] = {**record["env"], "RUSTC_WRAPPER": "/usr/bin/env"}
+
+
+def _change_rustflags(index: Doc, record: Doc) -> None:
+    flags = record["env"]["CARGO_ENCODED_RUSTFLAGS"]
+    record["env"] = {**record["env"], "CARGO_ENCODED_RUSTFLAGS": flags + "\x1f-Cdebuginfo=2"}
+
+
+def _smoke_engine(engine: str, *, index: bool, record: bool) -> Callable[[Doc, Doc], None]:
+    def edit(index_doc: Doc, record_doc: Doc) -> None:
+        if index:
+            for entry in index_doc["lanes"]:
+                entry["smoke"] = {**entry["smoke"], "engine": engine}
+        if record:
+            record_doc["smoke"] = {**record_doc["smoke"], "engine": engine}
+
+    return edit
+
+
+def _grow_index_size(index: Doc, record: Doc) -> None:
+    for entry in index["lanes"]:
+        entry["size"] = record["output"]["size"] + 1 if entry["lane"] == record["lane"] else 0
+
+
+# issue 36: everything the release signs about a lane agrees with lanes.toml, the build plan
+# and the bytes. name -> (edit of every lane of one folder, expected message, its error id)
+DISAGREEMENTS: dict[str, tuple[Callable[[Doc, Doc], None], str, str]] = {
+    "argv gains a flag": (_add_flag, "adds '--features=backdoor'", "records.plan"),
+    "env gains a variable": (_add_variable, "adds RUSTC_WRAPPER", "records.plan"),
+    "rustflags gain a flag": (
+        _change_rustflags,
+        "sets CARGO_ENCODED_RUSTFLAGS otherwise",
+        "records.plan",
+    ),
+    "post-link step dropped": (
+        _set("record", "post_link_argv", value=[]),
+        "post-link commands are not the build plan's",
+        "records.plan",
+    ),
+    "index kind": (_each_entry("kind", "native"), "the index says kind", "records.lanes-toml"),
+    "index target": (
+        _each_entry("target", "wasm32-wasip1"),
+        "the index says target 'wasm32-wasip1'",
+        "records.lanes-toml",
+    ),
+    "record target": (
+        _set("record", "target", value="wasm32-wasip1"),
+        "the record says target",
+        "records.lanes-toml",
+    ),
+    "record epoch": (
+        _set("record", "source_date_epoch", value=1),
+        "SOURCE_DATE_EPOCH",
+        "records.epoch",
+    ),
+    "index smoke names another engine": (
+        _smoke_engine("qemu-aarch64-static", index=True, record=False),
+        "the index says smoke pass (qemu-aarch64-static)",
+        "records.smoke",
+    ),
+    "index and record name another engine": (
+        _smoke_engine("node worker_threads x2", index=True, record=True),
+        "names engine 'node worker_threads x2'",
+        "records.smoke",
+    ),
+    "record output path": (
+        _set("record", "output", "path", value="build/elsewhere/runtime.wasm"),
+        "the build names it 'build/scalar-wasm32/runtime.scalar-wasm32.",
+        "records.artifact-name",
+    ),
+    "index size": (_grow_index_size, "the index says", "records.digest"),
+}
+
+
+@pytest.mark.parametrize(
+    ("edit", "message", "error_id"), DISAGREEMENTS.values(), ids=DISAGREEMENTS.keys()
+)
+def test_a_claim_the_tree_does_not_make_is_refused(
+    harness: Harness, edit: Callable[[Doc, Doc], None], message: str, error_id: str
+) -> None:
+    _prepare(harness)
+    folder = _write_folder(harness, harness.tmp / "machine", WASM + NATIVE, edit)
+    with pytest.raises(RecordRefused) as info:
+        _release_from(harness, folder)
+    assert info.value.error_id == error_id, info.value.diagnostics()
+    assert message in info.value.message, info.value.diagnostics()
+    assert not (harness.tmp / "dist").exists() or not list((harness.tmp / "dist").glob("t*"))
+
+
+def test_the_expected_record_is_the_build_plan(harness: Harness) -> None:
+    """The control: records stating exactly the plan (as `build` writes them) are accepted,
+    and the plan names the pinned compiler, the lane's target and its rustflags."""
+    _prepare(harness)
+    tree = read_tree(harness.repo)
+    for lane in tree.lanes.lane:
+        plan = planned_run(tree, lane)
+        assert plan.argv[0] == tree.lock.rustc.cargo and plan.argv[-1] == lane.target
+        assert plan.env["SOURCE_DATE_EPOCH"] == str(harness.commit_time)
+        assert all(flag in plan.env["CARGO_ENCODED_RUSTFLAGS"] for flag in lane.rustflags)
+        assert str(harness.repo) not in repr(plan)  # builder paths are placeholders
+    folder = _write_folder(harness, harness.tmp / "machine", WASM + NATIVE)
+    assert _import(harness, folder) == [lane for lane, _, _ in LANES]
 
 
 def _release_from(harness: Harness, *folders: Path) -> Path:
@@ -326,3 +451,13 @@ def test_a_link_in_a_records_folder_is_refused(
 
 def test_every_records_refusal_has_an_id_and_a_hint() -> None:
     assert RECORD_ERRORS and all(i.startswith("records.") and h for i, h in RECORD_ERRORS.items())
+
+
+def test_from_records_given_twice_is_refused_before_anything_runs(
+    harness: Harness, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeating the option used to keep only the last folder list, silently."""
+    monkeypatch.chdir(harness.tmp)  # no tree here: any step that ran would fail otherwise
+    code = release_main(["release", "--from-records", "a", "b", "--from-records", "c"])
+    assert code == EXIT_USAGE
+    assert "error[release.usage]: --from-records given 2 times" in capsys.readouterr().err

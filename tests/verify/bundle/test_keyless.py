@@ -143,7 +143,8 @@ def test_keyless_signing_without_an_ambient_credential_is_a_clear_error(
     bundle = tmp_path / "dist" / pristine[1].name
     shutil.copytree(pristine[1], bundle)
     before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
-    assert release_main(["sign", str(bundle), "--keyless"]) == 3
+    trust = ["--trusted-keys", str(pristine[0].trusted), "--allow-dev-key"]
+    assert release_main(["sign", str(bundle), "--keyless", *trust]) == 3
     err = capsys.readouterr().err
     assert err.startswith("error[keyless.unavailable]: no ambient OIDC credential")
     assert "id-token: write" in err
