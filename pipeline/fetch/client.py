@@ -23,7 +23,6 @@ next one.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -34,7 +33,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
 from pydantic import TypeAdapter, ValidationError
 from tuf.api import exceptions as tuf_errors
 from tuf.api.metadata import Metadata, Snapshot, Targets
@@ -42,6 +40,7 @@ from tuf.api.serialization import DeserializationError
 from tuf.ngclient import Updater, UpdaterConfig
 
 from pipeline.fetch.state import FetchState
+from pipeline.fetch.statedir import migrate_legacy_state
 from pipeline.io.atomic import fsync_dir, write_atomic
 from pipeline.io.lock import hold_lock
 from pipeline.io.swap import ExchangeUnsupported, exchange, fault_point
@@ -93,13 +92,6 @@ class Fetched:
     verdict: Verdict
     state: Path
     up_to_date: bool = False  # the release was already there and verified: nothing downloaded
-
-
-def default_state_folder(url: str) -> Path:
-    """A per-user cache folder keyed by the repository URL (platformdirs: $XDG_CACHE_HOME or
-    ~/.cache on Linux, the platform's own cache folder elsewhere)."""
-    key = hashlib.sha256(url.rstrip("/").encode("utf-8")).hexdigest()[:16]
-    return Path(platformdirs.user_cache_dir("tinyrustlm-release")) / "fetch" / key
 
 
 # python-tuf exception -> our class; the first match wins (subclasses before their bases).
@@ -419,7 +411,7 @@ def fetch_release(
     url = request.url.rstrip("/")
     root_bytes = _read_root(request.root)
     trusted = _trusted_keys(request.trusted_keys)
-    state_dir = request.state or default_state_folder(url)
+    state_dir = request.state or migrate_legacy_state(url, tell)
     metadata_dir = state_dir / TUF_METADATA_DIR
     _writable_folder(metadata_dir, e.StateInvalid, "--state")
     _writable_folder(request.out, e.OutputInvalid, "--out")
