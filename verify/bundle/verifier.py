@@ -356,11 +356,11 @@ def _check_manifest(state: _State, now: int, version_floor: str | None) -> str:
 def _check_version_floor(version: str, floor: str) -> None:
     have, least = version_key(version), version_key(floor)
     if least is None:
-        raise ValueError(f"--not-before-version {floor!r} is not a PEP 440 version")
+        raise ValueError(f"--not-before-version {floor!r} is not a release version")
     where = f"{MANIFEST}: version"
     if have is None:
         raise e.VersionBelowFloor(
-            f"version {version!r} is not a PEP 440 version: cannot compare it to {floor}",
+            f"version {version!r} is not a release version: cannot compare it to {floor}",
             where=where,
         )
     if have < least:
@@ -661,11 +661,12 @@ def verify_bundle(
 
     `trusted`: the trust root (its signing policy), or bare keys (v1 rule: threshold 1, and
     `one_signer` is "one-key", see `verify.bundle.trusted_keys`); `version_floor`:
-    refuse a manifest version below it (PEP 440; a bad floor is a ValueError);
+    refuse a manifest version below it (the order of verify/formats/release_version.py; a bad
+    floor is a ValueError);
     `rebuilds`: step 14's K-of-N rebuild policy (None: not required); `keyless`: a Sigstore
     identity that must also have signed manifest.json (else the trust root's, if any)."""
     if version_floor is not None and version_key(version_floor) is None:
-        raise ValueError(f"version floor {version_floor!r} is not a PEP 440 version")
+        raise ValueError(f"version floor {version_floor!r} is not a release version")
     root = trusted if isinstance(trusted, TrustRoot) else trust_root_from_keys(trusted, one_signer)
     results: list[StepResult] = []
 

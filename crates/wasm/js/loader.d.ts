@@ -143,7 +143,7 @@ export interface LoadOptions {
   pageUrl?: string | URL;
   /** Count signatures by development keys (a local trial build). */
   allowDevKey?: boolean;
-  /** Refuse (`Rollback`) a release older than this major.minor.patch. */
+  /** Refuse (`Rollback`) a release older than this release version (MAJOR.MINOR.PATCH, optionally aN, bN or rcN). */
   minVersion?: string | null;
   /** Accept a release older than minVersion or the newest accepted before. */
   allowDowngrade?: boolean;
