@@ -9,7 +9,7 @@
 //   again, a failed write (quota) is reported and the network copy used.
 import { isNode, sha256Hex } from './host.js';
 import { LoaderError } from './errors.js';
-import { Sha256 } from './sha256.js';
+import { Sha256, sha256SelfCheck } from './sha256.js';
 
 /** Bounds of the files whose size nothing signed states (a manifest is a few KB). */
 export const MANIFEST_CAP = 4 << 20;
@@ -87,6 +87,15 @@ function tooLarge(what, url, limit, seen) {
   return new LoaderError('BoundExceeded', `${what} ${url} is larger than its bound of ${limit} bytes (${seen} seen); the download was stopped there`, { url: String(url), limit });
 }
 
+/** Refuses (`HashSelfCheck`) when the streaming SHA-256 disagrees with crypto.subtle.digest. */
+export async function streamingHashChecked() {
+  try {
+    return await sha256SelfCheck();
+  } catch (e) {
+    throw new LoaderError('HashSelfCheck', `${e.message}: no streamed hash can be trusted in this engine`);
+  }
+}
+
 /**
  * Reads `source` to its end, at most `limit` bytes in all; `sink(chunk, at)` gets every chunk
  * (by default they are gathered and returned). `start` bytes (hashed into `hash`) were consumed
@@ -95,6 +104,12 @@ function tooLarge(what, url, limit, seen) {
  * start), sha256 }.
  */
 export async function drain(o, source, { what, url, limit, phase, total = null, sink = null, start = 0, hash = new Sha256() }) {
+  try {
+    await streamingHashChecked();
+  } catch (e) {
+    source.cancel();
+    throw e;
+  }
   // source.length (Content-Length) counts the whole body, the `start` bytes read before included
   if (source.length !== null && source.length > limit) {
     source.cancel();

@@ -10,6 +10,7 @@ export type LoaderErrorCode =
   | 'BoundExceeded'
   | 'TrustedKeysInvalid'
   | 'CryptoUnsupported'
+  | 'HashSelfCheck'
   | 'MalformedSignature'
   | 'WrongPayloadType'
   | 'UntrustedKey'
