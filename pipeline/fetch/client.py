@@ -10,7 +10,8 @@
    it passes `verify bundle`), stop: "up to date", nothing downloaded. Otherwise it is replaced
    only with --force; a link or a file in its place is refused, never followed.
 5. Download every target of that release into a hidden folder under --out; the Updater checks
-   each one's signed length (no endless downloads) and SHA-256.
+   each one's signed length (no endless downloads) and SHA-256. Every request is retried with
+   backoff, and a body that breaks off is resumed by range (pipeline/fetch/retrying.py).
 6. Run the full `verify bundle` on it; it must be the version and build id the metadata says.
 7. Make native binaries executable, fsync, and move the folder to --out/tinyrustlm-<version>/
    in one step: a rename, or (--force over an old bundle) an atomic exchange, so the name never
@@ -39,6 +40,7 @@ from tuf.api.metadata import Metadata, Snapshot, Targets
 from tuf.api.serialization import DeserializationError
 from tuf.ngclient import Updater, UpdaterConfig
 
+from pipeline.fetch.retrying import RetryingFetcher
 from pipeline.fetch.state import FetchState
 from pipeline.fetch.statedir import migrate_legacy_state
 from pipeline.io.atomic import fsync_dir, write_atomic
@@ -424,6 +426,7 @@ def fetch_release(
                 metadata_base_url=f"{url}/metadata/",
                 target_base_url=f"{url}/targets/",
                 config=UpdaterConfig(app_user_agent="tinyrustlm-release"),
+                fetcher=RetryingFetcher(app_user_agent="tinyrustlm-release"),
                 bootstrap=root_bytes,
             )
             updater.refresh()
