@@ -83,6 +83,112 @@ export async function open(o, url, what) {
   return responseSource(response);
 }
 
+// ---- the model download: retried with backoff, resumed by range ----------------------------
+
+/**
+ * How often and how patiently the model download is tried (issue 36): at most `attempts` tries
+ * in all (the first, every retry and every resume); before try n+1 a wait of
+ * min(firstWaitMs * 2^(n-1), maxWaitMs). Retried: a fetch that throws (the network), HTTP 408,
+ * 429 and 5xx, a body that breaks off or ends before the model's declared size.
+ */
+export const MODEL_RETRY = Object.freeze({ attempts: 4, firstWaitMs: 250, maxWaitMs: 4000 });
+const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+
+class Attempt extends Error {
+  constructor(error, retry) {
+    super(error.message);
+    this.error = error; // the LoaderError to throw when no try is left
+    this.retry = retry;
+  }
+}
+
+/** One try at `url` from byte `start`: { source, skip } (skip: bytes a 200 answer repeats). */
+async function openFrom(o, url, what, start) {
+  const detail = { url: String(url) };
+  let response;
+  try {
+    response = start > 0 ? await o.fetch(url, { headers: { Range: `bytes=${start}-` } }) : await o.fetch(url);
+  } catch (e) {
+    throw new Attempt(new LoaderError('FetchFailed', `${what} ${url}: ${e.message || e}`, detail), true);
+  }
+  if (!response.ok) {
+    const error = new LoaderError('FetchFailed', `${what} ${url}: HTTP ${response.status}`, { ...detail, status: response.status });
+    if (response.body) response.body.cancel().catch(() => {});
+    throw new Attempt(error, RETRY_STATUSES.has(response.status));
+  }
+  if (start > 0 && response.status === 206) {
+    const range = (response.headers && response.headers.get('content-range')) || '';
+    const m = /^bytes (\d+)-\d+\/(\d+|\*)$/.exec(range.trim());
+    if (!m || Number(m[1]) !== start) {
+      if (response.body) response.body.cancel().catch(() => {});
+      throw new Attempt(new LoaderError('FetchFailed', `${what} ${url}: asked for bytes ${start}- and got ${JSON.stringify(range)}`, detail), false);
+    }
+    return { source: responseSource(response), skip: 0 };
+  }
+  return { source: responseSource(response), skip: start }; // a server without ranges: from 0
+}
+
+/**
+ * Opens `url` like `open`, as a Source that retries with backoff (MODEL_RETRY) and, when the
+ * body breaks off or ends before `size` bytes, asks for the rest (`Range: bytes=N-`) and goes
+ * on. It trusts nothing: every byte it yields is hashed by the caller against the expected
+ * SHA-256, as before; once no try is left, an early end ends the Source (the hash refuses it).
+ */
+export async function openResumable(o, url, what, size, sleep = (ms) => new Promise((r) => setTimeout(r, ms))) {
+  if (isNode && url.protocol === 'file:' && o.fetch === defaultFetch) return open(o, url, what);
+  let failures = 0;
+  const failed = async (attempt) => {
+    failures++;
+    if (!attempt.retry || failures >= MODEL_RETRY.attempts) throw attempt.error;
+    await sleep(Math.min(MODEL_RETRY.firstWaitMs * 2 ** (failures - 1), MODEL_RETRY.maxWaitMs));
+  };
+  const tryFrom = async (start) => {
+    for (;;) {
+      try {
+        return await openFrom(o, url, what, start);
+      } catch (e) {
+        if (!(e instanceof Attempt)) throw e;
+        await failed(e);
+      }
+    }
+  };
+  let { source, skip } = await tryFrom(0);
+  let received = 0;
+  return {
+    length: source.length,
+    cancel: () => source.cancel(),
+    async read() {
+      for (;;) {
+        let step = null;
+        let broke = null;
+        try {
+          step = await source.read();
+        } catch (e) {
+          broke = e;
+        }
+        if (step && !step.done) {
+          let chunk = step.value;
+          if (skip > 0) {
+            const dropped = Math.min(skip, chunk.length);
+            chunk = chunk.subarray(dropped);
+            skip -= dropped;
+            if (chunk.length === 0) continue;
+          }
+          received += chunk.length;
+          return { done: false, value: chunk };
+        }
+        if (step && (size === null || received >= size)) return { done: true };
+        source.cancel();
+        const why = broke ? `: ${broke.message || broke}` : ` of ${size}`;
+        const attempt = new Attempt(new LoaderError('FetchFailed', `${what} ${url}: broke off after ${received} bytes${why}`, { url: String(url) }), true);
+        if (!broke && failures + 1 >= MODEL_RETRY.attempts) return { done: true }; // short: the hash says so
+        await failed(attempt);
+        ({ source, skip } = await tryFrom(received));
+      }
+    },
+  };
+}
+
 function tooLarge(what, url, limit, seen) {
   return new LoaderError('BoundExceeded', `${what} ${url} is larger than its bound of ${limit} bytes (${seen} seen); the download was stopped there`, { url: String(url), limit });
 }

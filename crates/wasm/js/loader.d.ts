@@ -175,7 +175,8 @@ export interface LoadOptions {
   selfTestMs?: number;
   /** Threads lane: the worker entry (default: js/worker.js). */
   workerUrl?: string | URL;
-  fetch?: (url: URL) => Promise<Response>;
+  /** The fetch used for every download (default: the platform's); the model download passes `{ headers: { Range } }` when it resumes a body that broke off (a fetch that ignores it answers from byte 0, which is skipped). */
+  fetch?: (url: URL, init?: { headers?: Record<string, string> }) => Promise<Response>;
   /** The clock (epoch seconds) for expiry and key-window checks. */
   now?: number;
 }

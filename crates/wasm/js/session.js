@@ -8,7 +8,7 @@ import {
 import { KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS } from './constants.js';
 import { LoaderError, LaneFailure, stats } from './errors.js';
 import { isolated } from './choice.js';
-import { drain, fetchSigned, fromStore, memoryStream, open, storeQuietly, streamingHashChecked } from './fetch.js';
+import { drain, fetchSigned, fromStore, memoryStream, openResumable, storeQuietly, streamingHashChecked } from './fetch.js';
 import { Sha256 } from './sha256.js';
 
 /** Memory bound of a lane whose module owns its memory (scalar, simd128), unless overridden. */
@@ -231,7 +231,7 @@ async function modelSource(o, store, model) {
     if (source) return source;
     model.record.cache = 'miss';
   }
-  return open(o, model.url, 'model');
+  return openResumable(o, model.url, 'model', model.size);
 }
 
 /** Reads from `source` until `n` bytes are buffered (a small head; the rest stays in the source). */
