@@ -4,6 +4,7 @@ was not `pass` or a damaged verdict file runs the self-test again."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -51,9 +52,9 @@ def _twice(
     result, reused = smoke_once(
         tmp_path,
         given["sha"],
-        given["runner"],
+        given["runner"],  # type: ignore[arg-type]
         given["identity"],
-        runs,  # type: ignore[arg-type]
+        runs,
     )
     assert result == PASS
     return runs.count, reused
@@ -152,5 +153,5 @@ def test_the_wasmtime_runner_is_its_installed_wheel(
     lock: ToolchainLock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = runner_identity("wasmtime-simd128", lock, REPO_ROOT)
-    monkeypatch.setattr(smoke_reuse.metadata, "version", lambda name: "0.0.1")
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.0.1")
     assert runner_identity("wasmtime-simd128", lock, REPO_ROOT) != before
