@@ -45,10 +45,12 @@ LOCKED_TOOL: dict[SmokeRunner, str | None] = {
     "qemu-aarch64": "qemu-aarch64-static",
     "wine64": "wine64",
 }
-# runner -> the repository files it runs besides the artifact (their digests are its identity)
+# runner -> the repository files it runs besides the artifact (their digests are its identity);
+# every runner also runs pipeline/lanebuild/smoke.py (RUNNER_CODE), which decides pass or fail
+RUNNER_CODE = "pipeline/lanebuild/smoke.py"
 HARNESS: dict[SmokeRunner, tuple[str, ...]] = {
-    "wasmtime-mvp": ("pipeline/lanebuild/smoke_wasmtime.py",),
-    "wasmtime-simd128": ("pipeline/lanebuild/smoke_wasmtime.py",),
+    "wasmtime-mvp": ("pipeline/lanebuild/smoke_wasmtime.py", "pipeline/wasmhost.py"),
+    "wasmtime-simd128": ("pipeline/lanebuild/smoke_wasmtime.py", "pipeline/wasmhost.py"),
     "node-workers": (
         "crates/wasm/js/selftest.mjs",
         "crates/wasm/js/host.js",
@@ -82,7 +84,7 @@ def runner_identity(runner: SmokeRunner, lock: ToolchainLock, repo_root: Path) -
             parts.append("wasmtime-py missing")
     else:
         parts.append(f"host {platform.system()} {platform.machine()} {platform.release()}")
-    for rel in HARNESS[runner]:
+    for rel in (RUNNER_CODE, *HARNESS[runner]):
         path = repo_root / rel
         digest = sha256_file(path)[:16] if path.is_file() else "missing"
         parts.append(f"{rel}@{digest}")

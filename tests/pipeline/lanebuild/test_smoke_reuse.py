@@ -139,7 +139,7 @@ def test_a_runner_pinned_at_another_version_is_another_runner(
 
 
 def test_the_node_runners_harness_files_are_part_of_it(lock: ToolchainLock, tmp_path: Path) -> None:
-    for rel in smoke_reuse.HARNESS["node-workers"]:
+    for rel in (smoke_reuse.RUNNER_CODE, *smoke_reuse.HARNESS["node-workers"]):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / rel, tmp_path / rel)
     before = runner_identity("node-workers", lock, tmp_path)
@@ -155,3 +155,17 @@ def test_the_wasmtime_runner_is_its_installed_wheel(
     before = runner_identity("wasmtime-simd128", lock, REPO_ROOT)
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.0.1")
     assert runner_identity("wasmtime-simd128", lock, REPO_ROOT) != before
+
+
+@pytest.mark.parametrize("runner", ["wine64", "native", "wasmtime-mvp"])
+def test_the_smoke_code_itself_is_part_of_every_runner(
+    lock: ToolchainLock, tmp_path: Path, runner: str
+) -> None:
+    files = (smoke_reuse.RUNNER_CODE, *smoke_reuse.HARNESS[runner])  # type: ignore[index]
+    for rel in files:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO_ROOT / rel, tmp_path / rel)
+    before = runner_identity(runner, lock, tmp_path)  # type: ignore[arg-type]
+    with (tmp_path / smoke_reuse.RUNNER_CODE).open("a") as f:
+        f.write("# changed\n")
+    assert runner_identity(runner, lock, tmp_path) != before  # type: ignore[arg-type]
