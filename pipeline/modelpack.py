@@ -398,7 +398,9 @@ def q8_weight_bytes(preset: Preset) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--preset", choices=sorted(PRESETS), required=True)
+    parser.add_argument(
+        "--preset", choices=sorted(PRESETS), required=True, help="the model's shape preset"
+    )
     parser.add_argument("--seed", type=int, default=7, help="0 <= seed < 2^32 (default 7)")
     parser.add_argument("--out", type=Path, required=True, help="model file to write")
 

@@ -3,9 +3,11 @@
 Serves a release bundle and the example page (examples/browser/) on 127.0.0.1 so the loader
 can be tried in a browser: the page at `/`, the bundle under `/bundle/`, the model at
 `/model.trlm` and `/config.json` telling the page its trusted keys, whether the development
-key is allowed, and the model's URL and SHA-256. `--isolated` sends COOP/COEP (and CORP) so
-the page is cross-origin isolated and may run the threads lane. Correct MIME types matter:
-browsers refuse ES modules not served as JavaScript and stream-compile only application/wasm.
+key is allowed, and the model's URL and SHA-256. `--isolated` sends COOP/COEP (and CORP), as a
+host that isolates its pages does; without them the page's service worker
+(js/coi-serviceworker.js) isolates it after one reload, so the threads lane runs either way.
+Correct MIME types matter: browsers refuse ES modules not served as JavaScript and
+stream-compile only application/wasm.
 
 The `Site` server is also what the loader tests run (tests/js/loader/), with per-path overrides.
 
@@ -277,7 +279,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--isolated",
         action="store_true",
-        help="send COOP/COEP so the page is cross-origin isolated (threads lane)",
+        help=(
+            "send COOP/COEP/CORP headers, as a host that isolates its pages does (without "
+            "them the page's service worker, js/coi-serviceworker.js, isolates it after one "
+            "reload: the threads lane runs either way)"
+        ),
     )
     parser.add_argument(
         "--port", type=_port, default=8000, help="port on 127.0.0.1, 0..65535 (0 = any free)"

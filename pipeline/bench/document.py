@@ -1,10 +1,12 @@
-"""`tinyrustlm.bench.v2`: what `nox -s bench` measured (pipeline/bench/cli.py writes it; the
+"""`tinyrustlm.bench.v3`: what `nox -s bench` measured (pipeline/bench/cli.py writes it; the
 pipeline's own format, registered in pipeline/formats.py).
 
 Every figure is the median of `method.reps` interleaved repetitions, stored with its min, max
 and samples (`<figure>`, `<figure>_min`, `<figure>_max`, `<figure>_samples`). Names kept from
 v1: `runs` (decode, by run name), `kernels`, `targets`; new: `prefill_runs`, `bandwidth` (per
-probe thread count), `modules` (SHA-256 of every module measured).
+probe thread count), `modules` (SHA-256 of every module measured). New in v3: every decode and
+prefill run's `ran_on` (pipeline/bench/environment.py): engine and version, OS, architecture,
+module and model digests, tier, context, workers and cache state.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from pipeline.bench.environment import RanOn
 from verify.formats.base import Frozen, Sha256Hex
 
-BENCH_SCHEMA = "tinyrustlm.bench.v2"
+BENCH_SCHEMA = "tinyrustlm.bench.v3"
 
 
 class Machine(Frozen):
@@ -84,6 +87,7 @@ class DecodeRun(Frozen):
     decode_ms_median: float
     effective_gbps: float
     roofline_fraction: float | None
+    ran_on: RanOn
 
 
 class PrefillRun(Frozen):
@@ -103,6 +107,7 @@ class PrefillRun(Frozen):
     ttft_ms_min: float
     ttft_ms_max: float
     ttft_ms_samples: list[float]
+    ran_on: RanOn
 
 
 class TargetRow(Frozen):
@@ -116,8 +121,8 @@ class TargetRow(Frozen):
 
 
 class BenchDocument(Frozen):
-    schema_: Literal["tinyrustlm.bench.v2"] = Field(alias="schema")
-    version: Literal[2]
+    schema_: Literal["tinyrustlm.bench.v3"] = Field(alias="schema")
+    version: Literal[3]
     generated_utc: str
     machine: Machine
     model: BenchModel

@@ -161,7 +161,7 @@ async function main(configPath) {
   }
   const runs = [];
   for (const run of cfg.runs) runs.push(await laneRun(run, cfg, modelBytes[run.tier]));
-  return { node: process.version, kernels, bandwidth_gbps: bandwidth, runs };
+  return { node: process.version, v8: process.versions.v8, kernels, bandwidth_gbps: bandwidth, runs };
 }
 
 if (isMainThread) {

@@ -9,7 +9,7 @@ gives the roofline (bandwidth / weight bytes read per token). Every figure is th
 `--reps` (>= 5) interleaved repetitions — each repetition measures every figure once, in a fixed
 order — with its min-max. Both kernel tiers run in the same repetitions: the `bench-int8` model
 (the same weights in format v2, CONTRACT.md §10) on every lane as runs named `*-int8`, and the
-harnesses' integer q8 matvec as shapes `*-int8`. `run_bench` returns the `tinyrustlm.bench.v2`
+harnesses' integer q8 matvec as shapes `*-int8`. `run_bench` returns the `tinyrustlm.bench.v3`
 document (pipeline/bench/document.py); the node runner that measures the wasm lanes is lanes.mjs.
 """
 
@@ -26,6 +26,7 @@ from typing import Any
 
 from pipeline import paths
 from pipeline.bench.document import BENCH_SCHEMA
+from pipeline.bench.environment import INT8_SUFFIX, host, stamp_runs
 from pipeline.bench.errors import BenchError
 from pipeline.bench.harness_build import build_kernel_harness
 from pipeline.bench.summary import summarize
@@ -48,7 +49,6 @@ MODEL_PRESET, MODEL_SEED = "bench", 7
 # model tier -> preset: both tiers run in the same repetitions (same weights; CONTRACT.md §10)
 TIER_PRESETS = {"f32": MODEL_PRESET, "int8": "bench-int8"}
 # run names of the integer tier: the lane's run name + this suffix
-INT8_SUFFIX = "-int8"
 MIN_REPS = 5
 # 127 bytes + BOS = the 128-token prompt of the prefill figures
 PROMPT_TEXT = (
@@ -170,6 +170,7 @@ def _runner_config(
         "probe_threads": list(PROBE_THREADS),
     }
     digests = {tier: digest for tier, (_, digest) in models.items()}
+    digests["rustc"] = f"rustc {tree.lock.rustc.release} (LLVM {tree.lock.rustc.llvm_version})"
     return config, native_lane, artifacts[native_lane.id], digests
 
 
@@ -204,9 +205,10 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
     for run in samples[0]["runs"]:
         run.setdefault("module_sha256", modules.get(run["name"]))
     preset = PRESETS[MODEL_PRESET]
-    return {
+    rustc = digests.pop("rustc")
+    doc = {
         "schema": SCHEMA,
-        "version": 2,
+        "version": 3,
         "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {
             "platform": platform.platform(),
@@ -235,3 +237,14 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
         },
         **summarize(samples, weights, len(config["prompt_tokens"])),
     }
+    node = samples[0]["node"] + (f" (V8 {samples[0]['v8']})" if samples[0].get("v8") else "")
+    return stamp_runs(
+        doc,
+        native_names=frozenset({native_name, native_name + INT8_SUFFIX}),
+        node_version=node,
+        rustc_version=rustc,
+        model_digests=digests,
+        context=preset.max_context,
+        warmup_tokens=int(config["warmup"]),
+        os_arch=host(),
+    )

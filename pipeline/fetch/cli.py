@@ -29,7 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="client state folder (default: a per-user cache folder keyed by the URL)",
+        help=(
+            "client state folder: trusted metadata and the newest version fetched "
+            "(default: a per-user state folder keyed by the URL)"
+        ),
     )
     parser.add_argument(
         "--allow-downgrade",

@@ -10,7 +10,8 @@
    it passes `verify bundle`), stop: "up to date", nothing downloaded. Otherwise it is replaced
    only with --force; a link or a file in its place is refused, never followed.
 5. Download every target of that release into a hidden folder under --out; the Updater checks
-   each one's signed length (no endless downloads) and SHA-256.
+   each one's signed length (no endless downloads) and SHA-256. Every request is retried with
+   backoff, and a body that breaks off is resumed by range (pipeline/fetch/retrying.py).
 6. Run the full `verify bundle` on it; it must be the version and build id the metadata says.
 7. Make native binaries executable, fsync, and move the folder to --out/tinyrustlm-<version>/
    in one step: a rename, or (--force over an old bundle) an atomic exchange, so the name never
@@ -23,7 +24,6 @@ next one.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -34,14 +34,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
 from pydantic import TypeAdapter, ValidationError
 from tuf.api import exceptions as tuf_errors
 from tuf.api.metadata import Metadata, Snapshot, Targets
 from tuf.api.serialization import DeserializationError
 from tuf.ngclient import Updater, UpdaterConfig
 
+from pipeline.fetch.retrying import RetryingFetcher
 from pipeline.fetch.state import FetchState
+from pipeline.fetch.statedir import migrate_legacy_state
 from pipeline.io.atomic import fsync_dir, write_atomic
 from pipeline.io.lock import hold_lock
 from pipeline.io.swap import ExchangeUnsupported, exchange, fault_point
@@ -98,13 +99,6 @@ class Fetched:
     verdict: Verdict
     state: Path
     up_to_date: bool = False  # the release was already there and verified: nothing downloaded
-
-
-def default_state_folder(url: str) -> Path:
-    """A per-user cache folder keyed by the repository URL (platformdirs: $XDG_CACHE_HOME or
-    ~/.cache on Linux, the platform's own cache folder elsewhere)."""
-    key = hashlib.sha256(url.rstrip("/").encode("utf-8")).hexdigest()[:16]
-    return Path(platformdirs.user_cache_dir("tinyrustlm-release")) / "fetch" / key
 
 
 # python-tuf exception -> our class; the first match wins (subclasses before their bases).
@@ -428,7 +422,7 @@ def fetch_release(
     url = request.url.rstrip("/")
     root_bytes = _read_root(request.root)
     trusted = _trusted_keys(request.trusted_keys)
-    state_dir = request.state or default_state_folder(url)
+    state_dir = request.state or migrate_legacy_state(url, tell)
     metadata_dir = state_dir / TUF_METADATA_DIR
     _writable_folder(metadata_dir, e.StateInvalid, "--state")
     _writable_folder(request.out, e.OutputInvalid, "--out")
@@ -441,6 +435,7 @@ def fetch_release(
                 metadata_base_url=f"{url}/metadata/",
                 target_base_url=f"{url}/targets/",
                 config=UpdaterConfig(app_user_agent="tinyrustlm-release"),
+                fetcher=RetryingFetcher(app_user_agent="tinyrustlm-release"),
                 bootstrap=root_bytes,
             )
             updater.refresh()

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from verify.formats.base import Frozen, Sha256Hex
+from verify.formats.release_version import ReleaseVersion
 
 FETCH_STATE_SCHEMA = "tinyrustlm.fetch-state.v1"
 
@@ -20,5 +21,5 @@ class FetchState(Frozen):
         "tinyrustlm.fetch-state.v1", alias="schema"
     )
     repository: str = Field(description="the repository URL this state belongs to")
-    newest_version: str = Field(description="the newest release version fetched so far")
+    newest_version: ReleaseVersion = Field(description="the newest release version fetched so far")
     newest_build_id: Sha256Hex

@@ -13,6 +13,7 @@ import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from pipeline import paths
@@ -25,6 +26,7 @@ from pipeline.lanebuild import smoke
 from pipeline.lanebuild.cargo import CargoRun, CompileError, as_recorded, plan_run, run_cargo
 from pipeline.lanebuild.inputs import LaneBuildError, tree_inputs
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
+from pipeline.lanebuild.smoke_reuse import identity_digest, runner_identity, smoke_once
 from pipeline.lanebuild.stdbuild import ensure_sysroot, key_of
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane
@@ -180,8 +182,23 @@ def _build_locked(tree: Tree, lanes: list[str] | None, force: bool, say: Say) ->
             run_cargo(lane, run, say)
             _check_claimed_features(lane, run.final)
             artifact, sha, size = _publish(lane, run.final, lane_dir)
-            say(f"    compiled in {time.monotonic() - started:.1f}s; smoke-testing")
-            result = smoke.smoke(lane.smoke, artifact, repo_root, scratch)
+            identity = runner_identity(lane.smoke, lock, repo_root)
+            result, reused = smoke_once(
+                lane_dir,
+                sha,
+                lane.smoke,
+                identity,
+                partial(smoke.smoke, lane.smoke, artifact, repo_root, scratch),
+            )
+            say(
+                f"    compiled in {time.monotonic() - started:.1f}s; "
+                + (
+                    f"smoke verdict reused: artifact {sha[:16]} and runner {lane.smoke} "
+                    f"({identity_digest(identity)}) unchanged since it passed"
+                    if reused
+                    else "smoke-tested"
+                )
+            )
             stated = as_recorded(run, repo_root)
             record = BuildRecord(
                 lane=lane.id,

@@ -53,12 +53,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "rotate-root", help="new root key; the new root is signed by the old and the new key"
     )
     add_repo_arguments(rotate)
+    roles = (*ROTATABLE_ROLES, RELEASES_ROLE)
     rotate_any = actions.add_parser(
         "rotate",
-        help="new key for ROLE (root, targets, snapshot, timestamp); recovers clients from a "
+        help=f"new key for ROLE ({', '.join(roles)}); recovers clients from a "
         "fast-forward made with the old key",
+        description=f"Give ROLE ({', '.join(roles)}) a new key. For {RELEASES_ROLE}: the "
+        "new maintainers' keys and threshold (--maintainer, --threshold, --maintainer-key).",
     )
-    rotate_any.add_argument("role", choices=(*ROTATABLE_ROLES, RELEASES_ROLE), metavar="ROLE")
+    rotate_any.add_argument(
+        "role",
+        choices=roles,
+        metavar="ROLE",
+        help=f"the role whose key is replaced: one of {', '.join(roles)}",
+    )
     add_repo_arguments(rotate_any)
     rotate_any.add_argument(
         "--maintainer",

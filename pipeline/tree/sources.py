@@ -17,6 +17,7 @@ from pipeline import paths
 from pipeline.errors import CheckFailed, TabledError
 from pipeline.io.digest import sha256_file
 from pipeline.io.process import git
+from verify.formats.release_version import RELEASE_VERSION_TEXT, release_version_key
 
 
 class SourceError(TabledError):
@@ -24,7 +25,10 @@ class SourceError(TabledError):
 
     table: ClassVar[Mapping[str, str]] = {
         "tree.cargo-package": "give every crate's Cargo.toml a [package] name",
-        "tree.version": "set [project].version in pyproject.toml",
+        "tree.version": (
+            "set [project].version in pyproject.toml to MAJOR.MINOR.PATCH, optionally followed "
+            "by aN, bN or rcN (verify/formats/release_version.py)"
+        ),
         "tree.toml-invalid": "fix the TOML file named in `where` (it must be readable UTF-8 TOML)",
     }
 
@@ -140,6 +144,13 @@ def project_version(repo_root: Path) -> str:
     version = _toml(path).get("project", {}).get("version")
     if not isinstance(version, str) or not version:
         raise SourceError("no [project].version", where=str(path), error_id="tree.version")
+    if release_version_key(version) is None:
+        raise SourceError(
+            f"[project].version {version!r} is not a release version ({RELEASE_VERSION_TEXT}): "
+            "verify, fetch and the loader would refuse it",
+            where=str(path),
+            error_id="tree.version",
+        )
     return version
 
 

@@ -82,7 +82,10 @@ class VersionNotNewer(Refused):
 
 class VersionUnorderable(PublishError):
     error_id = "publish.version-invalid"
-    default_hint = "use a PEP 440 version in pyproject's [project].version"
+    default_hint = (
+        "use a release version (MAJOR.MINOR.PATCH, optionally aN, bN or rcN) in pyproject's "
+        "[project].version"
+    )
 
 
 # -- client side --------------------------------------------------------------------------

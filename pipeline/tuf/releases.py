@@ -2,8 +2,8 @@
 
 Every bundle file is the target `<prefix>/<version>/<bundle-relative path>` (prefix from
 pipeline/publish/repository.toml), with length and SHA-256, and a `custom` object holding the
-release's version and build id. Versions are ordered as PEP 440 versions (a release version
-is the pyproject [project].version, which PEP 621 requires to be one).
+release's version and build id. Versions are ordered by the project's one release-version
+grammar and order (verify/formats/release_version.py), as verify and the loader order them.
 """
 
 from __future__ import annotations
@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
 from tuf.api.metadata import TargetFile
 
 from pipeline.tuf.errors import VersionUnorderable
+from verify.formats.release_version import (
+    RELEASE_VERSION_TEXT,
+    ReleaseVersionKey,
+    release_version_key,
+)
 
 # The custom fields each target carries (TargetFile.custom).
 CUSTOM_VERSION = "version"
@@ -28,14 +32,15 @@ class PublishedRelease:
     files: tuple[str, ...]  # bundle-relative paths, sorted
 
 
-def version_key(version: str, where: str = "version") -> Version:
-    try:
-        return Version(version)
-    except InvalidVersion as exc:
+def version_key(version: str, where: str = "version") -> ReleaseVersionKey:
+    key = release_version_key(version)
+    if key is None:
         raise VersionUnorderable(
-            f"{version!r} is not a PEP 440 version, so it cannot be ordered",
+            f"{version!r} is not a release version ({RELEASE_VERSION_TEXT}), so it cannot be "
+            "ordered",
             where=where,
-        ) from exc
+        )
+    return key
 
 
 def target_path(prefix: str, version: str, rel: str) -> str:

@@ -172,19 +172,21 @@ class World:
             derive=fake_report,
         )
 
-    def request(self, out: str = "out", state: str = "state", **kw: Any) -> FetchRequest:
+    def request(
+        self, out: str = "out", state: str | Path | None = "state", **kw: Any
+    ) -> FetchRequest:
         options: dict[str, Any] = {
             "url": self.mirror.url,
             "root": self.root_v1,
             "out": self.tmp / out,
             "trusted_keys": self.bundles.trusted_keys,
             "version": None,
-            "state": self.tmp / state,
+            "state": None if state is None else self.tmp / state,  # None: the default
         }
         options.update(kw)
         return FetchRequest(**options)
 
-    def fetch(self, out: str = "out", state: str = "state", **kw: Any) -> Fetched:
+    def fetch(self, out: str = "out", state: str | Path | None = "state", **kw: Any) -> Fetched:
         return fetch_release(
             self.request(out, state, **kw), self.policy, now=int(time.time()), derive=fake_report
         )

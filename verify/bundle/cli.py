@@ -27,6 +27,7 @@ from verify.bundle.versions import version_key
 from verify.errors import EXIT_OK, EXIT_USAGE, IoFailed, VerifyError
 from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
 from verify.formats.conformance import KNOWN_ENGINES
+from verify.formats.release_version import RELEASE_VERSION_TEXT
 from verify.shell.arguments import add_trust_arguments
 from verify.shell.result import Outcome
 from verify.shell.terminal import print_diagnostics
@@ -130,7 +131,9 @@ def _flag_identity(
 
 def _version(text: str) -> str:
     if version_key(text) is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a PEP 440 version like 1.2.0")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a release version ({RELEASE_VERSION_TEXT}) like 1.2.0"
+        )
     return text
 
 

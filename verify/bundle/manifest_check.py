@@ -72,11 +72,11 @@ def manifest_detail(manifest: ModuleManifest) -> str:
 def check_version_floor(version: str, floor: str) -> None:
     have, least = version_key(version), version_key(floor)
     if least is None:
-        raise ValueError(f"--not-before-version {floor!r} is not a PEP 440 version")
+        raise ValueError(f"--not-before-version {floor!r} is not a release version")
     where = f"{MANIFEST}: version"
     if have is None:
         raise e.VersionBelowFloor(
-            f"version {version!r} is not a PEP 440 version: cannot compare it to {floor}",
+            f"version {version!r} is not a release version: cannot compare it to {floor}",
             where=where,
         )
     if have < least:

@@ -139,7 +139,7 @@ class Requirements:
 
     now: int  # Unix time at which expiry and key validity are judged
     allow_dev_key: bool = False  # accept a development-role signing key
-    version_floor: str | None = None  # refuse a manifest version below it (PEP 440)
+    version_floor: str | None = None  # refuse a manifest version below it (release_version.py)
     require_engines: tuple[str, ...] = ()  # each needs a passing conformance row (step 13)
     rebuilds: RebuildPolicy | None = None  # step 14's K-of-N rebuild policy (None: none)
     # a Sigstore identity that must also have signed manifest.json, narrowing the trust
@@ -148,7 +148,7 @@ class Requirements:
 
     def __post_init__(self) -> None:
         if self.version_floor is not None and version_key(self.version_floor) is None:
-            raise ValueError(f"version floor {self.version_floor!r} is not a PEP 440 version")
+            raise ValueError(f"version floor {self.version_floor!r} is not a release version")
 
 
 @dataclass(frozen=True)

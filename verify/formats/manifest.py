@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from verify.canonical import canonical_json
 from verify.formats.base import Frozen, LaneId, Sha256Hex
+from verify.formats.release_version import ReleaseVersion
 
 MANIFEST_SCHEMA = "tinyrustlm.module-manifest.v1"
 # DSSE payloadType of the signed manifest (the provenance uses in-toto's own type).
@@ -81,7 +82,7 @@ class ModuleManifest(Frozen):
     )
     runtime_semantics: int = 1
     abi_version: int = 1
-    version: str = Field(description="release version (pyproject [project].version)")
+    version: ReleaseVersion = Field(description="release version (pyproject [project].version)")
     source_revision: GitRevision
     toolchain_lock_sha256: Sha256Hex
     source_date_epoch: int = Field(ge=0)

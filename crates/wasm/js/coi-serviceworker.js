@@ -7,8 +7,9 @@
 //
 //   <script src="coi-serviceworker.js"></script>
 //
-// In the page it registers itself as the service worker and reloads once when the page is not
-// yet controlled; as the service worker it adds COOP `same-origin`, COEP `require-corp` and
+// In the page it registers itself as the service worker (also on a page the host already
+// isolates: the worker keeps its files for offline use) and reloads once when the page is not
+// yet isolated nor controlled; as the service worker it adds COOP `same-origin`, COEP `require-corp` and
 // CORP `same-origin` to every same-origin response (cross-origin ones pass through unchanged),
 // and keeps small same-origin files so the page loads offline (network first, then the copy).
 // No blob:, no eval: it works under `script-src 'self'; worker-src 'self'`.
@@ -71,18 +72,19 @@ if (typeof window === 'undefined') {
     event.respondWith(networkFirst(request).then(isolatedResponse));
   });
 } else {
-  // ---- the page: register, then reload once so the worker serves the page itself ----
+  // ---- the page: register, then (not yet isolated) reload once so the worker serves it ----
   (() => {
     const KEY = 'tinyrustlm.coi-reloaded';
-    if (window.crossOriginIsolated) {
-      window.sessionStorage.removeItem(KEY);
-      return;
-    }
-    if (!window.isSecureContext || !navigator.serviceWorker) return; // nothing can isolate it
+    // A page the host already isolates (server-sent COOP/COEP) still registers the worker: it
+    // is also what keeps the page's files for offline use. It only needs no reload.
+    const isolated = window.crossOriginIsolated;
+    if (isolated) window.sessionStorage.removeItem(KEY);
+    if (!window.isSecureContext || !navigator.serviceWorker) return; // no worker here
     const script = /** @type {HTMLScriptElement | null} */ (document.currentScript);
     if (!script) return;
     navigator.serviceWorker.register(script.src).then(
       (registration) => {
+        if (isolated) return;
         const reloadOnce = () => {
           if (window.sessionStorage.getItem(KEY)) return; // never a reload loop
           window.sessionStorage.setItem(KEY, '1');

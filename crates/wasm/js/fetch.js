@@ -9,7 +9,7 @@
 //   again, a failed write (quota) is reported and the network copy used.
 import { isNode, sha256Hex } from './host.js';
 import { LoaderError, messageOf } from './errors.js';
-import { Sha256 } from './sha256.js';
+import { Sha256, sha256SelfCheck } from './sha256.js';
 
 /** Bounds of the files whose size nothing signed states (a manifest is a few KB). */
 export const MANIFEST_CAP = 4 << 20;
@@ -109,6 +109,133 @@ export async function open(o, url, what) {
   return responseSource(response);
 }
 
+// ---- the model download: retried with backoff, resumed by range ----------------------------
+
+/**
+ * How often and how patiently the model download is tried (issue 36): at most `attempts` tries
+ * in all (the first, every retry and every resume); before try n+1 a wait of
+ * min(firstWaitMs * 2^(n-1), maxWaitMs). Retried: a fetch that throws (the network), HTTP 408,
+ * 429 and 5xx, a body that breaks off or ends before the model's declared size.
+ */
+export const MODEL_RETRY = Object.freeze({ attempts: 4, firstWaitMs: 250, maxWaitMs: 4000 });
+const RETRY_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+
+/** A failed try: the error to throw when no try is left, and whether another may be made. */
+class Attempt extends Error {
+  /**
+   * @param {LoaderError} error
+   * @param {boolean} retry
+   */
+  constructor(error, retry) {
+    super(error.message);
+    this.error = error; // the LoaderError to throw when no try is left
+    this.retry = retry;
+  }
+}
+
+/**
+ * One try at `url` from byte `start`: { source, skip } (skip: bytes a 200 answer repeats).
+ * @param {Pick<ResolvedOptions, 'fetch'>} o
+ * @param {URL} url
+ * @param {string} what
+ * @param {number} start
+ * @returns {Promise<{ source: Source, skip: number }>}
+ */
+async function openFrom(o, url, what, start) {
+  const detail = { url: String(url) };
+  let response;
+  try {
+    response = start > 0 ? await o.fetch(url, { headers: { Range: `bytes=${start}-` } }) : await o.fetch(url);
+  } catch (e) {
+    throw new Attempt(new LoaderError('FetchFailed', `${what} ${url}: ${messageOf(e)}`, detail), true);
+  }
+  if (!response.ok) {
+    const error = new LoaderError('FetchFailed', `${what} ${url}: HTTP ${response.status}`, { ...detail, status: response.status });
+    if (response.body) response.body.cancel().catch(() => {});
+    throw new Attempt(error, RETRY_STATUSES.has(response.status));
+  }
+  if (start > 0 && response.status === 206) {
+    const range = (response.headers && response.headers.get('content-range')) || '';
+    const m = /^bytes (\d+)-\d+\/(\d+|\*)$/.exec(range.trim());
+    if (!m || Number(m[1]) !== start) {
+      if (response.body) response.body.cancel().catch(() => {});
+      throw new Attempt(new LoaderError('FetchFailed', `${what} ${url}: asked for bytes ${start}- and got ${JSON.stringify(range)}`, detail), false);
+    }
+    return { source: responseSource(response), skip: 0 };
+  }
+  return { source: responseSource(response), skip: start }; // a server without ranges: from 0
+}
+
+/**
+ * Opens `url` like `open`, as a Source that retries with backoff (MODEL_RETRY) and, when the
+ * body breaks off or ends before `size` bytes, asks for the rest (`Range: bytes=N-`) and goes
+ * on. It trusts nothing: every byte it yields is hashed by the caller against the expected
+ * SHA-256, as before; once no try is left, an early end ends the Source (the hash refuses it).
+ * @param {Pick<ResolvedOptions, 'fetch'>} o
+ * @param {URL} url
+ * @param {string} what
+ * @param {number | null} size
+ * @param {(ms: number) => Promise<void>} [sleep]
+ * @returns {Promise<Source>}
+ */
+export async function openResumable(o, url, what, size, sleep = (ms) => new Promise((r) => setTimeout(r, ms))) {
+  if (isNode && url.protocol === 'file:' && o.fetch === defaultFetch) return open(o, url, what);
+  let failures = 0;
+  const failed = async (/** @type {Attempt} */ attempt) => {
+    failures++;
+    if (!attempt.retry || failures >= MODEL_RETRY.attempts) throw attempt.error;
+    await sleep(Math.min(MODEL_RETRY.firstWaitMs * 2 ** (failures - 1), MODEL_RETRY.maxWaitMs));
+  };
+  const tryFrom = async (/** @type {number} */ start) => {
+    for (;;) {
+      try {
+        return await openFrom(o, url, what, start);
+      } catch (e) {
+        if (!(e instanceof Attempt)) throw e;
+        await failed(e);
+      }
+    }
+  };
+  let { source, skip } = await tryFrom(0);
+  let received = 0;
+  return {
+    length: source.length,
+    cancel: () => source.cancel(),
+    /** @returns {Promise<Chunk>} */
+    async read() {
+      for (;;) {
+        /** @type {Chunk | null} */
+        let step = null;
+        /** @type {unknown} */
+        let broke = null;
+        try {
+          step = await source.read();
+        } catch (e) {
+          broke = e;
+        }
+        if (step && !step.done) {
+          let chunk = step.value;
+          if (skip > 0) {
+            const dropped = Math.min(skip, chunk.length);
+            chunk = chunk.subarray(dropped);
+            skip -= dropped;
+            if (chunk.length === 0) continue;
+          }
+          received += chunk.length;
+          return { done: false, value: chunk };
+        }
+        if (step && (size === null || received >= size)) return { done: true };
+        source.cancel();
+        const why = broke ? `: ${messageOf(broke)}` : ` of ${size}`;
+        const attempt = new Attempt(new LoaderError('FetchFailed', `${what} ${url}: broke off after ${received} bytes${why}`, { url: String(url) }), true);
+        if (!broke && failures + 1 >= MODEL_RETRY.attempts) return { done: true }; // short: the hash says so
+        await failed(attempt);
+        ({ source, skip } = await tryFrom(received));
+      }
+    },
+  };
+}
+
 /**
  * @param {string} what
  * @param {URL | string} url
@@ -117,6 +244,15 @@ export async function open(o, url, what) {
  */
 function tooLarge(what, url, limit, seen) {
   return new LoaderError('BoundExceeded', `${what} ${url} is larger than its bound of ${limit} bytes (${seen} seen); the download was stopped there`, { url: String(url), limit });
+}
+
+/** Refuses (`HashSelfCheck`) when the streaming SHA-256 disagrees with crypto.subtle.digest. */
+export async function streamingHashChecked() {
+  try {
+    return await sha256SelfCheck();
+  } catch (e) {
+    throw new LoaderError('HashSelfCheck', `${messageOf(e)}: no streamed hash can be trusted in this engine`);
+  }
 }
 
 /**
@@ -130,6 +266,12 @@ function tooLarge(what, url, limit, seen) {
  * @param {DrainSpec} spec
  */
 export async function drain(o, source, { what, url, limit, phase, total = null, sink = null, start = 0, hash = new Sha256() }) {
+  try {
+    await streamingHashChecked();
+  } catch (e) {
+    source.cancel();
+    throw e;
+  }
   // source.length (Content-Length) counts the whole body, the `start` bytes read before included
   if (source.length !== null && source.length > limit) {
     source.cancel();

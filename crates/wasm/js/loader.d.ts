@@ -10,6 +10,7 @@ export type LoaderErrorCode =
   | 'BoundExceeded'
   | 'TrustedKeysInvalid'
   | 'CryptoUnsupported'
+  | 'HashSelfCheck'
   | 'MalformedSignature'
   | 'WrongPayloadType'
   | 'UntrustedKey'
@@ -143,7 +144,7 @@ export interface LoadOptions {
   pageUrl?: string | URL;
   /** Count signatures by development keys (a local trial build). */
   allowDevKey?: boolean;
-  /** Refuse (`Rollback`) a release older than this major.minor.patch. */
+  /** Refuse (`Rollback`) a release older than this release version (MAJOR.MINOR.PATCH, optionally aN, bN or rcN). */
   minVersion?: string | null;
   /** Accept a release older than minVersion or the newest accepted before. */
   allowDowngrade?: boolean;
@@ -174,7 +175,8 @@ export interface LoadOptions {
   selfTestMs?: number;
   /** Threads lane: the worker entry (default: js/worker.js). */
   workerUrl?: string | URL;
-  fetch?: (url: URL) => Promise<Response>;
+  /** The fetch used for every download (default: the platform's); the model download passes `{ headers: { Range } }` when it resumes a body that broke off (a fetch that ignores it answers from byte 0, which is skipped). */
+  fetch?: (url: URL, init?: { headers?: Record<string, string> }) => Promise<Response>;
   /** The clock (epoch seconds) for expiry and key-window checks. */
   now?: number;
 }
@@ -207,7 +209,7 @@ export interface ResolvedOptions {
   livenessMs: number;
   selfTestMs: number;
   workerUrl: URL | undefined;
-  fetch: (url: URL) => Promise<Response>;
+  fetch: (url: URL, init?: { headers?: Record<string, string> }) => Promise<Response>;
   now: number;
 }
 

@@ -8,7 +8,7 @@ import {
 import { KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS } from './constants.js';
 import { LoaderError, LaneFailure, messageOf, stats } from './errors.js';
 import { isolated } from './choice.js';
-import { drain, fetchSigned, fromStore, memoryStream, open, storeQuietly } from './fetch.js';
+import { drain, fetchSigned, fromStore, memoryStream, openResumable, storeQuietly, streamingHashChecked } from './fetch.js';
 import { Sha256 } from './sha256.js';
 
 /** @typedef {import('./host.js').Runtime} Runtime */
@@ -357,6 +357,7 @@ export async function modelSpec(o, store) {
     throw new LoaderError('BadOptions', 'model.sha256 (64 lowercase hex digits) is required');
   }
   if (spec.bytes) {
+    await streamingHashChecked();
     const bytes = spec.bytes instanceof Uint8Array ? spec.bytes : new Uint8Array(spec.bytes);
     const hash = new Sha256();
     hash.update(bytes);
@@ -389,7 +390,7 @@ async function modelSource(o, store, model) {
     if (source) return source;
     model.record.cache = 'miss';
   }
-  return open(o, model.url, 'model');
+  return openResumable(o, model.url, 'model', model.size);
 }
 
 /**

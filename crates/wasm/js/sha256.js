@@ -1,6 +1,8 @@
 // Incremental SHA-256 (FIPS 180-4) for hashing a download while it streams: WebCrypto's
-// digest() needs every byte at once. ES module, no dependencies. The loader checks this
-// implementation against crypto.subtle.digest before trusting it (loader.js `streamHash`).
+// digest() needs every byte at once. ES module, no dependencies. Before the loader trusts its
+// first streamed hash, `sha256SelfCheck()` compares this implementation with
+// crypto.subtle.digest once (fetch.js `drain`, session.js `modelSpec`); where an engine has no
+// crypto.subtle the check is skipped (and said so by its result).
 
 const K = new Int32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -96,4 +98,41 @@ export class Sha256 {
     }
     h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
   }
+}
+
+// Inputs around the padding edges (55, 56, 64 bytes; two blocks), fed in uneven chunks so every
+// path of `update` (a partly filled block, whole blocks, a tail) is taken.
+const SELF_CHECK_LENGTHS = [0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 128, 1000];
+
+/**
+ * Compares `Sha256` with `subtle.digest('SHA-256')` on SELF_CHECK_LENGTHS; resolves to
+ * 'checked', or 'unavailable' without a `subtle`; rejects with an Error naming the first input
+ * whose digests differ.
+ * @param {Pick<SubtleCrypto, 'digest'> | null | undefined} subtle
+ * @returns {Promise<'checked' | 'unavailable'>}
+ */
+export async function checkSha256Against(subtle) {
+  if (!subtle || typeof subtle.digest !== 'function') return 'unavailable';
+  for (const n of SELF_CHECK_LENGTHS) {
+    const bytes = Uint8Array.from({ length: n }, (_, i) => (i * 131 + n * 7) & 0xff);
+    const hash = new Sha256();
+    for (let at = 0, k = 0; at < n; k++) {
+      const step = Math.min(n - at, 1 + ((k * 37) % 70));
+      hash.update(bytes.subarray(at, at + step));
+      at += step;
+    }
+    const ours = hash.hex();
+    const theirs = Array.from(new Uint8Array(await subtle.digest('SHA-256', bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
+    if (ours !== theirs) throw new Error(`the streaming SHA-256 gives ${ours} for a ${n}-byte input, crypto.subtle.digest ${theirs}`);
+  }
+  return 'checked';
+}
+
+/** @type {Promise<'checked' | 'unavailable'> | null} */
+let selfCheck = null;
+
+/** `checkSha256Against(globalThis.crypto.subtle)`, run once per module instance. */
+export function sha256SelfCheck() {
+  if (selfCheck === null) selfCheck = checkSha256Against(globalThis.crypto && globalThis.crypto.subtle);
+  return selfCheck;
 }

@@ -523,24 +523,40 @@ function checkManifest(payload, counted, o) {
 
 // ---- the version floor --------------------------------------------------------------------------
 
-const VERSION = /^(\d+)\.(\d+)\.(\d+)(?:[-+].*)?$/;
+// The project's one release-version grammar and order (verify/formats/release_version.py keeps
+// the same pattern; tests/release_versions.json is the table both are tested on):
+// MAJOR.MINOR.PATCH, optionally aN, bN or rcN; numbers without leading zeros, at most 9 digits.
+const VERSION = /^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(?:(a|b|rc)(0|[1-9][0-9]{0,8}))?$/;
+const PRE_RELEASES = ['a', 'b', 'rc']; // in order; a final release sorts after all of them
+const VERSION_WORDS = 'MAJOR.MINOR.PATCH, optionally followed by aN, bN or rcN';
 
 /** What the version floor reads of the options (loader.d.ts `checkVersionFloor`). */
 /** @typedef {{ trustedKeys: import('./loader.js').TrustedKeys, minVersion?: string | null, allowDowngrade?: boolean, versionFile?: string | null, rememberVersion?: boolean }} VersionOptions */
 
 /**
- * Orders release versions (major.minor.patch; anything after them is ignored): -1, 0 or 1.
+ * The comparable key of a release version, or null when `text` is not one.
+ * @param {unknown} text
+ * @returns {number[] | null}
+ */
+function versionKey(text) {
+  const m = typeof text === 'string' ? VERSION.exec(text) : null;
+  if (!m) return null;
+  const stage = m[4] === undefined ? PRE_RELEASES.length : PRE_RELEASES.indexOf(m[4]);
+  return [Number(m[1]), Number(m[2]), Number(m[3]), stage, m[5] === undefined ? 0 : Number(m[5])];
+}
+
+/**
+ * Orders release versions (numbers, then a < b < rc < final): -1, 0 or 1.
  * @param {string} a
  * @param {string} b
  * @returns {-1 | 0 | 1}
  */
 export function compareVersions(a, b) {
-  const pa = VERSION.exec(a);
-  const pb = VERSION.exec(b);
-  if (!pa || !pb) throw new LoaderError('BadOptions', `${JSON.stringify(pa ? b : a)} is not a major.minor.patch version`);
-  for (let i = 1; i <= 3; i++) {
-    const d = Number(pa[i]) - Number(pb[i]);
-    if (d !== 0) return d < 0 ? -1 : 1;
+  const ka = versionKey(a);
+  const kb = versionKey(b);
+  if (!ka || !kb) throw new LoaderError('BadOptions', `${JSON.stringify(ka ? b : a)} is not a release version (${VERSION_WORDS})`);
+  for (let i = 0; i < ka.length; i++) {
+    if (ka[i] !== kb[i]) return ka[i] < kb[i] ? -1 : 1;
   }
   return 0;
 }
@@ -702,11 +718,13 @@ function localStorageMemory(storage) {
  */
 export async function checkVersionFloor(o, manifest) {
   const version = manifest.version;
-  if (typeof version !== 'string' || !VERSION.test(version)) throw new LoaderError('BadManifest', `the manifest's version ${JSON.stringify(version)} is not major.minor.patch`);
+  if (typeof version !== 'string' || versionKey(version) === null) throw new LoaderError('BadManifest', `the manifest's version ${JSON.stringify(version)} is not a release version (${VERSION_WORDS})`);
+  if (o.minVersion != null && versionKey(o.minVersion) === null) throw new LoaderError('BadOptions', `minVersion ${JSON.stringify(o.minVersion)} is not a release version (${VERSION_WORDS})`);
   const memory = versionMemory(o);
   const root = await trustRootId(o.trustedKeys);
   const doc = memory ? await memory.read() : {};
-  const remembered = typeof doc[root] === 'string' && VERSION.test(doc[root]) ? doc[root] : null;
+  const stored = doc[root];
+  const remembered = typeof stored === 'string' && versionKey(stored) !== null ? stored : null;
   let floor = o.minVersion ?? null;
   if (remembered !== null && (floor === null || compareVersions(remembered, floor) > 0)) floor = remembered;
   if (floor !== null && compareVersions(version, floor) < 0 && !o.allowDowngrade) {

@@ -8,10 +8,11 @@ import copy
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from pipeline.bench.document import BenchDocument
+from pipeline.bench.environment import INT8_SUFFIX, stamp_runs
 from pipeline.bench.lanes import (
-    INT8_SUFFIX,
     SCHEMA,
     measured_lanes,
     prompt_tokens,
@@ -50,11 +51,27 @@ def _rep(f: float) -> dict[str, Any]:
     return {"node": "v20", "kernels": kernels, "bandwidth_gbps": bandwidth, "runs": runs}
 
 
+MODEL_F32, MODEL_INT8 = "f3" * 32, "18" * 32
+FACTS: dict[str, Any] = {
+    "native_names": frozenset({"native-scalar", "native-scalar" + INT8_SUFFIX}),
+    "node_version": "v20.0.0 (V8 11.3)",
+    "rustc_version": "rustc 1.96.0 (LLVM 22.1)",
+    "model_digests": {"f32": MODEL_F32, "int8": MODEL_INT8},
+    "context": 512,
+    "warmup_tokens": 4,
+    "os_arch": ("Linux 6.1.0", "x86_64"),
+}
+
+
 def _doc() -> dict[str, Any]:
     summary = summarize([_rep(f) for f in FACTORS], weights=10**8, n_prompt=128)
+    return stamp_runs(_unstamped(summary), **FACTS)
+
+
+def _unstamped(summary: dict[str, Any]) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
-        "version": 2,
+        "version": 3,
         "generated_utc": "2026-11-30T00:00:00Z",
         "machine": {"platform": "x", "cpus": 2, "node": "v20", "load_average": [0.1] * 6},
         "model": {
@@ -178,3 +195,51 @@ def test_compare_reads_a_v1_document() -> None:
     rows = {r["figure"]: r for r in compare(v1, _doc())}
     assert rows["run:simd128"]["ratio"] == pytest.approx(2.0)
     assert rows["run:simd128"]["flag"] == "better"
+
+
+def test_every_run_says_what_it_ran_on() -> None:
+    doc = _doc()
+    BenchDocument.model_validate(doc)
+    for run in (*doc["runs"], *doc["prefill_runs"]):
+        on = run["ran_on"]
+        native = run["name"].startswith("native")
+        assert (on["engine"], on["engine_version"]) == (
+            ("native", "rustc 1.96.0 (LLVM 22.1)") if native else ("node", "v20.0.0 (V8 11.3)")
+        )
+        assert (on["os"], on["arch"], on["context"]) == ("Linux 6.1.0", "x86_64", 512)
+        assert on["module_sha256"] == run["module_sha256"]
+        assert on["workers"] == run["workers"]
+        assert on["cache"] == {
+            "process": "fresh-per-repetition",
+            "module": "native-binary" if native else "compiled-fresh",
+            "model": "read-from-file",
+            "warmup_tokens": 4,
+        }
+        tier = "int8" if run["name"].endswith(INT8_SUFFIX) else "f32"
+        assert (on["tier"], on["model_sha256"]) == (tier, FACTS["model_digests"][tier])
+
+
+def test_an_int8_run_names_the_int8_model() -> None:
+    summary = summarize([_rep(f) for f in FACTORS], weights=10**8, n_prompt=128)
+    for run in summary["runs"]:
+        run["name"] += INT8_SUFFIX
+    doc = stamp_runs(_unstamped(summary), **FACTS)
+    assert {r["ran_on"]["model_sha256"] for r in doc["runs"]} == {MODEL_INT8}
+    assert next(r for r in doc["runs"] if r["name"].startswith("native"))["ran_on"]["engine"] == (
+        "native"
+    )
+
+
+@pytest.mark.parametrize(
+    "field", ["engine", "engine_version", "os", "arch", "module_sha256", "model_sha256",
+              "context", "workers", "cache"],
+)  # fmt: skip
+def test_a_run_that_does_not_say_what_it_ran_on_is_not_a_bench_document(field: str) -> None:
+    doc = _doc()
+    del doc["runs"][0]["ran_on"][field]
+    with pytest.raises(ValidationError):
+        BenchDocument.model_validate(doc)
+    doc = _doc()
+    del doc["prefill_runs"][0]["ran_on"]
+    with pytest.raises(ValidationError):
+        BenchDocument.model_validate(doc)

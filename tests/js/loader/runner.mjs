@@ -14,7 +14,6 @@ async function json(url) {
 /** @param {Uint8Array} bytes */
 function flipLastBit(bytes) {
   bytes[bytes.length - 1] ^= 1;
-  return bytes;
 }
 
 async function runOnce(c, loader) {
@@ -28,7 +27,8 @@ async function runOnce(c, loader) {
       const key = new URL(`/.tinyrustlm-cas/sha256/${sha}`, location.href).href;
       const entry = await cache.match(key);
       if (entry === undefined) continue;
-      const bytes = flipLastBit(new Uint8Array(await entry.arrayBuffer()));
+      const bytes = new Uint8Array(await entry.arrayBuffer());
+      flipLastBit(bytes);
       await cache.put(key, new Response(bytes));
       out.poisoned.push({ sha, size: bytes.length });
     }
@@ -53,7 +53,8 @@ async function runOnce(c, loader) {
     const { readFileSync, writeFileSync } = await import('node:fs');
     out.poisoned = [];
     for (const path of c.poisonFile) {
-      const bytes = flipLastBit(new Uint8Array(readFileSync(path)));
+      const bytes = new Uint8Array(readFileSync(path));
+      flipLastBit(bytes);
       writeFileSync(path, bytes);
       out.poisoned.push({ path, size: bytes.length });
     }

@@ -149,16 +149,21 @@ def test_a_second_visit_fetches_no_module_and_no_model(
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+@pytest.mark.parametrize(
+    "isolated", [False, True], ids=["isolated by the service worker", "server-sent COOP/COEP"]
+)
 def test_with_the_server_stopped_the_page_still_loads(
-    loader_bundle: tuple[Path, Path], golden: dict[str, Any], tmp_path: Path
+    loader_bundle: tuple[Path, Path], golden: dict[str, Any], tmp_path: Path, isolated: bool
 ) -> None:
     """Offline: the service worker keeps the page, its scripts and the signed manifest, the
-    loader's store the module and the model; the third visit, with the server stopped, runs."""
+    loader's store the module and the model; the third visit, with the server stopped, runs.
+    Also when the host itself sends COOP/COEP (`serve --isolated`): the worker is registered
+    there too, only for its offline copies."""
     bundle, key = loader_bundle
     visits = shown(
         bundle,
         key.parent / "development.trusted-keys.json",
-        False,
+        isolated,
         golden["prompt"],
         tmp_path / "profile",
         visits=3,
@@ -167,6 +172,6 @@ def test_with_the_server_stopped_the_page_still_loads(
     (first, _), _, (offline, requests) = visits
     assert requests == []  # nothing reached a server
     assert offline["status"].endswith("done"), offline["status"]
-    assert offline["lane"] == THREADS_LANE  # still isolated by the worker
+    assert offline["lane"] == THREADS_LANE  # still isolated (by the worker's headers offline)
     assert [f["cache"] for f in json.loads(offline["receipt"])["fetched"]] == ["hit", "hit"]
     assert offline["tokens"] == first["tokens"]

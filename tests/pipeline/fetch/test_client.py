@@ -4,14 +4,18 @@ repository that only refreshed its timestamp; and what it remembers between runs
 from __future__ import annotations
 
 import json
+import shutil
+import time
 from pathlib import Path
 
 import pytest
 
-from pipeline.fetch.client import default_state_folder
+from pipeline.fetch.client import fetch_release
+from pipeline.fetch.statedir import default_state_folder, legacy_state_folder
 from pipeline.publish.repo import DiskRepository, now_utc, refresh_timestamp, rotate_root
 from pipeline.tuf import errors as e
 from pipeline.tuf.releases import release_target
+from tests.harness.release import fake_report
 from tests.harness.tuf import NEW, OLD, World, entries
 
 
@@ -81,14 +85,73 @@ def test_refreshed_timestamp_is_accepted_by_a_client_that_saw_the_old_one(world:
     assert world.fetch(out="b").verdict.version == NEW
 
 
-def test_state_folder_defaults_to_a_per_user_cache_keyed_by_url(
+def test_state_folder_defaults_to_a_per_user_state_folder_keyed_by_url(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     a = default_state_folder("https://mirror.example/repo")
     assert a == default_state_folder("https://mirror.example/repo/")
     assert a != default_state_folder("https://other.example/repo")
-    assert a.parent == tmp_path / "tinyrustlm-release" / "fetch"
+    assert a.parent == tmp_path / "state" / "tinyrustlm-release" / "fetch"
+    assert legacy_state_folder("https://mirror.example/repo").parent == (
+        tmp_path / "cache" / "tinyrustlm-release" / "fetch"
+    )
+
+
+def _default_state(world: World, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(world.tmp / "xdg-cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(world.tmp / "xdg-state"))
+    return legacy_state_folder(world.mirror.url), default_state_folder(world.mirror.url)
+
+
+def test_clearing_the_cache_keeps_the_rollback_floor(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache, state = _default_state(world, monkeypatch)
+    world.publish(OLD)
+    world.publish(NEW)
+    world.fetch(out="a", state=None)  # the default state folder: NEW is the floor
+    assert (state / "fetch-state.json").is_file() and not cache.exists()
+    shutil.rmtree(world.tmp / "xdg-cache", ignore_errors=True)  # a cache cleaner runs
+    with pytest.raises(e.DowngradeRefused):
+        world.fetch(out="b", state=None, version=OLD)
+
+
+def test_an_old_state_folder_in_the_cache_is_moved_and_keeps_its_floor(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache, state = _default_state(world, monkeypatch)
+    world.publish(OLD)
+    world.publish(NEW)
+    world.fetch(out="a", state=cache)  # what a 0.1 client left in the cache folder
+    said: list[str] = []
+    with pytest.raises(e.DowngradeRefused):
+        fetch_release(
+            world.request(out="b", state=None, version=OLD),
+            world.policy,
+            now=int(time.time()),
+            derive=fake_report,
+            say=said.append,
+        )
+    assert not cache.exists()
+    assert json.loads((state / "fetch-state.json").read_bytes())["newest_version"] == NEW
+    assert (state / "metadata" / "root.json").is_file()
+    assert any(line.startswith("moved      fetch state") for line in said), said
+
+
+def test_a_new_state_folder_wins_over_an_old_one(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache, state = _default_state(world, monkeypatch)
+    world.publish(OLD)
+    world.fetch(out="a", state=cache)
+    world.publish(NEW)
+    world.fetch(out="b", state=None)  # moves the old folder, then records NEW
+    (cache / "stale").mkdir(parents=True)  # an old folder reappears: it is left alone
+    assert world.fetch(out="c", state=None).verdict.version == NEW
+    assert (cache / "stale").is_dir()
+    assert json.loads((state / "fetch-state.json").read_bytes())["newest_version"] == NEW
 
 
 def test_a_bad_trusted_root_is_a_typed_error(world: World) -> None:

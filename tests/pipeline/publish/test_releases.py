@@ -1,4 +1,5 @@
-"""Release versions are ordered as PEP 440 versions, never as strings."""
+"""Release versions are ordered by the project's one grammar (verify/formats/release_version.py),
+never as strings; tests/test_release_versions.py runs the whole table."""
 
 from __future__ import annotations
 
@@ -18,11 +19,15 @@ from pipeline.tuf.releases import newest, version_key
     ],
     ids=["two-digit-patch", "pre-release-before-final", "two-digit-minor", "none"],
 )
-def test_newest_is_the_pep440_maximum(versions: list[str], expected: str | None) -> None:
+def test_newest_is_the_release_version_maximum(versions: list[str], expected: str | None) -> None:
     assert newest(versions) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "latest", "1.0/../x"], ids=["empty", "word", "path"])
+@pytest.mark.parametrize(
+    "bad",
+    ["", "latest", "1.0/../x", "1.0.0-rc1", "v1.0.0"],
+    ids=["empty", "word", "path", "semver-pre-release", "leading-v"],
+)
 def test_a_version_that_cannot_be_ordered_is_a_typed_error(bad: str) -> None:
     with pytest.raises(VersionUnorderable):
         version_key(bad)

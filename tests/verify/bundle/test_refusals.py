@@ -609,6 +609,15 @@ REFUSALS: dict[str, Refusal] = {
         "Field required",
         f"{MANIFEST_SIGNATURE}: payload: version",
     ),
+    "manifest-version-outside-the-grammar": Refusal(
+        # semver's spelling: the loader once held it equal to 9.9.9 (tests/release_versions.json)
+        _resign_manifest(lambda m: m.update(version="9.9.9-rc1")),
+        "manifest.invalid",
+        5,
+        "Value error, '9.9.9-rc1' is not a release version (MAJOR.MINOR.PATCH, optionally "
+        "followed by aN, bN or rcN)",
+        f"{MANIFEST_SIGNATURE}: payload: version",
+    ),
     "manifest-nested-field-wrong": Refusal(
         _resign_manifest(lambda m: m["artifacts"][1].update(size="big")),
         "manifest.invalid",
@@ -1068,7 +1077,7 @@ def test_a_version_floor_that_is_not_a_version_is_a_value_error(
     h, bundle = pristine
     with pytest.raises(ValueError) as caught:
         h.verify(bundle, version_floor="latest")
-    assert str(caught.value) == "version floor 'latest' is not a PEP 440 version"
+    assert str(caught.value) == "version floor 'latest' is not a release version"
 
 
 @pytest.mark.parametrize("one_signer", [True, False])

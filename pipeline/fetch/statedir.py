@@ -1,0 +1,71 @@
+"""Where `fetch` keeps what must survive between runs: TUF's trusted metadata and the newest
+version fetched (the rollback floor).
+
+That is state, not cache: clearing a cache folder must not erase the floor. So the default is
+the per-user state folder (platformdirs `user_state_dir`: `$XDG_STATE_HOME` or
+`~/.local/state` on Linux), keyed by the repository URL. Releases up to 0.1 kept it under the
+per-user cache folder; the first fetch that finds such an old folder (and no new one) moves it,
+and says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import platformdirs
+
+from pipeline.tuf import errors as e
+
+APP = "tinyrustlm-release"
+
+
+def _key(url: str) -> str:
+    return hashlib.sha256(url.rstrip("/").encode("utf-8")).hexdigest()[:16]
+
+
+def default_state_folder(url: str) -> Path:
+    """The per-user state folder keyed by the repository URL."""
+    return Path(platformdirs.user_state_dir(APP)) / "fetch" / _key(url)
+
+
+def legacy_state_folder(url: str) -> Path:
+    """Where releases up to 0.1 kept it: the per-user cache folder (cleared by cache cleaners)."""
+    return Path(platformdirs.user_cache_dir(APP)) / "fetch" / _key(url)
+
+
+def migrate_legacy_state(url: str, say: Callable[[str], None]) -> Path:
+    """The default state folder, after moving an old one from the cache folder into it.
+
+    An old folder is moved only when no new one exists (a new one always wins: it is what the
+    last run trusted); across file systems it is copied, then the old one removed. A link in
+    either place is refused, never followed.
+    """
+    new, old = default_state_folder(url), legacy_state_folder(url)
+    for place in (new, old):
+        if place.is_symlink():
+            raise e.StateInvalid(
+                "the fetch state folder is a symbolic link: refusing to follow it",
+                where=str(place),
+            )
+    if new.exists() or not old.is_dir():
+        return new
+    new.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        old.rename(new)
+    except OSError:
+        staging = new.with_name(f".{new.name}.moving")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            shutil.copytree(old, staging, symlinks=True)
+            staging.rename(new)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise e.StateInvalid(
+                f"cannot move the old fetch state folder {old} here: {exc}", where=str(new)
+            ) from exc
+        shutil.rmtree(old, ignore_errors=True)
+    say(f"moved      fetch state from the cache folder {old} to the state folder {new}")
+    return new
