@@ -35,8 +35,10 @@ or raises its own `BundleRejected` subclass (see `errors.py`) and later steps do
     are exactly the artifacts, JS files, manifest.json, sbom.cdx.json and
     verification-report.json with their SHA-256, for the manifest's source revision.
  9. SBOM: CycloneDX 1.6 whose `file` components are exactly the listed files and hashes.
-10. Builder paths: no string in the manifest, the provenance, the SBOM or the report holds
-    an absolute path outside the machine-independent ones (`verify.placeholders`): the
+10. Builder paths: no string in any signed document (the signed manifest and provenance
+    statement, and every JSON file the provenance signs: the SBOM, the report, the
+    conformance report, js/package.json, ...) holds an absolute path outside the
+    machine-independent ones, a `file:` URL or a loopback URL (`verify.placeholders`): the
     builder's locations are named `$WORKSPACE/...` or `$CARGO_HOME/...`.
 11. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
     tarball (the input, or the one in the directory) is byte for byte the tarball the
@@ -558,9 +560,9 @@ def _check_builder_paths(state: _State) -> str:
     documents = {
         MANIFEST: state.signed[MANIFEST_SIGNATURE].envelope.payload,
         PROVENANCE_SIGNATURE: state.signed[PROVENANCE_SIGNATURE].envelope.payload,
-        SBOM: state.files[SBOM],
-        REPORT: state.files[REPORT],
     }
+    # every signed file that is a document (JSON), the ones above included once
+    documents.update({n: state.files[n] for n in sorted(_attested(state)) if n.endswith(".json")})
     for name, data in documents.items():
         try:
             doc = parse_json(data, name)
