@@ -31,7 +31,7 @@ from pipeline.documents.keys import load_private_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
 from pipeline.errors import CheckFailed
 from pipeline.release import steps
-from pipeline.release.conformance import run_conformance
+from pipeline.release.steps import run_conformance
 from verify.bundle.conformance_check import check_conformance
 from verify.bundle.errors import ConformanceMismatch
 from verify.bundle.layout import CONFORMANCE, MANIFEST, MANIFEST_SIGNATURE
