@@ -13,8 +13,9 @@ one of `MACHINE_INDEPENDENT_ROOTS`. Those are the only absolute paths that are t
 every machine: the Debian system folders the pinned toolchain lives in (`/usr/bin/rustc`,
 `/usr/bin:/bin`), and the fixed targets `--remap-path-prefix` maps the builder's paths to
 (`manifests/lanes.toml` `remap_workspace` and `remap_cargo_home`; a test keeps them covered).
-A builder's location written as a URL counts too (`builder_urls_in`): any `file:` URL (a
-folder of the machine that wrote it, whatever its path), and any URL of a loopback host
+A builder's location written as a URL counts too (`builder_urls_in`): any `file:/` URL (a
+folder of the machine that wrote it, whatever its path; `file:artifacts/...`, a relative
+reference such as the SBOM's, names a bundle file), and any URL of a loopback host
 (`localhost`, `127.x.x.x`, `[::1]`, `0.0.0.0`: a server of that machine, often on a port of
 the run).
 """
@@ -68,9 +69,9 @@ def absolute_paths_in(text: str) -> list[str]:
     return [m.group(0) for m in _ABSOLUTE.finditer(text) if not _allowed(m.group(0))]
 
 
-# A URL naming the machine that wrote it: a file: URL, or a loopback host's (any scheme).
+# A URL naming the machine that wrote it: an absolute file: URL, or a loopback host's.
 _BUILDER_URL = re.compile(
-    r"(?i)\bfile:[^\s'\"\x00-\x1f]*"
+    r"(?i)\bfile:/[^\s'\"\x00-\x1f]*"
     r"|\b[a-z][a-z0-9+.-]*://(?:[^/\s'\"@]*@)?"
     r"(?:localhost|127(?:\.[0-9]{1,3}){3}|0\.0\.0\.0|\[(?:0*:)*:?0*1\])(?![\w.-])"
     r"[^\s'\"\x00-\x1f]*"
