@@ -67,14 +67,14 @@ def token_row(
         receipt = loader_receipt(engine, lane, artifact_sha256, manifest_sha256, tier)
     failed = 1 if outcome == "fail" else 0
     return TokenRow(
-        tier=tier,  # type: ignore[arg-type]
+        tier=tier,
         engine=engine,
         engine_kind="browser" if isolated is not None else "js-runtime",
         engine_version="1",
         isolated=isolated,
         lane=lane,
         artifact_sha256=artifact_sha256,
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
         chosen=False,
         cases_passed=0 if outcome == "not-run" else len(CASES) - failed,
         cases_failed=failed,
@@ -109,7 +109,7 @@ def report_v3(
         ),
         models=[
             OracleModel(
-                tier=t,  # type: ignore[arg-type]
+                tier=t,
                 model=t,
                 model_sha256=SHA,
                 oracle_stops={"max-tokens": len(CASES)},
