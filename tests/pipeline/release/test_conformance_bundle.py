@@ -20,6 +20,7 @@ import pytest
 
 from pipeline.cli import main as release_main
 from pipeline.release import steps
+from pipeline.release.conformance import RELEASE_ENGINES, covered
 from tests.harness.conformance import Row, as_v2, report_v3, token_row
 from tests.harness.receipts import receipt_sha256
 from tests.harness.release import Harness, fake_report, verify_json
@@ -394,8 +395,10 @@ def test_require_engines_refuses_an_empty_or_unknown_name(harness: Harness, engi
 @pytest.mark.parametrize(
     "argv",
     [["--conformance", "--conformance-cases", "0"], ["--conformance", "--conformance-cases", "-1"],
-     ["--conformance-require", "chromium,netscape"], ["--conformance-require", "chromium,"]],
-    ids=["0 cases", "-1 cases", "unknown engine", "empty engine"],
+     ["--conformance-require", "chromium,netscape"], ["--conformance-require", "chromium,"],
+     ["--no-conformance", "--conformance"], ["--no-conformance", "--conformance-require", "node"]],
+    ids=["0 cases", "-1 cases", "unknown engine", "empty engine", "no matrix and all engines",
+         "no matrix and a required engine"],
 )  # fmt: skip
 def test_release_refuses_bad_conformance_options_before_anything_runs(
     harness: Harness, argv: list[str], monkeypatch: pytest.MonkeyPatch
@@ -409,3 +412,18 @@ def test_release_refuses_bad_conformance_options_before_anything_runs(
             code = int(exit_.code or 0)
     assert code == 2, err.getvalue()
     assert not (harness.repo / "dist").exists() and "[1/" not in err.getvalue()
+
+
+def test_every_release_runs_the_matrix_on_node_over_every_lane_and_tier() -> None:
+    """The default step 6 is the node matrix (the signed matrix belongs in every release);
+    its detail names the engines and tiers it covered."""
+    assert steps.STEPS.conformance is steps.release_matrix
+    assert "node" in RELEASE_ENGINES
+    report = report_v3(
+        "1.0.0",
+        "b" * 40,
+        [("scalar-wasm32", "a" * 64)],
+        [("node", None, "pass", t) for t in TIERS],
+        "d" * 64,
+    )
+    assert covered(report) == "2 rows, engines node, tiers f32/int8, 3 cases, 0 failing"
