@@ -13,6 +13,11 @@ one of `MACHINE_INDEPENDENT_ROOTS`. Those are the only absolute paths that are t
 every machine: the Debian system folders the pinned toolchain lives in (`/usr/bin/rustc`,
 `/usr/bin:/bin`), and the fixed targets `--remap-path-prefix` maps the builder's paths to
 (`manifests/lanes.toml` `remap_workspace` and `remap_cargo_home`; a test keeps them covered).
+A builder's location written as a URL counts too (`builder_urls_in`): any `file:/` URL (a
+folder of the machine that wrote it, whatever its path; `file:artifacts/...`, a relative
+reference such as the SBOM's, names a bundle file), and any URL of a loopback host
+(`localhost`, `127.x.x.x`, `[::1]`, `0.0.0.0`: a server of that machine, often on a port of
+the run).
 """
 
 from __future__ import annotations
@@ -64,6 +69,26 @@ def absolute_paths_in(text: str) -> list[str]:
     return [m.group(0) for m in _ABSOLUTE.finditer(text) if not _allowed(m.group(0))]
 
 
+# A URL naming the machine that wrote it: an absolute file: URL, or a loopback host's.
+_BUILDER_URL = re.compile(
+    r"(?i)\bfile:/[^\s'\"\x00-\x1f]*"
+    r"|\b[a-z][a-z0-9+.-]*://(?:[^/\s'\"@]*@)?"
+    r"(?:localhost|127(?:\.[0-9]{1,3}){3}|0\.0\.0\.0|\[(?:0*:)*:?0*1\])(?![\w.-])"
+    r"[^\s'\"\x00-\x1f]*"
+)
+
+
+def builder_urls_in(text: str) -> list[str]:
+    """Every URL in `text` that names the builder's machine (a file: or loopback URL)."""
+    return [m.group(0) for m in _BUILDER_URL.finditer(text)]
+
+
+def builder_locations_in(text: str) -> list[str]:
+    """Every builder location in `text`: absolute paths outside the machine-independent
+    ones, and URLs of the builder's machine."""
+    return builder_urls_in(text) + absolute_paths_in(text)
+
+
 @dataclass(frozen=True)
 class LeakedPath:
     where: str  # JSON pointer-ish location, e.g. predicate.buildDefinition...env.HOME
@@ -83,9 +108,10 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 def absolute_paths_outside(document: Any, where: str = "") -> list[LeakedPath]:
-    """Every leaked absolute path in any string (keys included) of a parsed JSON document."""
+    """Every leaked builder location (absolute path, file: or loopback URL) in any string
+    (keys included) of a parsed JSON document."""
     return [
         LeakedPath(at, path)
         for at, text in _strings(document, where)
-        for path in absolute_paths_in(text)
+        for path in builder_locations_in(text)
     ]

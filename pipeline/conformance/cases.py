@@ -8,11 +8,10 @@ repetition penalty, all of them at once, and long hot runs that are likely to sa
 
 from __future__ import annotations
 
-import hashlib
 import random
 
 from verify.canonical import canonical_json
-from verify.formats.conformance import SamplerCase
+from verify.formats.conformance import SamplerCase, case_record, cases_sha256
 
 DEFAULT_CASES = 100
 DEFAULT_SEED = 20261130
@@ -74,14 +73,10 @@ def make_cases(count: int = DEFAULT_CASES, seed: int = DEFAULT_SEED) -> list[Sam
     return cases
 
 
-def case_record(case: SamplerCase) -> dict[str, object]:
-    """A case as JSON for JavaScript: u64 seeds as decimal strings (JSON numbers lose them)."""
-    return {**case.model_dump(), "seed": str(case.seed), "stream": str(case.stream)}
+# the case record (u64 seeds as decimal strings) and the list's digest are the report format's
+# (verify recomputes `cases.sha256`): one home, verify/formats/conformance.py
+__all__ = ["case_record", "cases_json", "cases_sha256", "make_cases"]
 
 
 def cases_json(cases: list[SamplerCase]) -> bytes:
     return canonical_json([case_record(c) for c in cases])
-
-
-def cases_sha256(cases: list[SamplerCase]) -> str:
-    return hashlib.sha256(cases_json(cases)).hexdigest()

@@ -2,12 +2,16 @@
 [--cases N] --out FILE`.
 
 Runs the conformance matrix on a bundle folder, on a model of each kernel tier (`small`, f32;
-`small-int8`, the integer tier), and writes `tinyrustlm.conformance-report.v2`
+`small-int8`, the integer tier), and writes `tinyrustlm.conformance-report.v3`
 (and the HTML matrix beside it). The browsers and node run every lane through the bundle's
 js/loader.js, which verifies the signed manifest against the trusted keys; the signature is
 checked here first (`TrustRefused`, exit 3, before any engine starts). Exit 0 when no row
 failed, 1 when one did (the report is written either way: a failure is recorded, never
 hidden), 3 on bad input.
+
+A long run of one row (a rare failure, e.g. WebKit not isolated on one lane, int8):
+`--engines webkit --lanes LANE --tiers int8 --isolation off --cases 5000 --timeout 7200`.
+Such a report covers part of the matrix: a diagnostic, not one to sign.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import tempfile
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,7 +38,7 @@ from pipeline.conformance.trust import check_signed_manifest, load_trust
 from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, PipelineError
 from pipeline.io.atomic import write_atomic
 from pipeline.modelpack import PRESETS, pack
-from verify.formats.conformance import ConformanceReport, ModelTier
+from verify.formats.conformance import MODEL_TIERS, ConformanceReport, ModelTier
 from verify.shell.arguments import add_trust_arguments
 from verify.shell.progress import counted_lines, progress_bar
 from verify.shell.result import Outcome
@@ -75,10 +80,19 @@ def report_bytes(report: ConformanceReport) -> bytes:
     return (report.model_dump_json(by_alias=True, indent=2) + "\n").encode("utf-8")
 
 
-def conformance(subject: Subject, opts: Options) -> ConformanceReport:
+ISOLATION = {"both": (True, False), "on": (True,), "off": (False,)}
+
+
+def conformance(
+    subject: Subject, opts: Options, tiers: tuple[str, ...] = MODEL_TIERS
+) -> ConformanceReport:
     with tempfile.TemporaryDirectory(prefix="tinyrustlm-conformance-") as tmp:
         work = Path(tmp)
-        models = [ModelFile(tier, p, *model_file(p, work)) for tier, p in TIER_MODELS.items()]
+        models = [
+            ModelFile(tier, p, *model_file(p, work))
+            for tier, p in TIER_MODELS.items()
+            if tier in tiers
+        ]
         report = run_matrix(subject, models, opts, work)
         speed = []
         for preset in opts.speed_models:
@@ -107,6 +121,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=case_gen.DEFAULT_SEED, help="case seed")
     parser.add_argument(
+        "--lanes",
+        default="",
+        metavar="IDS",
+        help="only these lanes' rows (comma-separated; the loader is still denied every other "
+        "lane): with --tiers, --isolation and a large --cases, a long run of one row",
+    )
+    parser.add_argument(
+        "--tiers",
+        default=",".join(MODEL_TIERS),
+        help=f"model tiers to run (default: {','.join(MODEL_TIERS)})",
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=sorted(ISOLATION),
+        default="both",
+        help="browsers: with COOP/COEP (on), without (off) or both (default)",
+    )
+    parser.add_argument(
         "--speed",
         default="",
         metavar="MODELS",
@@ -126,7 +158,12 @@ def run(args: argparse.Namespace) -> Outcome:
     if args.cases < 1 or args.speed_runs < 1:
         raise UsageError("--cases and --speed-runs must be >= 1", where="command line")
     engines = engine_names(args.engines, ALL_ENGINES, "--engines")
+    tiers = tuple(engine_names(args.tiers, MODEL_TIERS, "--tiers"))
     subject = from_bundle(args.bundle)
+    lanes: list[str] = []
+    if args.lanes:
+        known = tuple(w.lane for w in subject.wasm) + tuple(n.lane for n in subject.native)
+        lanes = engine_names(args.lanes, known, "--lanes")
     trust = None
     if args.trusted_keys is not None:
         trust, root = load_trust(args.trusted_keys, args.allow_dev_key)
@@ -147,18 +184,22 @@ def run(args: argparse.Namespace) -> Outcome:
         speed_models=engine_names(args.speed, tuple(PRESETS), "--speed") if args.speed else (),
         speed_runs=args.speed_runs,
         page_timeout=args.timeout,
+        isolation=ISOLATION[args.isolation],
+        lanes=lanes,
     )
     with progress_bar(args, "conformance") as bar:
-        report = conformance(subject, replace(opts, say=counted_lines(opts.say, bar)))
+        report = conformance(subject, replace(opts, say=counted_lines(opts.say, bar)), tiers)
     write_atomic(args.out, report_bytes(report))
     html = args.html or args.out.with_suffix(".html")
     write_atomic(html, render(report).encode("utf-8"))
     failed = [r for r in report.rows if r.outcome == "fail"]
     for r in report.rows:
         iso = "" if r.isolated is None else (" isolated" if r.isolated else " not-isolated")
+        kinds = Counter(c.failure for c in r.results if c.failure is not None)
+        why = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
         print(
             f"  {r.engine + iso:<24} {r.lane:<26} {r.tier:<5} {r.outcome:<8} "
-            f"{r.cases_passed}/{r.cases_passed + r.cases_failed} {r.detail[:60]}"
+            f"{r.cases_passed}/{r.cases_passed + r.cases_failed} {why} {r.detail[:60]}".rstrip()
         )
     for s in report.speed:
         print(

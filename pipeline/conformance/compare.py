@@ -14,7 +14,17 @@ from typing import Any
 
 from pipeline.conformance.results import CaseResult
 from verify.canonical import canonical_json
-from verify.formats.conformance import CaseDiff, EngineKind, ModelTier, SamplerCase, TierRow
+from verify.formats.conformance import (
+    CaseDiff,
+    CaseOutput,
+    CaseRun,
+    EngineKind,
+    FailureKind,
+    ModelTier,
+    SamplerCase,
+    TokenRow,
+    token_text,
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +32,7 @@ class Tally:
     passed: int
     failed: int
     first: CaseDiff | None
+    results: tuple[CaseRun, ...] = ()  # every case, in case order
 
 
 def _first_index(a: Sequence[int], b: Sequence[int]) -> int:
@@ -59,19 +70,63 @@ def diff(expected: CaseResult, got: CaseResult | None) -> CaseDiff | None:
     return None
 
 
+def output(result: CaseResult) -> CaseOutput:
+    """A case's output as the report keeps it (the oracle's, per tier)."""
+    return CaseOutput(
+        case=result.case,
+        tokens=token_text(result.tokens),
+        rng_state=result.rng_state,
+        stop=_stop(result.stop),
+    )
+
+
+def _stop(stop: str) -> Any:
+    return stop if stop in ("eos", "max-tokens", "context") else "error"
+
+
+def failure_kind(got: CaseResult | None, problem: CaseDiff | None) -> FailureKind | None:
+    """Why a case failed: a normal run with other outputs is a mismatch; a runner error is an
+    error, or a timeout when the runner ran out of time."""
+    if problem is None:
+        return None
+    if got is not None and got.error is None:
+        return "mismatch"
+    return "timeout" if got is not None and got.timed_out else "error"
+
+
+def case_run(case: str, got: CaseResult | None, problem: CaseDiff | None) -> CaseRun:
+    if got is None:
+        return CaseRun(
+            case=case,
+            tokens="",
+            rng_state="",
+            stop="error",
+            failure="error",
+            error="the runner reported no result for this case",
+        )
+    return CaseRun(
+        **output(got).model_dump(),
+        failure=failure_kind(got, problem),
+        error=got.error,
+    )
+
+
 def tally(
     cases: Sequence[SamplerCase], oracle: Mapping[str, CaseResult], got: Sequence[CaseResult]
 ) -> Tally:
     by_case = {r.case: r for r in got}
     passed, failed, first = 0, 0, None
+    results = []
     for case in cases:
-        problem = diff(oracle[case.id], by_case.get(case.id))
+        mine = by_case.get(case.id)
+        problem = diff(oracle[case.id], mine)
+        results.append(case_run(case.id, mine, problem))
         if problem is None:
             passed += 1
         else:
             failed += 1
             first = first or problem
-    return Tally(passed, failed, first)
+    return Tally(passed, failed, first, tuple(results))
 
 
 @dataclass(frozen=True)
@@ -94,9 +149,9 @@ def ran_row(
     chosen: bool,
     receipt: dict[str, Any] | None = None,
     detail: str = "",
-) -> TierRow:
+) -> TokenRow:
     t = tally(cases, oracle, got)
-    return TierRow(
+    return TokenRow(
         tier=key.tier,
         engine=key.engine,
         engine_kind=key.kind,
@@ -112,19 +167,33 @@ def ran_row(
         cases_failed=t.failed,
         first_failure=t.first,
         detail=detail,
+        results=list(t.results),
     )
 
 
 def blocked_row(
-    key: RowKey, lane: str, sha256: str, cases: Sequence[SamplerCase], *, refused: bool, why: str
-) -> TierRow:
-    """A lane that did not run: `not-run` when that is correct here, else a failure."""
+    key: RowKey,
+    lane: str,
+    sha256: str,
+    cases: Sequence[SamplerCase],
+    *,
+    refused: bool,
+    why: str,
+    timed_out: bool = False,
+) -> TokenRow:
+    """A lane that did not run: `not-run` when that is correct here, else a failure whose
+    every case says why (an error, or a timeout when the runner ran out of time)."""
     first = (
         None
         if refused or not cases
         else CaseDiff(case=cases[0].id, field="error", expected="the lane runs", got=why)
     )
-    return TierRow(
+    kind: FailureKind = "timeout" if timed_out else "error"
+    results = [
+        CaseRun(case=c.id, tokens="", rng_state="", stop="error", failure=kind, error=why)
+        for c in ([] if refused else cases)
+    ]
+    return TokenRow(
         tier=key.tier,
         engine=key.engine,
         engine_kind=key.kind,
@@ -138,6 +207,7 @@ def blocked_row(
         cases_failed=0 if refused else len(cases),
         first_failure=first,
         detail=why,
+        results=results,
     )
 
 

@@ -92,6 +92,7 @@ class PageRun:
     lanes: list[dict[str, Any]] = field(default_factory=list)
     done: dict[str, Any] | None = None
     error: str | None = None  # the run itself failed (timeout, engine died, page error)
+    timed_out: bool = False  # that failure was the time bound
     seconds: float = 0.0
 
 
@@ -182,6 +183,7 @@ def run_page(
             left = timeout - (time.monotonic() - started)
             if left <= 0:
                 run.error = f"the page reported nothing final within {timeout:.0f}s"
+                run.timed_out = True
                 break
             try:
                 path, doc = server.posts.get(timeout=min(0.25, left))

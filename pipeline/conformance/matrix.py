@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from pipeline.conformance import browsers, compare, harness, native
 from pipeline.conformance import cases as case_gen
 from pipeline.conformance.browsers import EngineUnavailable
+from pipeline.conformance.portable import portable_receipt
 from pipeline.conformance.results import CaseResult, from_page
 from pipeline.conformance.subject import NativeLane, Subject, WasmLane
 from pipeline.errors import TabledError
@@ -30,14 +31,14 @@ from pipeline.io.digest import sha256_file
 from pipeline.io.process import CommandTimedOut, CommandUnstartable
 from pipeline.toolchain import nodejs
 from verify.formats.conformance import (
-    CaseList,
+    CaseTable,
     ConformanceReport,
     EngineKind,
     ModelTier,
+    OracleModel,
     SamplerCase,
     SpeedRow,
-    TierModel,
-    TierRow,
+    TokenRow,
 )
 
 
@@ -88,6 +89,9 @@ class Options:
     speed_tokens: int = 16
     page_timeout: float = 900.0
     isolation: Sequence[bool] = (True, False)
+    # only these lanes' rows (a long run of one row); every other lane stays denied to the
+    # loader, so it still runs exactly the lane asked for. Empty: every lane.
+    lanes: Sequence[str] = ()
     trust: Trust | None = None  # required when a browser or node runs
     # tests only: replace what the server sends for these urls (a broken probe, a wrong host)
     overrides: dict[str, bytes] = field(default_factory=dict)
@@ -103,6 +107,7 @@ class Lanes:
     chosen: str | None
     version: str
     error: str | None = None
+    timed_out: bool = False  # the runner ran out of time (its `error` says so)
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,10 @@ class Job:
     model_sha256: str
     cases: Sequence[SamplerCase]
     trust: Trust | None
+    lanes: Sequence[str] = ()  # the lanes to run (Options.lanes); empty: every lane
+
+    def runs(self, lane: str) -> bool:
+        return not self.lanes or lane in self.lanes
 
 
 def _plan_lane(lane: WasmLane) -> dict[str, Any]:
@@ -147,6 +156,7 @@ def _plan(job: Job, base: str) -> dict[str, Any]:
         )
     return {
         "lanes": [_plan_lane(w) for w in job.subject.wasm],
+        "run": [w.lane for w in job.subject.wasm if job.runs(w.lane)],
         "base": base,
         "trusted_keys": dict(job.trust.trusted_keys),
         "allow_dev_key": job.trust.allow_dev_key,
@@ -196,14 +206,16 @@ def run_browser(name: str, job: Job, isolated: bool, opts: Options, workdir: Pat
     finally:
         shutil.rmtree(profile, ignore_errors=True)
     chosen = (run.start or {}).get("chosen")
-    return Lanes(run.lanes, chosen if isinstance(chosen, str) else None, version, run.error)
+    return Lanes(
+        run.lanes, chosen if isinstance(chosen, str) else None, version, run.error, run.timed_out
+    )
 
 
 def _json_process(argv: list[str], timeout: float, what: str) -> dict[str, Any]:
     try:
         done = process.run(argv, timeout=timeout)
     except CommandTimedOut:
-        return {"error": f"{what}: no answer within {timeout:.0f}s"}
+        return {"error": f"{what}: no answer within {timeout:.0f}s", "timed_out": True}
     except CommandUnstartable as exc:
         return {"error": f"{what}: {exc.strerror}"}
     if done.returncode != 0:
@@ -236,14 +248,18 @@ def run_node(job: Job, workdir: Path) -> Lanes:
     )
     shutil.rmtree(site, ignore_errors=True)
     return Lanes(
-        doc.get("lanes", []), doc.get("chosen"), str(doc.get("version", "node")), doc.get("error")
+        doc.get("lanes", []),
+        doc.get("chosen"),
+        str(doc.get("version", "node")),
+        doc.get("error"),
+        doc.get("timed_out") is True,
     )
 
 
 def run_wasmtime(job: Job, workdir: Path) -> Lanes:
     # no JavaScript, so no loader: the module bytes from the (hash-checked) subject directly
     plan = {
-        "lanes": [_plan_lane(w) for w in job.subject.wasm if not w.threads],
+        "lanes": [_plan_lane(w) for w in job.subject.wasm if not w.threads and job.runs(w.lane)],
         "model_path": str(job.model),
         "cases": [case_gen.case_record(c) for c in job.cases],
     }
@@ -263,9 +279,10 @@ def run_wasmtime(job: Job, workdir: Path) -> Lanes:
             "error": "wasmtime-py here runs no shared-memory workers",
         }
         for w in job.subject.wasm
-        if w.threads
+        if w.threads and job.runs(w.lane)
     ]
-    return Lanes(docs, None, str(doc.get("version", "wasmtime-py")), doc.get("error"))
+    version = str(doc.get("version", "wasmtime-py"))
+    return Lanes(docs, None, version, doc.get("error"), doc.get("timed_out") is True)
 
 
 # -- rows ---------------------------------------------------------------------------------
@@ -275,14 +292,27 @@ def lane_rows(
     lanes: Lanes,
     cases: Sequence[SamplerCase],
     oracle: dict[str, CaseResult],
-) -> list[TierRow]:
+    only: Sequence[str] = (),
+) -> list[TokenRow]:
     by_lane = {d.get("lane"): d for d in lanes.docs}
     rows = []
     for w in subject.wasm:
+        if only and w.lane not in only:
+            continue
         doc = by_lane.get(w.lane)
         if doc is None:
             why = lanes.error or "the runner reported nothing for this lane"
-            rows.append(compare.blocked_row(key, w.lane, w.sha256, cases, refused=False, why=why))
+            rows.append(
+                compare.blocked_row(
+                    key,
+                    w.lane,
+                    w.sha256,
+                    cases,
+                    refused=False,
+                    why=why,
+                    timed_out=lanes.timed_out and lanes.error is not None,
+                )
+            )
         elif doc.get("status") != "ran":
             rows.append(
                 compare.blocked_row(
@@ -305,7 +335,9 @@ def lane_rows(
                     oracle,
                     got,
                     chosen=lanes.chosen == w.lane,
-                    receipt=doc.get("receipt"),
+                    receipt=portable_receipt(
+                        doc.get("receipt"), subject.bundle_urls(), subject.source_date_epoch
+                    ),
                 )
             )
     return rows
@@ -338,9 +370,12 @@ def native_rows(
     oracle_id: str,
     scratch: Path,
     say: Callable[[str], None],
-) -> list[TierRow]:
+    only: Sequence[str] = (),
+) -> list[TokenRow]:
     rows = []
     for lane in subject.native:
+        if only and lane.lane not in only:
+            continue
         engine = native.engine_for(lane.target, scratch)
         if engine is None:
             key = compare.RowKey("native", "native", "none", None, model.tier)
@@ -377,26 +412,27 @@ def engine_rows(
     oracle_id: str,
     opts: Options,
     workdir: Path,
-) -> list[TierRow]:
+) -> list[TokenRow]:
     """Every engine's rows of one tier's model."""
-    job, tier = Job(subject, model.path, model.sha256, cases, opts.trust), model.tier
-    rows: list[TierRow] = []
+    job = Job(subject, model.path, model.sha256, cases, opts.trust, opts.lanes)
+    tier, only = model.tier, opts.lanes
+    rows: list[TokenRow] = []
     for name in opts.engines:
         if name in browsers.BROWSERS:
             for isolated in opts.isolation:
                 opts.say(f"{name}: {'with' if isolated else 'without'} COOP/COEP ({tier} tier)")
                 lanes = run_browser(name, job, isolated, opts, workdir)
                 key = compare.RowKey(name, "browser", lanes.version, isolated, tier)
-                rows += lane_rows(key, subject, lanes, cases, oracle)
+                rows += lane_rows(key, subject, lanes, cases, oracle, only)
         elif name in RUNTIMES:
             runner, kind = RUNTIMES[name]
             opts.say(f"{name} ({tier} tier)")
             lanes = runner(job, workdir)
             key = compare.RowKey(name, kind, lanes.version, None, tier)
-            rows += lane_rows(key, subject, lanes, cases, oracle)
+            rows += lane_rows(key, subject, lanes, cases, oracle, only)
         elif name == "native":
             opts.say(f"native lanes ({tier} tier)")
-            rows += native_rows(subject, model, cases, oracle, oracle_id, workdir, opts.say)
+            rows += native_rows(subject, model, cases, oracle, oracle_id, workdir, opts.say, only)
         else:
             raise EngineUnavailable(
                 f"unknown engine {name!r}",
@@ -413,8 +449,8 @@ def run_matrix(
     """The same cases on a model of each tier (`models`), on every engine and lane."""
     cases = case_gen.make_cases(opts.cases, opts.seed)
     oracle_native, oracle_engine = oracle_lane(subject, workdir)
-    rows: list[TierRow] = []
-    declared: list[TierModel] = []
+    rows: list[TokenRow] = []
+    declared: list[OracleModel] = []
     for m in models:
         opts.say(f"oracle: {oracle_native.lane} on {len(cases)} cases, model {m.name} ({m.tier})")
         oracle_list = native.run_cases(oracle_engine, oracle_native.path, m.path, cases)
@@ -429,19 +465,26 @@ def run_matrix(
         for r in oracle_list:
             stops[r.stop] = stops.get(r.stop, 0) + 1
         declared.append(
-            TierModel(tier=m.tier, model=m.name, model_sha256=m.sha256, oracle_stops=stops)
+            OracleModel(
+                tier=m.tier,
+                model=m.name,
+                model_sha256=m.sha256,
+                oracle_stops=stops,
+                oracle=[compare.output(r) for r in oracle_list],
+            )
         )
         oracle = {r.case: r for r in oracle_list}
         rows += engine_rows(subject, m, cases, oracle, oracle_native.lane, opts, workdir)
     return ConformanceReport(
         release_version=subject.version,
         source_revision=subject.source_revision,
-        cases=CaseList(
+        cases=CaseTable(
             count=len(cases),
             seed=opts.seed,
             sha256=case_gen.cases_sha256(cases),
             oracle_lane=oracle_native.lane,
             oracle_sha256=oracle_native.sha256,
+            entries=cases,
         ),
         models=declared,
         rows=rows,
@@ -453,7 +496,12 @@ def run_matrix(
             "checked at that level",
             "browsers and node run every lane through js/loader.js (signed manifest, "
             "probes, self-tests; the other lanes denied): a row's receipt is the loader's "
-            "tinyrustlm.capability-receipt.v1, a refusal its LoaderError code",
+            "tinyrustlm.capability-receipt.v1 (its fetched urls as bundle paths, its "
+            "created_utc the release's SOURCE_DATE_EPOCH: nothing of the builder's machine), "
+            "a refusal its LoaderError code",
+            "every row keeps every case's token ids and final RNG state (rows[].results), "
+            "the oracle's per tier (models[].oracle): a failing case says whether it was a "
+            "mismatch, an error or a timeout",
         ],
     )
 

@@ -105,7 +105,9 @@ def run_case(engine: NativeEngine, binary: Path, model: Path, case: SamplerCase)
             env=env if env is not None else dict(os.environ),
         )
     except CommandTimedOut:
-        return CaseResult.failed(case.id, f"no answer within {CASE_TIMEOUT_SECONDS}s")
+        return CaseResult.failed(
+            case.id, f"no answer within {CASE_TIMEOUT_SECONDS}s", timed_out=True
+        )
     except CommandUnstartable as exc:
         return CaseResult.failed(case.id, f"{argv[0]}: {exc.strerror}")
     if done.returncode != 0:

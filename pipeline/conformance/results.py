@@ -20,10 +20,11 @@ class CaseResult:
     error: str | None = None
     ttft_ms: float = 0.0  # session start to the first token
     decode_ms: tuple[float, ...] = ()  # each later token
+    timed_out: bool = False  # the error is that the runner ran out of time
 
     @staticmethod
-    def failed(case: str, error: str) -> CaseResult:
-        return CaseResult(case, (), "", "error", error)
+    def failed(case: str, error: str, *, timed_out: bool = False) -> CaseResult:
+        return CaseResult(case, (), "", "error", error, timed_out=timed_out)
 
 
 def from_page(doc: Mapping[str, Any]) -> CaseResult:

@@ -55,6 +55,7 @@ class NativeLane:
     target: str
     path: Path
     sha256: str
+    url: str = ""  # bundle-relative
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,12 @@ class Subject:
     native: tuple[NativeLane, ...]
     js_files: tuple[tuple[str, Path], ...]  # (bundle url, file)
     signed_files: tuple[tuple[str, Path], ...] = ()  # (bundle url, file): what the loader verifies
+    source_date_epoch: int = 0  # the manifest's: the time a signed receipt says it was made
+
+    def bundle_urls(self) -> list[str]:
+        """Every bundle path the loader may fetch (a receipt names them, not the builder's)."""
+        urls = [u for u, _ in (*self.signed_files, *self.js_files)]
+        return urls + [w.url for w in self.wasm] + [n.url for n in self.native]
 
 
 def _checked(root: Path, url: str, sha256: str) -> Path:
@@ -118,11 +125,12 @@ def from_bundle(bundle: Path) -> Subject:
             for a in manifest.artifacts
         ),
         native=tuple(
-            NativeLane(a.id, a.target, _checked(bundle, a.url, a.sha256), a.sha256)
+            NativeLane(a.id, a.target, _checked(bundle, a.url, a.sha256), a.sha256, a.url)
             for a in manifest.native_artifacts
         ),
         js_files=tuple((f.url, _checked(bundle, f.url, f.sha256)) for f in manifest.js_files),
         signed_files=((MANIFEST, bundle / MANIFEST), (MANIFEST_SIGNATURE, _signature(bundle))),
+        source_date_epoch=manifest.source_date_epoch,
     )
 
 

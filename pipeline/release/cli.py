@@ -10,14 +10,22 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.conformance.cli import engine_names
+from pipeline.conformance.cli import UsageError, engine_names
 from pipeline.conformance.matrix import ALL_ENGINES, Options
 from pipeline.documents.keyless import ambient_token
 from pipeline.documents.keys import dev_trusted_keys
 from pipeline.errors import EXIT_OK, EXIT_USAGE, PipelineError
-from pipeline.release.conformance import run_conformance
 from pipeline.release.cosign import CoSignTrust, cosign_bundle
-from pipeline.release.steps import STEPS, Bundled, ReleaseRequest, build_from_records, run_release
+from pipeline.release.steps import (
+    STEPS,
+    Bundled,
+    ReleaseRequest,
+    build_from_records,
+    release_matrix,
+    run_conformance,
+    run_release,
+    skip_conformance,
+)
 from verify.bundle.trusted_keys import TrustedKey
 from verify.shell.arguments import at_least_one
 from verify.shell.progress import progress_bar, step_lines
@@ -149,7 +157,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--conformance",
         action="store_true",
-        help="run the conformance matrix (all engines) and ship conformance.json",
+        help="run the conformance matrix on every engine (browsers, node, wasmtime, native, "
+        "qemu, wine); without it every release runs node over every lane and tier",
+    )
+    parser.add_argument(
+        "--no-conformance",
+        action="store_true",
+        help="ship no conformance.json (local trials: a release's bundle carries the matrix)",
     )
     parser.add_argument(
         "--conformance-cases",
@@ -223,9 +237,20 @@ def run(args: argparse.Namespace) -> Outcome:
     require: list[str] = []
     if args.conformance_require:  # checked before anything runs, not after the matrix
         require = engine_names(args.conformance_require, ALL_ENGINES, "--conformance-require")
-    if args.conformance or require:
+    if args.no_conformance:
+        if args.conformance or require:
+            raise UsageError(
+                "--no-conformance with --conformance or --conformance-require",
+                where="--no-conformance",
+                hint="choose one: no matrix, or the matrix on the engines asked for",
+            )
+        steps = replace(steps, conformance=skip_conformance)
+    elif args.conformance or require:
         options = Options(cases=args.conformance_cases)
         steps = replace(steps, conformance=run_conformance(options, require))
+    else:
+        cases = args.conformance_cases
+        steps = replace(steps, conformance=lambda signed: release_matrix(signed, cases))
     if args.keyless:
         ambient_token()  # no credential: stop before building anything
     with progress_bar(args, "release") as bar:

@@ -1,4 +1,10 @@
-"""`release --conformance`: step 6 runs the matrix against the signed manifest.
+"""Step 6 of every release: the conformance matrix against the signed manifest.
+
+Every release runs it on `RELEASE_ENGINES` (node: every wasm lane through js/loader.js, and
+the native oracle) over every lane and model tier, and signs the report; `release
+--conformance` runs every engine (the browsers, wasmtime, qemu, wine); `--no-conformance`
+ships no report (trials). A release with no native lane this machine runs has no oracle: the
+default step then says so and ships no report, where `--conformance` refuses.
 
 It runs on the very files the bundle will hold, so `conformance.json` can be signed with the
 rest: listed in SHA256SUMS and a subject of the provenance (step 7). The JS engines run every
@@ -23,10 +29,13 @@ from pipeline.conformance.matrix import Options, Trust
 from pipeline.conformance.subject import from_bundle
 from pipeline.documents.keys import SigningKey
 from pipeline.errors import CheckFailed
-from pipeline.release.steps import Conformed, ManifestSigned
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
-from verify.formats.conformance import ConformanceReport
+from verify.formats.conformance import MODEL_TIERS, AnyReport, ConformanceReport
 from verify.formats.manifest import ModuleManifest
+
+# The engines every release's matrix runs: those every release machine has (the pinned node);
+# the browsers are opt-in (`--conformance`) where they are not installed.
+RELEASE_ENGINES = ("node",)
 
 
 class ConformanceFailed(CheckFailed):
@@ -63,7 +72,7 @@ def unmet(report: ConformanceReport, engines: Sequence[str]) -> list[str]:
     """Why each required engine fails, per model tier: a failing row, or no passing row."""
     problems = []
     for engine in engines:
-        for tier in report.tiers():
+        for tier in MODEL_TIERS:  # every tier the release declares
             rows = [r for r in report.rows if (r.engine, r.tier) == (engine, tier)]
             failing = [f"{r.lane}{_isolation(r.isolated)}" for r in rows if r.outcome == "fail"]
             if failing:
@@ -73,31 +82,35 @@ def unmet(report: ConformanceReport, engines: Sequence[str]) -> list[str]:
     return problems
 
 
-def run_conformance(
-    opts: Options, require: Sequence[str] = ()
-) -> Callable[[ManifestSigned], Conformed]:
-    """Step 6: the matrix over the signed manifest's lanes; its report rides on `Conformed`."""
+def covered(report: AnyReport) -> str:
+    """Which engines and tiers a report covers, for the release's output."""
+    failed = sum(r.outcome == "fail" for r in report.rows)
+    return (
+        f"{len(report.rows)} rows, engines {', '.join(report.engines())}, tiers "
+        f"{'/'.join(report.tiers())}, {report.cases.count} cases, {failed} failing"
+    )
 
-    def conformance_step(signed: ManifestSigned) -> Conformed:
-        say = signed.checked.request.say
-        manifest = signed.documents.manifest
-        with tempfile.TemporaryDirectory(prefix="tinyrustlm-conformance-bundle-") as tmp:
-            subject = from_bundle(stage(Path(tmp), signed.files, manifest))
-            run_opts = replace(
-                opts,
-                trust=trust_of(signed.checked.key, manifest),
-                say=lambda line: say(f"    {line}"),
-            )
-            report = conformance(subject, run_opts)
-        problems = unmet(report, require)
-        if problems:
-            raise ConformanceFailed(
-                f"conformance: {'; '.join(problems)}",
-                where="conformance matrix",
-                hint="fix the lane, or switch it off with the manifest's disabled_lanes",
-            )
-        failed = sum(r.outcome == "fail" for r in report.rows)
-        summary = f"{len(report.rows)} rows on {len(report.engines())} engines, {failed} failing"
-        return Conformed(signed, report_bytes(report), summary)
 
-    return conformance_step
+def matrix_report(
+    files: Mapping[str, bytes],
+    manifest: ModuleManifest,
+    key: SigningKey,
+    say: Callable[[str], None],
+    opts: Options,
+    require: Sequence[str] = (),
+) -> bytes:
+    """The matrix over the signed bundle's lanes (`files`, staged in a temporary folder, the
+    loader trusting only `key`): the report's bytes, or `ConformanceFailed` when a required
+    engine fails (`unmet`)."""
+    with tempfile.TemporaryDirectory(prefix="tinyrustlm-conformance-bundle-") as tmp:
+        subject = from_bundle(stage(Path(tmp), files, manifest))
+        run_opts = replace(opts, trust=trust_of(key, manifest), say=lambda line: say(f"    {line}"))
+        report = conformance(subject, run_opts)
+    problems = unmet(report, require)
+    if problems:
+        raise ConformanceFailed(
+            f"conformance: {'; '.join(problems)}",
+            where="conformance matrix",
+            hint="fix the lane, or switch it off with the manifest's disabled_lanes",
+        )
+    return report_bytes(report)

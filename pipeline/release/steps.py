@@ -11,7 +11,8 @@ Release data flows through typed step results, each step a function of the previ
     3 verify                 every artifact inspected against its lane policy
     4 smoke                  each artifact's self-test result from its build record
     5 sign manifest          documents assembled (`documents_of`), the manifest signed
-    6 conformance            optional: the matrix runs against the signed manifest
+    6 conformance            the matrix against the signed manifest: node over every lane and
+                             tier (`release --conformance`: every engine)
     7 sign provenance        the documents again with conformance.json, provenance signed
     8 checksums and tarball  SHA256SUMS over every file, the deterministic tarball
     9 bundle                 staged, fsynced, renamed into dist/tinyrustlm-<version>/
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import ClassVar, Protocol, TypeVar
 
 from pipeline import paths
+from pipeline.conformance.cases import DEFAULT_CASES
+from pipeline.conformance.matrix import MatrixError, Options
 from pipeline.documents.assemble import MANIFEST_VALIDITY_SECONDS, Documents, documents_of
 from pipeline.documents.keys import SigningKey, resolve_signing_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
@@ -49,12 +52,14 @@ from pipeline.release.bundle import (
     release_lock,
     write_bundle,
 )
+from pipeline.release.conformance import RELEASE_ENGINES, covered, matrix_report
 from pipeline.toolchain.check import check_installed
 from pipeline.tree.snapshot import Tree, read_tree
 from pipeline.tree.sources import require_clean
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE, bundle_name
 from verify.bundle.report_check import Deriver, default_deriver, failed_findings
 from verify.errors import VerifyError
+from verify.formats.conformance import read_report
 from verify.formats.in_toto import IN_TOTO_PAYLOAD_TYPE
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, KeyClass, ModuleManifest
 from verify.formats.report import VerificationReport
@@ -347,7 +352,32 @@ def step_sign_manifest(checked: Checked, tested: Tested) -> ManifestSigned:
 
 # -- 6 conformance ------------------------------------------------------------------------
 def skip_conformance(signed: ManifestSigned) -> Conformed:
-    return Conformed(signed, None, "skipped (release --conformance runs it)")
+    return Conformed(signed, None, "skipped (release --no-conformance)")
+
+
+def run_conformance(
+    opts: Options, require: Sequence[str] = ()
+) -> Callable[[ManifestSigned], Conformed]:
+    """Step 6: the matrix over the signed manifest's lanes (`release.conformance`); its
+    report rides on `Conformed`, its detail says which engines and tiers it covered."""
+
+    def conformance_step(signed: ManifestSigned) -> Conformed:
+        say, manifest = signed.checked.request.say, signed.documents.manifest
+        data = matrix_report(signed.files, manifest, signed.checked.key, say, opts, require)
+        return Conformed(signed, data, covered(read_report(data)[0]))
+
+    return conformance_step
+
+
+def release_matrix(signed: ManifestSigned, cases: int = DEFAULT_CASES) -> Conformed:
+    """Every release's step 6: `RELEASE_ENGINES` over every lane and tier (`release
+    --conformance` runs every engine); no report when no native lane here is an oracle."""
+    try:
+        return run_conformance(Options(engines=RELEASE_ENGINES, cases=cases))(signed)
+    except MatrixError as exc:
+        if exc.error_id != "conformance.no-oracle":
+            raise
+        return Conformed(signed, None, f"no report: {exc.message}")
 
 
 # -- 7 sign provenance --------------------------------------------------------------------
@@ -410,7 +440,7 @@ class Steps:
     verify: Callable[[Built, Deriver | None], Verified] = step_verify
     smoke: Callable[[Verified, Sequence[str]], Tested] = step_smoke
     sign_manifest: Callable[[Checked, Tested], ManifestSigned] = step_sign_manifest
-    conformance: Callable[[ManifestSigned], Conformed] = skip_conformance
+    conformance: Callable[[ManifestSigned], Conformed] = release_matrix
     sign_provenance: Callable[[Conformed], Signed] = step_sign_provenance
     pack: Callable[[Signed], Packed] = step_pack
     bundle: Callable[[Packed], Bundled] = step_bundle

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 from verify.canonical import canonical_json
+from verify.formats.conformance import TIER_NUMERICAL_MODES
 from verify.formats.receipt import CapabilityReceipt
 
 # the brand each loader engine reports in `host_reported.browser_brand`
@@ -13,7 +14,7 @@ BRANDS = {"chromium": "Chromium", "firefox": "Firefox", "webkit": "Safari", "nod
 
 
 def loader_receipt(
-    engine: str, lane: str, artifact_sha256: str, manifest_sha256: str
+    engine: str, lane: str, artifact_sha256: str, manifest_sha256: str, tier: str = "f32"
 ) -> dict[str, Any]:
     receipt: dict[str, Any] = {
         "schema": "tinyrustlm.capability-receipt.v1",
@@ -38,7 +39,7 @@ def loader_receipt(
             "memory_bytes": 65536,
         },
         "selection": {
-            "numerical_mode": "strict",
+            "numerical_mode": TIER_NUMERICAL_MODES[tier],
             "kernel_set": "scalar",
             "quant_layouts": [],
             "kv_format": "f32",

@@ -16,7 +16,6 @@ from verify.bundle.layout import (
     MANIFEST_SIGNATURE,
     OPTIONAL_ATTESTED_FILES,
     PROVENANCE_SIGNATURE,
-    REPORT,
     SBOM,
 )
 from verify.bundle.signature_check import Signed
@@ -126,13 +125,16 @@ def check_sbom(files: Mapping[str, bytes], manifest: ModuleManifest) -> str:
 
 
 # -- step 10 ------------------------------------------------------------------------------
-def check_builder_paths(signed: Signed, files: Mapping[str, bytes]) -> str:
+def check_builder_paths(
+    signed: Signed, files: Mapping[str, bytes], manifest: ModuleManifest
+) -> str:
     documents = {
         MANIFEST: signed.payload(MANIFEST_SIGNATURE),
         PROVENANCE_SIGNATURE: signed.payload(PROVENANCE_SIGNATURE),
-        SBOM: files[SBOM],
-        REPORT: files[REPORT],
     }
+    # every signed file that is a document (JSON), the ones above included once
+    attested = sorted(_attested(files, manifest))
+    documents.update({name: files[name] for name in attested if name.endswith(".json")})
     for name, data in documents.items():
         try:
             doc = parse_json(data, name)

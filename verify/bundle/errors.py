@@ -336,8 +336,25 @@ class ResourceLimit(VerifyError):
 class ConformanceInvalid(BundleRejected):
     error_id = "conformance.invalid"
     default_hint = (
-        "the conformance report is not a valid tinyrustlm.conformance-report.v2 (or v1), or "
-        "lacks a model tier: rerun release --conformance"
+        "the conformance report is not a valid tinyrustlm.conformance-report.v3 (or v2, v1), "
+        "or lacks a model tier: rerun release --conformance"
+    )
+
+
+class ConformanceDowngrade(BundleRejected):
+    error_id = "conformance.downgrade"
+    default_hint = (
+        "required engines are judged on verdicts the verifier recomputes from a v3 report's "
+        "token ids, on every tier: rerun release --conformance with this version, or drop "
+        "--require-engines"
+    )
+
+
+class ConformanceVerdictWrong(BundleRejected):
+    error_id = "conformance.verdict"
+    default_hint = (
+        "a row's verdict does not follow from the token ids it records against the oracle's: "
+        "the report was edited or its writer is broken; rerun release --conformance"
     )
 
 

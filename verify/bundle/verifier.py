@@ -45,8 +45,10 @@ report's re-inspection, read limits); `Requirements` is what you ask of this bun
     verification-report.json with their SHA-256, for the manifest's source revision.
  9. SBOM: CycloneDX 1.6 whose `file` components (`verify.formats.cyclonedx`) are exactly the
     listed files and hashes.
-10. Builder paths: no string in the manifest, the provenance, the SBOM or the report holds
-    an absolute path outside the machine-independent ones (`verify.placeholders`): the
+10. Builder paths: no string in any signed document (the signed manifest and provenance
+    statement, and every JSON file the provenance signs: the SBOM, the report, the
+    conformance report, js/package.json, ...) holds an absolute path outside the
+    machine-independent ones, a `file:` URL or a loopback URL (`verify.placeholders`): the
     builder's locations are named `$WORKSPACE/...` or `$CARGO_HOME/...`.
 11. Checksums: SHA256SUMS lists exactly the bundle's files with their SHA-256, and the
     tarball (the input, or the one in the directory) is byte for byte the tarball the
@@ -188,7 +190,7 @@ class BundleVerifier:
             done(7, check_file_set(opened, manifest))
             done(8, check_provenance(signed, files, manifest))
             done(9, check_sbom(files, manifest))
-            done(10, check_builder_paths(signed, files))
+            done(10, check_builder_paths(signed, files, manifest))
             done(11, check_checksums(opened, manifest))
             done(12, check_report(opened, manifest, self.derive or default_deriver()))
             manifest_sha256 = sha256_hex(files[MANIFEST])

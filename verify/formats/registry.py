@@ -15,8 +15,10 @@ from verify.formats.cli_result import CLI_RESULT_SCHEMA, CliResult
 from verify.formats.conformance import (
     CONFORMANCE_SCHEMA,
     CONFORMANCE_SCHEMA_V1,
+    CONFORMANCE_SCHEMA_V2,
     ConformanceReport,
     ConformanceReportV1,
+    ConformanceReportV2,
 )
 from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
 from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
@@ -43,6 +45,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     BUNDLE_VERIFICATION_SCHEMA: BundleVerification,
     FUZZ_CAMPAIGN_SCHEMA: FuzzCampaign,
     CONFORMANCE_SCHEMA_V1: ConformanceReportV1,
+    CONFORMANCE_SCHEMA_V2: ConformanceReportV2,
     CONFORMANCE_SCHEMA: ConformanceReport,
     REBUILD_ATTESTATION_SCHEMA: RebuildStatement,
     CLI_RESULT_SCHEMA: CliResult,

@@ -19,18 +19,20 @@ from pipeline.conformance.html import render
 from pipeline.conformance.results import CaseResult, from_page
 from pipeline.release.conformance import unmet
 from verify.formats.conformance import (
+    CONFORMANCE_SCHEMA,
     CONFORMANCE_SCHEMA_V1,
+    CONFORMANCE_SCHEMA_V2,
     MODEL_TIERS,
-    CaseList,
+    CaseTable,
     ConformanceReport,
+    OracleModel,
     SamplerCase,
-    TierModel,
     read_report,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS = REPO_ROOT / "manifests/schemas"
-SCHEMA = SCHEMAS / "tinyrustlm.conformance-report.v2.json"
+SCHEMA = SCHEMAS / f"{CONFORMANCE_SCHEMA}.json"
 SHA = "a" * 64
 
 
@@ -143,11 +145,22 @@ def _report() -> ConformanceReport:
     return ConformanceReport(
         release_version="1.0.0",
         source_revision="b" * 40,
-        cases=CaseList(
-            count=2, seed=3, sha256=cases_sha256(cases), oracle_lane="native", oracle_sha256=SHA
+        cases=CaseTable(
+            count=2,
+            seed=3,
+            sha256=cases_sha256(cases),
+            oracle_lane="native",
+            oracle_sha256=SHA,
+            entries=cases,
         ),
         models=[
-            TierModel(tier=t, model=m, model_sha256=SHA, oracle_stops={"max-tokens": 2})
+            OracleModel(
+                tier=t,
+                model=m,
+                model_sha256=SHA,
+                oracle_stops={"max-tokens": 2},
+                oracle=[compare.output(r) for r in oracle.values()],
+            )
             for t, m in (("f32", "small"), ("int8", "small-int8"))
         ],
         rows=rows,
@@ -162,6 +175,48 @@ def test_report_validates_against_the_committed_schema() -> None:
         jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
 
 
+def test_a_v2_reader_refuses_a_v3_report_rather_than_misread_it() -> None:
+    """v2's schema (what a v2 reader holds a report to) refuses a v3 report: its `schema`
+    literal, and the fields v2 does not know (extra fields are forbidden)."""
+    doc = json.loads(_report().model_dump_json(by_alias=True))
+    v2 = json.loads((SCHEMAS / f"{CONFORMANCE_SCHEMA_V2}.json").read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, v2)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**doc, "schema": CONFORMANCE_SCHEMA_V2}, v2)
+
+
+def test_every_case_keeps_its_token_ids_and_why_it_failed() -> None:
+    """A row keeps every case's raw token ids and RNG state, and a failing case says whether
+    it was a mismatch, an error or a timeout (a runner that ran out of time)."""
+    cases = make_cases(4, seed=1)
+    oracle = {c.id: CaseResult(c.id, (5, 6), "0x10", "max-tokens") for c in cases}
+    got = [
+        CaseResult(cases[0].id, (5, 6), "0x10", "max-tokens"),
+        CaseResult(cases[1].id, (5, 7), "0x10", "max-tokens"),
+        CaseResult.failed(cases[2].id, "RuntimeError: unreachable"),
+        CaseResult.failed(cases[3].id, "no answer within 120s", timed_out=True),
+    ]
+    key = compare.RowKey("webkit", "browser", "2.50", False, "int8")
+    row = compare.ran_row(key, "simd128-wasm32", SHA, cases, oracle, got, chosen=False)
+    assert [(r.tokens, r.failure) for r in row.results] == [
+        ("5 6", None),
+        ("5 7", "mismatch"),
+        ("", "error"),
+        ("", "timeout"),
+    ]
+    assert row.results[2].error == "RuntimeError: unreachable"
+    assert (row.outcome, row.cases_passed, row.cases_failed) == ("fail", 1, 3)
+    missing = compare.ran_row(key, "simd128-wasm32", SHA, cases, oracle, got[:1], chosen=False)
+    assert [r.failure for r in missing.results] == [None, "error", "error", "error"]
+    timed_out = compare.blocked_row(
+        key, "simd128-wasm32", SHA, cases, refused=False, why="no answer", timed_out=True
+    )
+    assert {r.failure for r in timed_out.results} == {"timeout"}
+    refused = compare.blocked_row(key, "x", SHA, cases, refused=True, why="needs isolation")
+    assert refused.results == []
+
+
 def test_the_command_runs_a_model_of_every_tier() -> None:
     assert tuple(TIER_MODELS) == MODEL_TIERS
 
@@ -169,6 +224,11 @@ def test_the_command_runs_a_model_of_every_tier() -> None:
 def _v1(report: ConformanceReport) -> dict[str, Any]:
     """`report` as its v1 writer made it: one model (f32), rows without a tier."""
     doc: dict[str, Any] = json.loads(report.model_dump_json(by_alias=True))
+    del doc["cases"]["entries"]
+    for m in doc["models"]:
+        del m["oracle"]
+    for r in doc["rows"]:
+        del r["results"]
     model = doc.pop("models")[0]
     doc["schema"] = CONFORMANCE_SCHEMA_V1
     doc["cases"].update({k: v for k, v in model.items() if k != "tier"})
@@ -183,6 +243,7 @@ def test_a_v1_report_still_reads_as_the_f32_tier() -> None:
     report, schema = read_report(json.dumps(doc).encode())
     assert schema == CONFORMANCE_SCHEMA_V1
     assert report.tiers() == ["f32"] and {r.tier for r in report.rows} == {"f32"}
+    assert not isinstance(report, ConformanceReport)  # read as v2: no token ids to judge
     assert report.models[0].model == "small" and report.cases.count == 2
 
 

@@ -15,6 +15,7 @@ import io
 import json
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def _matrix(
     return run_matrix(subject, models if tiers else models[:1], opts, tmp_path)
 
 
-def _by_lane(rows: list[TierRow], isolated: bool, tier: str = "f32") -> dict[str, TierRow]:
+def _by_lane(rows: Sequence[TierRow], isolated: bool, tier: str = "f32") -> dict[str, TierRow]:
     return {r.lane: r for r in rows if r.isolated is isolated and r.tier == tier}
 
 

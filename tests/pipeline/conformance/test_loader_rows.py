@@ -31,13 +31,13 @@ from pipeline.documents.keys import load_private_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
 from pipeline.errors import CheckFailed
 from pipeline.release import steps
-from pipeline.release.conformance import run_conformance
+from pipeline.release.steps import run_conformance
 from verify.bundle.conformance_check import check_conformance
 from verify.bundle.errors import ConformanceMismatch
 from verify.bundle.layout import CONFORMANCE, MANIFEST, MANIFEST_SIGNATURE
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.canonical import canonical_json
-from verify.formats.conformance import MODEL_TIERS, ConformanceReport, TierRow
+from verify.formats.conformance import MODEL_TIERS, ConformanceReport, TokenRow
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE, ModuleManifest
 from verify.formats.receipt import CapabilityReceipt
 
@@ -57,7 +57,7 @@ def _matrix(
     tmp_path: Path,
     engine: str = "node",
     **options: Any,
-) -> list[TierRow]:
+) -> list[TokenRow]:
     opts = Options(
         engines=[engine], cases=2, page_timeout=300, say=lambda _: None, trust=trust, **options
     )

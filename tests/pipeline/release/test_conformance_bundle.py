@@ -20,33 +20,44 @@ import pytest
 
 from pipeline.cli import main as release_main
 from pipeline.release import steps
-from tests.harness.receipts import loader_receipt, receipt_sha256
+from pipeline.release.conformance import RELEASE_ENGINES, covered
+from tests.harness.conformance import Row, as_v2, report_v3, token_row
+from tests.harness.receipts import receipt_sha256
 from tests.harness.release import Harness, fake_report, verify_json
 from verify.bundle import verifier
 from verify.bundle.conformance_check import check_conformance
-from verify.bundle.errors import ConformanceInvalid, ConformanceMismatch, ConformanceRowFailed
+from verify.bundle.errors import (
+    ConformanceDowngrade,
+    ConformanceInvalid,
+    ConformanceMismatch,
+    ConformanceRowFailed,
+    ConformanceVerdictWrong,
+)
 from verify.bundle.layout import CONFORMANCE, MANIFEST, parse_checksums
 from verify.cli import main as verify_main
-from verify.formats.conformance import (
-    CONFORMANCE_SCHEMA_V1,
-    MODEL_TIERS,
-    CaseList,
-    ConformanceReport,
-    TierModel,
-    TierRow,
-)
+from verify.formats.conformance import CONFORMANCE_SCHEMA_V1, MODEL_TIERS
 from verify.formats.manifest import ModuleManifest
 
-SHA = "c" * 64
 TIERS = MODEL_TIERS
-# (engine, isolated, outcome, tier) rows, applied to every lane of the release
-Row = tuple[str, bool, str, str]
 ALL_PASS: list[Row] = [
     (engine, True, "pass", tier) for engine in ("chromium", "firefox", "webkit") for tier in TIERS
 ]
-WEBKIT_FAILS: list[Row] = [*ALL_PASS, ("webkit", False, "fail", "f32")]
-WEBKIT_INT8_FAILS: list[Row] = [*ALL_PASS, ("webkit", False, "fail", "int8")]
+WEBKIT_FAILS: list[Row] = [
+    *ALL_PASS,
+    ("webkit", False, "fail", "f32"),
+    ("webkit", False, "pass", "int8"),
+]
+WEBKIT_INT8_FAILS: list[Row] = [
+    *ALL_PASS,
+    ("webkit", False, "pass", "f32"),
+    ("webkit", False, "fail", "int8"),
+]
 WEBKIT_NO_INT8: list[Row] = [r for r in ALL_PASS if r[0] != "webkit" or r[3] != "int8"]
+# webkit passes every f32 row and runs nothing on int8: required, it lacks that tier
+WEBKIT_INT8_NOT_RUN: list[Row] = [
+    r if r[0] != "webkit" or r[3] != "int8" else ("webkit", True, "not-run", "int8")
+    for r in ALL_PASS
+]
 
 
 @pytest.fixture(autouse=True)
@@ -57,35 +68,9 @@ def _fake_inspection(monkeypatch: pytest.MonkeyPatch) -> None:
 def _report(signed: steps.ManifestSigned, rows: Sequence[Row], wrong_sha: bool = False) -> bytes:
     built = signed.tested.verified.built
     manifest_sha = hashlib.sha256(signed.documents.files[MANIFEST]).hexdigest()
-    out = []
-    for engine, isolated, outcome, tier in rows:
-        for entry in built.index.lanes:
-            receipt = None
-            if outcome == "pass":  # the loader's receipt of the lane it ran
-                receipt = loader_receipt(engine, entry.lane, entry.sha256, manifest_sha)
-            out.append(
-                TierRow(
-                    tier=tier,
-                    engine=engine,
-                    engine_kind="browser",
-                    engine_version="1",
-                    isolated=isolated,
-                    lane=entry.lane,
-                    artifact_sha256=SHA if wrong_sha else entry.sha256,
-                    outcome=outcome,
-                    chosen=False,
-                    cases_passed=3 if outcome == "pass" else 0,
-                    cases_failed=3 if outcome == "fail" else 0,
-                    receipt=receipt,
-                    receipt_sha256=None if receipt is None else receipt_sha256(receipt),
-                )
-            )
-    report = ConformanceReport(
-        release_version=built.tree.version,
-        source_revision=built.tree.git.revision,
-        cases=CaseList(count=3, seed=1, sha256=SHA, oracle_lane="oracle", oracle_sha256=SHA),
-        models=[TierModel(tier=t, model=t, model_sha256=SHA, oracle_stops={}) for t in TIERS],
-        rows=out,
+    lanes = [(entry.lane, entry.sha256) for entry in built.index.lanes]
+    report = report_v3(
+        built.tree.version, built.tree.git.revision, lanes, rows, manifest_sha, wrong_sha
     )
     return report.model_dump_json(by_alias=True).encode()
 
@@ -126,14 +111,13 @@ CASES = [
     ),
     ("int8-tier-failing-row", WEBKIT_INT8_FAILS, False, "webkit", "conformance.row-failed"),
     ("int8-failure-not-required", WEBKIT_INT8_FAILS, False, "chromium", None),
-    (
-        "no-int8-row-for-a-required-engine",
-        WEBKIT_NO_INT8,
-        False,
-        "webkit",
-        "conformance.engine-missing",
-    ),
-    ("no-int8-row-for-another-engine", WEBKIT_NO_INT8, False, "chromium,firefox", None),
+    # a tier dropped from the report is refused whoever is required (the release declares both)
+    ("no-int8-row-for-a-required-engine", WEBKIT_NO_INT8, False, "webkit", "conformance.invalid"),
+    ("no-int8-row-for-another-engine", WEBKIT_NO_INT8, False, "chromium", "conformance.invalid"),
+    ("no-int8-row-nothing-required", WEBKIT_NO_INT8, False, "", "conformance.invalid"),
+    # per tier: f32 passes, int8 did not run: the engine is missing on int8
+    ("int8-not-run-required", WEBKIT_INT8_NOT_RUN, False, "webkit", "conformance.engine-missing"),
+    ("int8-not-run-not-required", WEBKIT_INT8_NOT_RUN, False, "chromium", None),
     ("failure-recorded-not-required", WEBKIT_FAILS, False, "chromium,firefox", None),
     ("nothing-required", WEBKIT_FAILS, False, "", None),
     ("no-report", None, False, "chromium", "conformance.missing"),
@@ -182,8 +166,9 @@ def test_a_failing_lane_the_manifest_disables_is_not_held_against_the_engine(
     manifest_sha = hashlib.sha256((bundle / MANIFEST).read_bytes()).hexdigest()
     doc = json.loads((bundle / CONFORMANCE).read_bytes())
     lane = manifest.artifacts[0].id
-    webkit = next(r for r in doc["rows"] if r["engine"] == "webkit" and r["lane"] == lane)
-    doc["rows"].append({**webkit, "isolated": False, "outcome": "fail", "cases_passed": 0})
+    for tier in TIERS:  # webkit not isolated: the lane fails on each tier
+        failing = token_row("webkit", False, "fail", tier, lane, manifest.artifacts[0].sha256, "")
+        doc["rows"].append(failing.model_dump(mode="json"))
     report = json.dumps(doc).encode()
     with pytest.raises(ConformanceRowFailed):
         check_conformance(report, manifest, manifest_sha, ["webkit"])
@@ -192,23 +177,39 @@ def test_a_failing_lane_the_manifest_disables_is_not_held_against_the_engine(
     assert "required engines webkit pass" in verdict
 
 
-def test_a_v1_report_is_read_as_the_f32_tier(harness: Harness) -> None:
-    """A report of the v1 writer (one model, before the integer tier) still verifies, as f32
-    rows only; the same report labelled v2 is refused for lacking the int8 tier."""
-    bundle = _release(harness, ALL_PASS)
-    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
-    manifest_sha = hashlib.sha256((bundle / MANIFEST).read_bytes()).hexdigest()
-    doc = json.loads((bundle / CONFORMANCE).read_bytes())
+def _as_v1(doc: dict[str, Any]) -> dict[str, Any]:
+    doc = as_v2(doc)
     _drop_int8(doc)
-    with pytest.raises(ConformanceInvalid, match="no model of the int8 tier"):
-        check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, ["webkit"])
     model = doc.pop("models")[0]
     doc["schema"] = CONFORMANCE_SCHEMA_V1
     doc["cases"].update({k: v for k, v in model.items() if k != "tier"})
     for row in doc["rows"]:
         del row["tier"]
-    verdict = check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, ["webkit"])
-    assert "tiers f32 (a v1 report), required engines webkit pass" in verdict
+    return doc
+
+
+def test_old_reports_are_read_and_never_judge_a_required_engine(harness: Harness) -> None:
+    """A v1 report (one model, before the integer tier) verifies as f32 rows only, and a v2
+    report (verdicts, no token ids) as it is, when nothing is required; with
+    --require-engines each is a downgrade (no int8 tier, no verdict to recompute)."""
+    bundle = _release(harness, ALL_PASS)
+    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    manifest_sha = hashlib.sha256((bundle / MANIFEST).read_bytes()).hexdigest()
+    doc = json.loads((bundle / CONFORMANCE).read_bytes())
+    v2, v1 = json.dumps(as_v2(doc)).encode(), json.dumps(_as_v1(doc)).encode()
+    assert "(a v2 report)" in check_conformance(v2, manifest, manifest_sha, [])
+    assert "tiers f32 (a v1 report)" in check_conformance(v1, manifest, manifest_sha, [])
+    for old in (v1, v2):
+        with pytest.raises(ConformanceDowngrade, match="required"):
+            check_conformance(old, manifest, manifest_sha, ["webkit"])
+    v2_no_int8 = as_v2(doc)
+    _drop_int8(v2_no_int8)
+    with pytest.raises(ConformanceInvalid, match="no model of the int8 tier"):
+        check_conformance(json.dumps(v2_no_int8).encode(), manifest, manifest_sha, [])
+    v2_no_int8_rows = as_v2(doc)
+    v2_no_int8_rows["rows"] = [r for r in v2_no_int8_rows["rows"] if r["tier"] != "int8"]
+    with pytest.raises(ConformanceInvalid, match="has no int8 row"):
+        check_conformance(json.dumps(v2_no_int8_rows).encode(), manifest, manifest_sha, [])
 
 
 def _row(doc: dict[str, Any], engine: str, tier: str = "f32") -> dict[str, Any]:
@@ -234,6 +235,17 @@ def _copied_from_chromium(doc: dict[str, Any]) -> None:
     doc["rows"] = [r for r in doc["rows"] if r is firefox or not (
         r["engine"] == "firefox" and r["lane"] == firefox["lane"] and r["isolated"]
     )]  # fmt: skip
+
+
+def _f32_receipt_on_int8(doc: dict[str, Any]) -> None:
+    row = _row(doc, "webkit", "int8")
+    row["receipt"]["selection"]["numerical_mode"] = "strict-f32-v1"
+    _resign_receipt(row)
+
+
+def _result(doc: dict[str, Any], engine: str = "webkit", case: int = 1) -> dict[str, Any]:
+    result: dict[str, Any] = _row(doc, engine)["results"][case]
+    return result
 
 
 def _renamed_schema(doc: dict[str, Any]) -> None:
@@ -269,6 +281,51 @@ HOLLOW: dict[str, tuple[Callable[[dict[str, Any]], None], type[Exception]]] = {
     "the same row for both tiers": (
         lambda d: _row(d, "webkit", "int8").update(tier="f32"), ConformanceMismatch
     ),
+    "an f32 receipt on an int8 row": (_f32_receipt_on_int8, ConformanceMismatch),
+    "a tier's rows dropped": (
+        lambda d: d.update(rows=[r for r in d["rows"] if r["tier"] != "int8"]), ConformanceInvalid
+    ),
+    # v3: verdicts recomputed from the token ids
+    "a pass whose tokens differ": (
+        lambda d: _result(d).update(tokens="5 5"), ConformanceVerdictWrong
+    ),
+    "a pass whose rng state differs": (
+        lambda d: _result(d).update(rng_state="0x0000000000000009"), ConformanceVerdictWrong
+    ),
+    "a mismatch called a pass": (
+        lambda d: _result(d).update(tokens="5 5", failure=None), ConformanceVerdictWrong
+    ),
+    "a mismatch called an error": (
+        lambda d: _result(d).update(tokens="5 5", failure="error"), ConformanceVerdictWrong
+    ),
+    "a failing case in a passing row": (
+        lambda d: _result(d).update(tokens="5 5", failure="mismatch"), ConformanceVerdictWrong
+    ),
+    "an error called a pass": (
+        lambda d: _result(d).update(error="RuntimeError: unreachable"), ConformanceVerdictWrong
+    ),
+    "an edited oracle": (
+        lambda d: d["models"][0]["oracle"][1].update(tokens="5 5"), ConformanceVerdictWrong
+    ),
+    "oracle stops that are not its outputs": (
+        lambda d: d["models"][0].update(oracle_stops={"eos": 3}), ConformanceMismatch
+    ),
+    "an oracle case missing": (lambda d: d["models"][0]["oracle"].pop(), ConformanceInvalid),
+    "a case result missing": (lambda d: _row(d, "webkit")["results"].pop(), ConformanceInvalid),
+    "case results out of order": (
+        lambda d: _row(d, "webkit")["results"].reverse(), ConformanceInvalid
+    ),
+    "an edited case": (
+        lambda d: d["cases"]["entries"][0].update(prompt="b"), ConformanceMismatch
+    ),
+    "a case dropped from the list": (lambda d: d["cases"]["entries"].pop(), ConformanceInvalid),
+    "a not-run row that keeps cases": (
+        lambda d: _row(d, "webkit").update(outcome="not-run", receipt=None, receipt_sha256=None,
+                                           cases_passed=0), ConformanceVerdictWrong
+    ),
+    "token ids that are not numbers": (
+        lambda d: _result(d).update(tokens="1 two"), ConformanceInvalid
+    ),
 }  # fmt: skip
 
 
@@ -286,6 +343,43 @@ def test_a_report_is_held_to_meaning_not_only_to_its_signature(
         check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, [])
 
 
+NAN_SPEED_ROW = {
+    "engine": "node",
+    "engine_version": "1",
+    "lane": "x",
+    "model": "m",
+    "runs": 1,
+    "decode_tokens": 1,
+    "ttft_ms_median": float("nan"),
+    "ttft_ms_min": 0,
+    "ttft_ms_max": 0,
+    "decode_tps_median": 0,
+    "decode_tps_min": 0,
+    "decode_tps_max": 0,
+}
+DUPLICATE = b'"release_version":"0.0.0","release_version"'
+# name -> an edit of the report's bytes that a lenient JSON reader would still take
+NOT_STRICT_JSON: dict[str, Callable[[bytes], bytes]] = {
+    "a duplicate key": lambda b: b.replace(b'"release_version"', DUPLICATE, 1),
+    "NaN": lambda b: b.replace(
+        b'"speed":[]', b'"speed":' + json.dumps([NAN_SPEED_ROW]).replace(" ", "").encode(), 1
+    ),
+    "Infinity": lambda b: b.replace(b'"seed":1,', b'"seed":Infinity,', 1),
+}
+
+
+@pytest.mark.parametrize("edit", NOT_STRICT_JSON.values(), ids=NOT_STRICT_JSON.keys())
+def test_a_report_is_strict_json(harness: Harness, edit: Callable[[bytes], bytes]) -> None:
+    bundle = _release(harness, ALL_PASS)
+    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    manifest_sha = hashlib.sha256((bundle / MANIFEST).read_bytes()).hexdigest()
+    data = json.dumps(json.loads((bundle / CONFORMANCE).read_bytes()), separators=(",", ":"))
+    edited = edit(data.encode())
+    assert edited != data.encode()
+    with pytest.raises(ConformanceInvalid, match=r"duplicate key|non-standard JSON constant"):
+        check_conformance(edited, manifest, manifest_sha, [])
+
+
 @pytest.mark.parametrize("engines", ["chromium,", "chromium,netscape", ","], ids=repr)
 def test_require_engines_refuses_an_empty_or_unknown_name(harness: Harness, engines: str) -> None:
     bundle = _release(harness, ALL_PASS)
@@ -301,8 +395,10 @@ def test_require_engines_refuses_an_empty_or_unknown_name(harness: Harness, engi
 @pytest.mark.parametrize(
     "argv",
     [["--conformance", "--conformance-cases", "0"], ["--conformance", "--conformance-cases", "-1"],
-     ["--conformance-require", "chromium,netscape"], ["--conformance-require", "chromium,"]],
-    ids=["0 cases", "-1 cases", "unknown engine", "empty engine"],
+     ["--conformance-require", "chromium,netscape"], ["--conformance-require", "chromium,"],
+     ["--no-conformance", "--conformance"], ["--no-conformance", "--conformance-require", "node"]],
+    ids=["0 cases", "-1 cases", "unknown engine", "empty engine", "no matrix and all engines",
+         "no matrix and a required engine"],
 )  # fmt: skip
 def test_release_refuses_bad_conformance_options_before_anything_runs(
     harness: Harness, argv: list[str], monkeypatch: pytest.MonkeyPatch
@@ -316,3 +412,18 @@ def test_release_refuses_bad_conformance_options_before_anything_runs(
             code = int(exit_.code or 0)
     assert code == 2, err.getvalue()
     assert not (harness.repo / "dist").exists() and "[1/" not in err.getvalue()
+
+
+def test_every_release_runs_the_matrix_on_node_over_every_lane_and_tier() -> None:
+    """The default step 6 is the node matrix (the signed matrix belongs in every release);
+    its detail names the engines and tiers it covered."""
+    assert steps.STEPS.conformance is steps.release_matrix
+    assert "node" in RELEASE_ENGINES
+    report = report_v3(
+        "1.0.0",
+        "b" * 40,
+        [("scalar-wasm32", "a" * 64)],
+        [("node", None, "pass", t) for t in TIERS],
+        "d" * 64,
+    )
+    assert covered(report) == "2 rows, engines node, tiers f32/int8, 3 cases, 0 failing"

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pipeline.documents.keys import generate_key_files, load_private_key
 from pipeline.documents.sign import add_signature, sign_to_sigstore_bundle
-from tests.harness.receipts import loader_receipt, receipt_sha256
+from tests.harness.conformance import Row, report_v3
 from tests.harness.release import Harness, copy_pristine, fake_report, repack
 from verify.bundle import opened, verifier
 from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity
@@ -45,13 +45,7 @@ from verify.bundle.trusted_keys import load_trusted_keys, trust_root_from_keys
 from verify.bundle.verifier import StepResult
 from verify.canonical import canonical_json
 from verify.errors import VerifyError
-from verify.formats.conformance import (
-    MODEL_TIERS,
-    CaseList,
-    ConformanceReport,
-    TierModel,
-    TierRow,
-)
+from verify.formats.conformance import MODEL_TIERS
 from verify.formats.manifest import ModuleManifest
 from verify.formats.report import VerificationReport
 from verify.inputs import InputError, read_regular_file
@@ -1115,26 +1109,8 @@ def _with_conformance(b: Path, h: Harness, version: str = "9.9.9") -> None:
     manifest_sha = _sha((b / MANIFEST).read_bytes())
     lanes = [(a.id, a.sha256) for a in manifest.artifacts]
     lanes += [(a.id, a.sha256) for a in manifest.native_artifacts]
-    rows = []
-    for tier in MODEL_TIERS:
-        for lane, sha in lanes:
-            receipt = loader_receipt("chromium", lane, sha, manifest_sha)
-            rows.append(
-                TierRow(
-                    tier=tier, engine="chromium", engine_kind="browser", engine_version="1",
-                    isolated=True, lane=lane, artifact_sha256=sha, outcome="pass",
-                    chosen=False, cases_passed=3, cases_failed=0, receipt=receipt,
-                    receipt_sha256=receipt_sha256(receipt),
-                )
-            )  # fmt: skip
-    c = "c" * 64
-    report = ConformanceReport(
-        release_version=version,
-        source_revision=manifest.source_revision,
-        cases=CaseList(count=3, seed=1, sha256=c, oracle_lane="oracle", oracle_sha256=c),
-        models=[TierModel(tier=t, model=t, model_sha256=c, oracle_stops={}) for t in MODEL_TIERS],
-        rows=rows,
-    )
+    rows: list[Row] = [("chromium", True, "pass", tier) for tier in MODEL_TIERS]
+    report = report_v3(version, manifest.source_revision, lanes, rows, manifest_sha)
     data = report.model_dump_json(by_alias=True).encode()
     (b / CONFORMANCE).write_bytes(data)
     statement = json.loads(_payload(b, PROVENANCE_SIGNATURE))

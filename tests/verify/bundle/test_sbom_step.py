@@ -49,7 +49,7 @@ def _check_sbom(b: _Bundle) -> str:
 
 
 def _check_builder_paths(b: _Bundle) -> str:
-    return check_builder_paths(b.signed, b.files)
+    return check_builder_paths(b.signed, b.files, b.manifest)
 
 
 def _sbom(bundle: Path) -> dict[str, Any]:

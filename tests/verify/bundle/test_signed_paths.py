@@ -6,19 +6,25 @@ import base64
 import hashlib
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from pipeline.documents import assemble
 from pipeline.documents.sign import sign_to_sigstore_bundle
 from pipeline.errors import CheckFailed
+from pipeline.release import steps
 from pipeline.tree.lanes import load_lanes
+from tests.harness.conformance import Row, report_v3
 from tests.harness.release import REPO_ROOT, Harness, fake_report
 from verify.bundle import verifier
 from verify.bundle.errors import BuilderPathLeaked
+from verify.bundle.layout import CONFORMANCE, MANIFEST
+from verify.formats.conformance import MODEL_TIERS
 from verify.formats.in_toto import IN_TOTO_PAYLOAD_TYPE
-from verify.placeholders import absolute_paths_in, to_placeholders
+from verify.placeholders import absolute_paths_in, builder_urls_in, to_placeholders
 
 # text -> the leaked paths the rule must find in it
 RULE_CASES = {
@@ -99,3 +105,62 @@ def test_verifier_refuses_a_signed_builder_path(
     assert caught.value.error_id == "paths.builder-path"
     assert "internalParameters.commands" in caught.value.where
     assert verifier.STEP_TITLES[9] == "no builder paths in signed documents"
+
+
+# text -> the builder URLs the rule must find in it (a file: URL or a loopback server's)
+URL_CASES = {
+    "node's bundle folder": (
+        "file:///tmp/tinyrustlm-conformance-x/node-1/artifacts/a.wasm",
+        ["file:///tmp/tinyrustlm-conformance-x/node-1/artifacts/a.wasm"],
+    ),
+    "the page server": (
+        "http://127.0.0.1:39213/artifacts/a.wasm",
+        ["http://127.0.0.1:39213/artifacts/a.wasm"],
+    ),
+    "localhost": ("https://localhost:8443/x", ["https://localhost:8443/x"]),
+    "ipv6 loopback": ("http://[::1]:8080/", ["http://[::1]:8080/"]),
+    "a public url": ("https://slsa.dev/provenance/v1", []),
+    "a lookalike host": ("http://127.0.0.1.example.com/x", []),
+    "a relative file reference (SBOM)": ("file:artifacts/runtime.wasm", []),
+    "a bundle path": ("artifacts/runtime.scalar-wasm32.0123456789abcdef.wasm", []),
+}
+
+
+@pytest.mark.parametrize(("text", "leaked"), URL_CASES.values(), ids=URL_CASES.keys())
+def test_builder_url_rule(text: str, leaked: list[str]) -> None:
+    assert builder_urls_in(text) == leaked
+
+
+LEAKS = {
+    "a receipt's file: url": "file:///tmp/node-abc/artifacts/runtime.wasm",
+    "a receipt's page server": "http://127.0.0.1:41234/artifacts/runtime.wasm",
+    "a temporary folder": "/tmp/tinyrustlm-conformance-bundle-x/artifacts/runtime.wasm",
+}
+
+
+@pytest.mark.parametrize("leak", LEAKS.values(), ids=LEAKS.keys())
+def test_step_10_reads_the_signed_conformance_report(
+    harness: Harness, leak: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conformance.json naming a builder location: the release refuses to sign it, and a
+    bundle signed anyway (the release's own check off) is refused by step 10, on that file."""
+
+    def report(signed: steps.ManifestSigned) -> steps.Conformed:
+        built = signed.tested.verified.built
+        manifest_sha = hashlib.sha256(signed.documents.files[MANIFEST]).hexdigest()
+        lanes = [(entry.lane, entry.sha256) for entry in built.index.lanes]
+        rows: list[Row] = [("node", None, "pass", tier) for tier in MODEL_TIERS]
+        doc = report_v3(built.tree.version, built.tree.git.revision, lanes, rows, manifest_sha)
+        data = json.loads(doc.model_dump_json(by_alias=True))
+        data["notes"] = [f"fetched from {leak}"]
+        return steps.Conformed(signed, json.dumps(data).encode(), "hand-made")
+
+    with_report = replace(harness, steps=replace(harness.steps, conformance=report))
+    with pytest.raises(CheckFailed, match="builder") as refused:
+        with_report.release()
+    assert refused.value.where.startswith(CONFORMANCE)
+    monkeypatch.setattr(assemble, "_refuse_builder_paths", lambda documents: None)
+    bundle = with_report.release().bundle
+    with pytest.raises(BuilderPathLeaked) as caught:
+        with_report.verify(bundle, derive=fake_report)
+    assert caught.value.where == f"{CONFORMANCE}: notes[0]"

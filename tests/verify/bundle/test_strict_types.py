@@ -42,7 +42,13 @@ from verify.bundle.trusted_keys import (
     trusted_keys_json,
 )
 from verify.canonical import canonical_json
-from verify.formats.conformance import MODEL_TIERS, CaseList, ConformanceReport, TierModel, TierRow
+from verify.formats.conformance import (
+    MODEL_TIERS,
+    CaseList,
+    ConformanceReportV2,
+    TierModel,
+    TierRow,
+)
 from verify.formats.manifest import ModuleManifest
 from verify.formats.trusted_keys import (
     SIGNED_DOCUMENTS,
@@ -231,7 +237,7 @@ def _conformance(bundle: Path) -> tuple[Doc, ModuleManifest, str]:
     rows = []
     for tier in MODEL_TIERS:
         for a in manifest.artifacts:
-            receipt = loader_receipt("chromium", a.id, a.sha256, manifest_sha)
+            receipt = loader_receipt("chromium", a.id, a.sha256, manifest_sha, tier)
             rows.append(
                 TierRow(
                     tier=tier,
@@ -250,7 +256,7 @@ def _conformance(bundle: Path) -> tuple[Doc, ModuleManifest, str]:
                 )
             )
     c = "c" * 64
-    report = ConformanceReport(
+    report = ConformanceReportV2(  # a v2 report: read strictly too, without required engines
         release_version=manifest.version,
         source_revision=manifest.source_revision,
         cases=CaseList(count=3, seed=1, sha256=c, oracle_lane="oracle", oracle_sha256=c),
@@ -289,11 +295,11 @@ def test_conformance_and_its_receipts_are_read_strictly(
     pristine: tuple[Harness, Path], change: Callable[[Doc], None]
 ) -> None:
     doc, manifest, manifest_sha = _conformance(pristine[1])
-    check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, ["chromium"])
+    check_conformance(json.dumps(doc).encode(), manifest, manifest_sha, [])
     changed = copy.deepcopy(doc)
     change(changed)
     with pytest.raises(ConformanceInvalid):
-        check_conformance(json.dumps(changed).encode(), manifest, manifest_sha, ["chromium"])
+        check_conformance(json.dumps(changed).encode(), manifest, manifest_sha, [])
 
 
 REPORT_FIELDS: dict[str, Callable[[Doc], None]] = {
