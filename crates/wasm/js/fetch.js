@@ -32,7 +32,7 @@ const CHUNK = 1 << 20;
 /** @typedef {{ what: string, url: URL | string, limit: number, phase: ProgressPhase | null, total?: number | null, sink?: ((chunk: Uint8Array, at: number) => void | Promise<void>) | null, start?: number, hash?: Sha256 }} DrainSpec */
 
 /** The default fetch: node's own for http(s), the file system for file: URLs. */
-export const defaultFetch = (/** @type {URL} */ url) => globalThis.fetch(url);
+export const defaultFetch = (/** @type {URL} */ url, /** @type {RequestInit | undefined} */ init) => globalThis.fetch(url, init);
 
 /**
  * A Source over a node Readable (of Buffers).
@@ -54,11 +54,14 @@ function nodeSource(stream, length) {
 }
 
 /**
- * A Source over a WHATWG Response.
+ * A Source over a WHATWG Response. Its cancel also aborts the request (`abort`, the
+ * AbortController its fetch was given): cancelling the body alone lets some engines' network
+ * process go on reading it (WebKit: hundreds of MB past the bound).
  * @param {Response} response
+ * @param {AbortController | null} [abort]
  * @returns {Source}
  */
-export function responseSource(response) {
+export function responseSource(response, abort = null) {
   const header = response.headers && response.headers.get('content-length');
   const length = header !== null && header !== undefined && /^\d+$/.test(header) ? Number(header) : null;
   if (!response.body) {
@@ -75,7 +78,11 @@ export function responseSource(response) {
     };
   }
   const reader = response.body.getReader();
-  return { length, read: () => reader.read(), cancel: () => void reader.cancel().catch(() => {}) };
+  const cancel = () => {
+    reader.cancel().catch(() => {});
+    if (abort) abort.abort();
+  };
+  return { length, read: () => reader.read(), cancel };
 }
 
 /**
@@ -99,14 +106,18 @@ export async function open(o, url, what) {
     // a FIFO or a device has no size: it is read like a body without Content-Length, bounded
     return nodeSource(fs.createReadStream(path, { highWaterMark: 1 << 16 }), st.isFile() ? st.size : null);
   }
+  const abort = new AbortController();
   let response;
   try {
-    response = await o.fetch(url);
+    response = await o.fetch(url, { signal: abort.signal });
   } catch (e) {
     throw new LoaderError('FetchFailed', `${what} ${url}: ${messageOf(e)}`, { url: String(url) });
   }
-  if (!response.ok) throw new LoaderError('FetchFailed', `${what} ${url}: HTTP ${response.status}`, { url: String(url), status: response.status });
-  return responseSource(response);
+  if (!response.ok) {
+    abort.abort();
+    throw new LoaderError('FetchFailed', `${what} ${url}: HTTP ${response.status}`, { url: String(url), status: response.status });
+  }
+  return responseSource(response, abort);
 }
 
 // ---- the model download: retried with backoff, resumed by range ----------------------------
@@ -143,9 +154,11 @@ class Attempt extends Error {
  */
 async function openFrom(o, url, what, start) {
   const detail = { url: String(url) };
+  const abort = new AbortController();
+  const signal = abort.signal;
   let response;
   try {
-    response = start > 0 ? await o.fetch(url, { headers: { Range: `bytes=${start}-` } }) : await o.fetch(url);
+    response = await o.fetch(url, start > 0 ? { headers: { Range: `bytes=${start}-` }, signal } : { signal });
   } catch (e) {
     throw new Attempt(new LoaderError('FetchFailed', `${what} ${url}: ${messageOf(e)}`, detail), true);
   }
@@ -161,9 +174,9 @@ async function openFrom(o, url, what, start) {
       if (response.body) response.body.cancel().catch(() => {});
       throw new Attempt(new LoaderError('FetchFailed', `${what} ${url}: asked for bytes ${start}- and got ${JSON.stringify(range)}`, detail), false);
     }
-    return { source: responseSource(response), skip: 0 };
+    return { source: responseSource(response, abort), skip: 0 };
   }
-  return { source: responseSource(response), skip: start }; // a server without ranges: from 0
+  return { source: responseSource(response, abort), skip: start }; // a server without ranges: from 0
 }
 
 /**

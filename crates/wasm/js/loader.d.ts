@@ -175,8 +175,8 @@ export interface LoadOptions {
   selfTestMs?: number;
   /** Threads lane: the worker entry (default: js/worker.js). */
   workerUrl?: string | URL;
-  /** The fetch used for every download (default: the platform's); the model download passes `{ headers: { Range } }` when it resumes a body that broke off (a fetch that ignores it answers from byte 0, which is skipped). */
-  fetch?: (url: URL, init?: { headers?: Record<string, string> }) => Promise<Response>;
+  /** The fetch used for every download (default: the platform's); every download passes `{ signal }` (aborted when the loader stops reading: a bound, a refusal) and the model download `{ headers: { Range } }` when it resumes a body that broke off (a fetch that ignores it answers from byte 0, which is skipped). */
+  fetch?: (url: URL, init?: { headers?: Record<string, string>; signal?: AbortSignal }) => Promise<Response>;
   /** The clock (epoch seconds) for expiry and key-window checks. */
   now?: number;
 }
@@ -209,7 +209,7 @@ export interface ResolvedOptions {
   livenessMs: number;
   selfTestMs: number;
   workerUrl: URL | undefined;
-  fetch: (url: URL, init?: { headers?: Record<string, string> }) => Promise<Response>;
+  fetch: (url: URL, init?: { headers?: Record<string, string>; signal?: AbortSignal }) => Promise<Response>;
   now: number;
 }
 
