@@ -294,6 +294,7 @@ function memoryStore(/** @type {Record<string, Uint8Array>} */ entries = {}, /**
     calls,
     entries,
     kind: 'memory',
+    /** @returns {Promise<any>} */
     async get(/** @type {string} */ key) {
       calls.push(`get ${key.slice(0, 4)}`);
       if (fail.get) throw fail.get;
@@ -413,7 +414,7 @@ test('storeQuietly: stored, or the failure recorded and reported, never thrown',
 });
 
 /** A fetch option serving `body` at URL_A and counting requests. */
-function server(/** @type {Uint8Array} */ body) {
+function server(/** @type {any} */ body) {
   const log = { requests: 0 };
   return { log, fetch: async () => (log.requests++, new Response(body, { headers: { 'content-length': String(body.length) } })) };
 }

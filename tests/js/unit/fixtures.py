@@ -61,22 +61,31 @@ def keyid(name: str) -> str:
 
 
 def entry(name: str) -> dict[str, Any]:
-    pem = private_key(name).public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
-    return {"keyid": keyid(name), "public_key_pem": pem.decode(), "role": ROLES[name], "not_after": FAR}
+    pem = (
+        private_key(name).public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    )
+    return {
+        "keyid": keyid(name),
+        "public_key_pem": pem.decode(),
+        "role": ROLES[name],
+        "not_after": FAR,
+    }
 
 
 def manifest(key_class: str) -> bytes:
     """A manifest the loader reads past its signatures: schema, semantics, ABI, key class,
     expiry (well after BASE), its wasm artifacts (none)."""
-    return canonical_json({
-        "schema": "tinyrustlm.module-manifest.v1",
-        "runtime_semantics": 1,
-        "abi_version": 1,
-        "version": "1.2.3",
-        "key_class": key_class,
-        "expires_epoch": BASE + 10**6,
-        "artifacts": [],
-    })
+    return canonical_json(
+        {
+            "schema": "tinyrustlm.module-manifest.v1",
+            "runtime_semantics": 1,
+            "abi_version": 1,
+            "version": "1.2.3",
+            "key_class": key_class,
+            "expires_epoch": BASE + 10**6,
+            "artifacts": [],
+        }
+    )
 
 
 def trusted_keys(case: TrustCase) -> dict[str, Any]:
@@ -191,7 +200,9 @@ def _v1(**changes: Any) -> dict[str, Any]:
 
 
 A, B = "alice", "bob"
+EMPTY_PEM = "-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n"
 # name -> a trusted-keys document with one defect, or none
+# fmt: off
 ROOTS: dict[str, Any] = {
     "v2, two keys, a 2-of-2 manifest rule, a revocation": _v2(),
     "v2 without revocations": _v2(revoked=DROP),
@@ -225,7 +236,7 @@ ROOTS: dict[str, Any] = {
     "a keyid of another key": _v1(**{"keys.0.keyid": keyid(B)}),
     "a keyid that is a number": _v1(**{"keys.0.keyid": 1}),
     "another role": _v1(**{"keys.0.role": "admin"}),
-    "a PEM of no key": _v1(**{"keys.0.public_key_pem": "-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n"}),
+    "a PEM of no key": _v1(**{"keys.0.public_key_pem": EMPTY_PEM}),
     "a PEM that is a number": _v1(**{"keys.0.public_key_pem": 7}),
     "a PEM of bad base64": _v1(**{"keys.0.public_key_pem": lambda p: p.replace("MCow", "MCo=", 1)}),
     "not_before after not_after": _v2(**{"keys.0.not_before": "2032-01-01T00:00:00Z",
@@ -273,16 +284,19 @@ ROOTS: dict[str, Any] = {
     "a key revoked twice": _v2(revoked=[{"keyid": "0" * 64, "reason": "a"},
                                         {"keyid": "0" * 64, "reason": "b"}]),
     "a revoked key of the file": _v2(revoked=[{"keyid": keyid(B), "reason": "stolen"}]),
-}  # fmt: skip
+}
+# fmt: on
 # Documents verify/ reads and the loader refuses on purpose (trust_table.py LOADER_FURTHER):
 # a keyless identity it cannot verify, a date or threshold not written as RFC 3339 text or a
 # JSON integer. `trust_root_of` accepts them; the loader's refusal is the expected value.
+# fmt: off
 LOADER_REFUSES: dict[str, Any] = {
     "a keyless identity": _v2(keyless={"identity": "https://ci.example/release.yml",
                                        "issuer": "https://token.actions.githubusercontent.com"}),
     "not_after as epoch seconds": _v1(**{"keys.0.not_after": 4102444800}),
     "a threshold written as a string": _v2(**{"policy.provenance.threshold": "1"}),
-}  # fmt: skip
+}
+# fmt: on
 
 
 def _where(text: str) -> str:
@@ -304,15 +318,20 @@ def root_row(name: str, doc: Any) -> dict[str, Any]:
         "doc": doc,
         "code": None,
         "keys": {
-            k.keyid: {"role": k.role, "notBefore": k.not_before_epoch, "notAfter": k.not_after_epoch}
+            k.keyid: {
+                "role": k.role,
+                "notBefore": k.not_before_epoch,
+                "notAfter": k.not_after_epoch,
+            }
             for k in root.keys.values()
         },
         "rule": {"keyids": sorted(rule.keyids), "threshold": rule.threshold},
         "revoked": root.revoked,
-    }  # fmt: skip
+    }
 
 
 # stamps of a key's not_after: the forms AwareDatetime reads, and ones it refuses
+# fmt: off
 DATES = [
     "2031-01-01T00:00:00Z", "2031-01-01t00:00:00z", "2031-01-01 00:00:00Z",
     "2031-01-01_00:00:00Z", "2031-01-01T00:00Z", "2031-01-01T00:00:00.5Z",
@@ -332,7 +351,8 @@ DATES = [
     "2031-01-01X00:00:00Z", " 2031-01-01T00:00:00Z", "2031-01-01T00:00:00Z ",
     "2031-01-01T00:00:00ZZ", "2031-01-01T00:00:00+01:00Z", "2100-02-29T00:00:00Z",
     "2031-01-01T00:00:00GMT", "",
-]  # fmt: skip
+]
+# fmt: on
 
 
 def date_row(stamp: str) -> dict[str, Any]:
@@ -351,10 +371,12 @@ def fixtures() -> dict[str, Any]:
         "envelopes": [envelope_row(c) for c in CASES]
         + [envelope_row(c, code) for c, code in LOADER_FURTHER],
         "roots": [root_row(n, d) for n, d in ROOTS.items()]
-        + [{**root_row(n, d), "code": "TrustedKeysInvalid", "where": None, "verify": "accepts"}
-           for n, d in LOADER_REFUSES.items()],
+        + [
+            {**root_row(n, d), "code": "TrustedKeysInvalid", "where": None, "verify": "accepts"}
+            for n, d in LOADER_REFUSES.items()
+        ],
         "dates": [date_row(d) for d in DATES],
-    }  # fmt: skip
+    }
 
 
 def render() -> str:

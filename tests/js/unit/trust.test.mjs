@@ -19,7 +19,7 @@ const sha256 = (/** @type {string | Uint8Array} */ data) => createHash('sha256')
 const bytes = (/** @type {string} */ b64) => Uint8Array.from(Buffer.from(b64, 'base64'));
 
 /** The bundle's two files served by the loader's `fetch` option; anything else is a 404. */
-function serving(/** @type {Record<string, Uint8Array>} */ files) {
+function serving(/** @type {Record<string, any>} */ files) {
   return async (/** @type {URL} */ url) => {
     assert.equal(url.href.startsWith(BASE.href), true, `fetched outside the bundle: ${url}`);
     const name = url.href.slice(BASE.href.length);
