@@ -249,6 +249,18 @@ ROOTS: dict[str, Any] = {
     "not_before a microsecond after not_after": _v2(**{
         "keys.0.not_before": "2031-01-01T00:00:01.000001Z",
         "keys.0.not_after": "2031-01-01T00:00:01Z"}),
+    "not_before half a second before not_after, in one second": _v2(**{
+        "keys.0.not_before": "2031-01-01T00:00:00Z",
+        "keys.0.not_after": "2031-01-01T00:00:00.5Z"}),
+    "not_before's fraction below not_after's, a second later": _v2(**{
+        "keys.0.not_before": "2031-01-01T00:00:01.1Z",
+        "keys.0.not_after": "2031-01-01T00:00:00.5Z"}),
+    "fractions past the microsecond are cut": _v2(**{
+        "keys.0.not_before": "2031-01-01T00:00:00.123456Z",
+        "keys.0.not_after": "2031-01-01T00:00:00.1234561Z"}),
+    "a fraction of one digit is tenths": _v2(**{
+        "keys.0.not_before": "2031-01-01T00:00:00.5Z",
+        "keys.0.not_after": "2031-01-01T00:00:00.000006Z"}),
     "v2 without a policy": _v2(policy=DROP),
     "v2 without keys": _v2(keys=DROP),
     "v2 with no keys": _v2(keys=[]),
@@ -340,7 +352,7 @@ DATES = [
     "2031-01-01T00:00:00-0000", "2031-01-01T00:00:00+23:59", "2031-01-01T00:00:00-23:59",
     "2032-02-29T12:00:00Z", "1969-12-31T23:59:59.5Z", "1969-12-31T23:59:59Z",
     "1960-01-01T00:00:00.25+02:00", "1970-01-01T00:00:00Z", "2000-02-29T00:00:00Z",
-    "2031-12-31T23:59:59.999999Z", "2031-01-01T00:00:00+00:00",
+    "2031-12-31T23:59:59.999999Z", "2031-01-01T00:00:00+00:00", "1970-01-01T00:00:00.5Z",
     # refused
     "2031-01-01T00:00:00", "2031-01-01", "2031-02-29T00:00:00Z", "2031-02-30T00:00:00Z",
     "2031-04-31T00:00:00Z", "2031-13-01T00:00:00Z", "2031-00-01T00:00:00Z",
@@ -364,6 +376,52 @@ def date_row(stamp: str) -> dict[str, Any]:
     return {"stamp": stamp, "epoch": root.keys[keyid("alice")].not_after_epoch}
 
 
+# Manifests signed by alice (a v1 trusted-keys file) that the loader refuses after counting
+# the signatures (step 1's own checks; verify/ makes them in its later steps): name -> (the
+# manifest's bytes, the loader's code, words of its message), written from README "The loader".
+def _manifest_bytes(**changes: Any) -> bytes:
+    doc = json.loads(manifest("release"))
+    return canonical_json(_set(doc, changes))
+
+
+# fmt: off
+MANIFESTS: dict[str, tuple[bytes, str, str]] = {
+    "not JSON": (b"{not json", "BadManifest", "the signed manifest is not JSON ("),
+    "not UTF-8": (b'{"a": "\xff"}', "BadManifest", "the signed manifest is not JSON ("),
+    "another schema": (_manifest_bytes(schema="tinyrustlm.module-manifest.v2"),
+                       "UnsupportedAbi", 'manifest schema "tinyrustlm.module-manifest.v2" is not'),
+    "runtime semantics 2": (_manifest_bytes(runtime_semantics=2), "UnsupportedAbi",
+                            "runtime_semantics 2 / abi_version 1 are not supported by this loader"
+                            " (1 / 1)"),
+    "ABI 2": (_manifest_bytes(abi_version=2), "UnsupportedAbi",
+              "runtime_semantics 1 / abi_version 2 are not supported"),
+    "a development key class signed by a release key": (
+        _manifest_bytes(key_class="development"), "KeyClassMismatch",
+        f"manifest key_class development but the role of signing key {keyid(A)[:16]}… is release"),
+    "an expiry written as text": (_manifest_bytes(expires_epoch=str(BASE + 10**6)),
+                                  "ManifestExpired", "the manifest expired at"),
+    "no artifacts": (_manifest_bytes(artifacts=DROP), "BadManifest",
+                     "the manifest lists no wasm artifacts"),
+}
+# fmt: on
+
+
+def manifest_row(name: str, data: bytes, code: str, message: str) -> dict[str, Any]:
+    sig = private_key(A).sign(pae(MANIFEST_PAYLOAD_TYPE, data))
+    envelope = Envelope(MANIFEST_PAYLOAD_TYPE, data, (DsseSignature(keyid(A), sig),))
+    return {
+        "name": name,
+        "trustedKeys": _v1(),
+        "manifest": base64.b64encode(data).decode(),
+        "signature": base64.b64encode(sigstore_bundle_json(envelope, hint=keyid(A))).decode(),
+        "now": BASE,
+        "allowDevKey": False,
+        "code": code,
+        "message": message,
+        "keyids": None,
+    }
+
+
 def fixtures() -> dict[str, Any]:
     return {
         "generated_by": "python -m tests.js.unit.fixtures",
@@ -376,6 +434,7 @@ def fixtures() -> dict[str, Any]:
             for n, d in LOADER_REFUSES.items()
         ],
         "dates": [date_row(d) for d in DATES],
+        "manifests": [manifest_row(n, *row) for n, row in MANIFESTS.items()],
     }
 
 

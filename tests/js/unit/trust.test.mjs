@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compareVersions, checkVersionFloor, countSignatures, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE, trustRootId, trustRootOf, verifySignedManifest } from '../../../crates/wasm/js/trust.js';
 
-/** @type {{ keys: Record<string, string>, envelopes: any[], roots: any[], dates: { stamp: string, epoch: number | null }[] }} */
+/** @type {{ keys: Record<string, string>, envelopes: any[], roots: any[], dates: { stamp: string, epoch: number | null }[], manifests: any[] }} */
 const FIXTURES = JSON.parse(readFileSync(new URL('./fixtures/trust.json', import.meta.url), 'utf-8'));
 const BASE = new URL('https://bundle.invalid/release/');
 const sha256 = (/** @type {string | Uint8Array} */ data) => createHash('sha256').update(data).digest('hex');
@@ -86,6 +86,20 @@ function optionsOf(/** @type {any} */ r, /** @type {{ manifest?: Uint8Array, sig
 }
 
 const signatureDoc = (/** @type {any} */ r) => JSON.parse(Buffer.from(bytes(r.signature)).toString());
+
+// Manifests past their signatures: the loader's own checks of step 1 (fixtures: `manifests`).
+for (const row of FIXTURES.manifests) {
+  test(`manifest: ${row.name}`, async () => {
+    const got = await verdict({
+      baseUrl: BASE,
+      trustedKeys: row.trustedKeys,
+      now: row.now,
+      fetch: serving({ 'manifest.json': bytes(row.manifest), 'manifest.sigstore.json': bytes(row.signature) }),
+    });
+    assert.equal(got.error && got.error.code, row.code, got.error ? got.error.message : 'accepted');
+    assert.ok(got.error.message.startsWith(`${row.code}: ${row.message}`), got.error.message);
+  });
+}
 
 // The refusals' exact words and evidence, for one row each (what a caller reads from them).
 test('the refusals name the key, the rule and the count', async () => {
@@ -349,6 +363,15 @@ test('the refusals of a trust root say what is wrong', async () => {
     [{ keys: [keyEntry(), keyEntry()] }, 'trustedKeys.keys[1].keyid: duplicate keyid'],
     [{ keys: [{ ...keyEntry(), role: 'x' }] }, 'trustedKeys.keys[0].role: must be release or development'],
     [{ keys: [{ ...keyEntry(), keyid: 'A'.repeat(64) }] }, 'trustedKeys.keys[0].keyid: not a lowercase hex SHA-256'],
+    [{ keys: [{ ...keyEntry(), keyid: `${ALICE}0` }] }, 'trustedKeys.keys[0].keyid: not a lowercase hex SHA-256'],
+    [{ keys: [{ ...keyEntry(), keyid: `0${ALICE}` }] }, 'trustedKeys.keys[0].keyid: not a lowercase hex SHA-256'],
+    [{ keys: [{ ...keyEntry(), keyid: 7 }] }, 'trustedKeys.keys[0].keyid: not a lowercase hex SHA-256'],
+    [{ ...v2(), revoked: [{ keyid: `${ALICE}0`, reason: 'a' }] }, 'trustedKeys.revoked[0].keyid: not a lowercase hex SHA-256'],
+    [{ ...v2(), policy: { ...v2().policy, manifest: { keyids: [`${ALICE}0`], threshold: 1 } } }, `trustedKeys.policy.manifest.keyids: "${ALICE}0" is not a lowercase hex SHA-256`],
+    [{ ...v2(), policy: { ...v2().policy, manifest: { keyids: [`0${ALICE}`], threshold: 1 } } }, `trustedKeys.policy.manifest.keyids: "0${ALICE}" is not a lowercase hex SHA-256`],
+    [{ keys: [{ ...keyEntry(), public_key_pem: keyEntry().public_key_pem.replace('MCow', 'MC*w') }] }, 'trustedKeys.keys[0]: public_key_pem is not a PEM public key'],
+    [{ keys: [{ ...keyEntry(), public_key_pem: keyEntry().public_key_pem.replace('MCow', 'MC=w') }] }, 'trustedKeys.keys[0].public_key_pem: not valid base64'],
+    [{ ...v2(), keys: [{ ...v2().keys[0], not_before: '2031-01-01T00:00:00Z', not_after: '2030-01-01T00:00:00Z' }, v2().keys[1]] }, 'trustedKeys.keys[0].not_before: not_before is not before not_after'],
     [{ keys: [{ ...keyEntry(), keyid: 'a'.repeat(64) }] }, "trustedKeys.keys[0].keyid: not the SHA-256 of the key's SPKI DER"],
     [{ keys: [{ ...keyEntry(), public_key_pem: 'x' }] }, 'trustedKeys.keys[0]: public_key_pem is not a PEM public key'],
     [{ keys: [{ ...keyEntry(), comment: 1 }] }, 'trustedKeys.keys[0].comment: unknown field'],
