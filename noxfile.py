@@ -132,7 +132,8 @@ def mutants(session: nox.Session) -> None:
     """Mutation testing of verify/ (mutmut; score and survivors) and the planted-bug list.
 
     Not in the default run. `-- --full` mutates every listed module (slow);
-    `-- --planted-only` / `-- --mutmut-only` run one half (tests/mutants/run.py).
+    `-- --planted-only` / `-- --mutmut-only` run one half (tests/mutants/run.py);
+    `-- --js` also mutates the loader's trust.js and fetch.js with Stryker, `-- --js-only` alone.
     """
     install(session)
     session.run("python", "-m", "tests.mutants.run", *session.posargs)

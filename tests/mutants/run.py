@@ -6,12 +6,14 @@ mutation score is reported, not gated; a surviving mutant reviewed as equivalent
 with its reason in tests/mutants/equivalent.toml and counted apart.
 
     python -m tests.mutants.run [--full | --only GLOB ...] [--planted-only | --mutmut-only]
-                                [--max-children N]
+                                [--max-children N] [--js | --js-only]
 
 Default (quick): only verify/bundle/dsse.py and verify/canonical.py are mutated (about 380
 mutants, a few minutes); `--full` mutates every listed module (about 1,850 mutants, 955 of
 them in the bundle verifier); `--only 'verify.bundle.*'` mutates the mutants whose
 names match (one file, or one function: 'verify.bundle.document_check.x_check_sbom__*').
+`--js` also mutates the loader's trust, fetch and cache code with Stryker (tests/mutants/js_run.py;
+about 1,300 mutants), `--js-only` that alone; its files join the summary's `files`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from tests.mutants import planted
+from tests.mutants import js_run, planted
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 QUICK = ("verify.bundle.dsse.*", "verify.canonical.*")
@@ -196,20 +198,42 @@ def main(argv: list[str] | None = None) -> int:
         metavar="GLOB",
         help="mutate only these mutant names (repeatable), e.g. 'verify.bundle.*'",
     )
+    js = parser.add_mutually_exclusive_group()
+    js.add_argument(
+        "--js", action="store_true", help="also the loader's trust.js and fetch.js (Stryker)"
+    )
+    js.add_argument("--js-only", action="store_true", help="only the loader (Stryker)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     status = 0
-    if not args.planted_only:
+    if args.js_only:
+        shutil.rmtree(LOG.parent, ignore_errors=True)
+        LOG.parent.mkdir()
+    elif not args.planted_only:
         status |= run_mutmut(args.full, args.max_children, args.only)
-    if not args.mutmut_only:
+    loader: dict[str, Any] = {}
+    if args.js or args.js_only:
+        js_status, loader = js_run.run(args.max_children)
+        status |= js_status
+    if not (args.mutmut_only or args.js_only):
         print("\n== planted bugs (tests/mutants/planted.toml)", flush=True)
         status |= planted.main([])
     wall = time.monotonic() - started
     print(f"\nnox -s mutants took {wall / 60:.1f} min in all")
-    if not args.planted_only and SUMMARY.is_file():
+    if args.js_only:
+        SUMMARY.write_text(json.dumps({"schema": "tinyrustlm.mutants.v1", "mode": "js"}))
+    if (not args.planted_only or args.js_only) and SUMMARY.is_file():
         summary = json.loads(SUMMARY.read_text())
         summary["session_wall_seconds"] = round(wall, 1)
-        summary["planted"] = "not run" if args.mutmut_only else "caught" if not status else "failed"
+        ran_planted = not (args.mutmut_only or args.js_only)
+        summary["planted"] = "not run" if not ran_planted else "caught" if not status else "failed"
+        if loader:
+            summary["files"] = {**summary.get("files", {}), **loader["files"]}
+            summary["js"] = {
+                "tool": "stryker",
+                "wall_seconds": loader["wall_seconds"],
+                "stale_equivalents": loader["stale_equivalents"],
+            }
         SUMMARY.write_text(json.dumps(summary, indent=1) + "\n")
     return status
 

@@ -99,7 +99,10 @@ export function pae(payloadType, payload) {
 function pemToDer(pem, where) {
   const m = /-----BEGIN PUBLIC KEY-----([A-Za-z0-9+/=\s]+)-----END PUBLIC KEY-----/.exec(typeof pem === 'string' ? pem : '');
   if (!m) throw new LoaderError('TrustedKeysInvalid', `${where}: public_key_pem is not a PEM public key`);
-  return base64Bytes(m[1].replace(/\s+/g, ''), where);
+  const body = m[1].replace(/\s+/g, '');
+  // a trusted key that is not base64 is a bad trust root (as verify/ says), not a bad signature
+  if (!BASE64.test(body)) throw invalid(`${where}.public_key_pem`, 'not valid base64');
+  return base64Bytes(body, where);
 }
 
 /**
