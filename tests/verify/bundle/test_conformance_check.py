@@ -179,7 +179,11 @@ def _fail(
 
 def _set_oracle(tier: int, edit: Callable[[list[Doc]], object]) -> Callable[[Doc], None]:
     """Edits models[tier].oracle (0: f32, 1: int8)."""
-    return lambda d: None if edit(d["models"][tier]["oracle"]) else None
+
+    def apply(doc: Doc) -> None:
+        edit(doc["models"][tier]["oracle"])
+
+    return apply
 
 
 def _int8_first_tokens(tokens: str) -> Callable[[Doc], None]:
