@@ -9,7 +9,11 @@ import { mkdtempSync, readFileSync, writeFileSync, existsSync, readdirSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { CACHE_NAME, MANIFEST_CAP, MODEL_RETRY, SIGNATURE_CAP, defaultFetch, drain, fetchCapped, fetchSigned, fromStore, memoryStream, open, openResumable, openStore, responseSource, sha256Hex, storeQuietly } from '../../../crates/wasm/js/fetch.js';
+import * as fetchJs from '../../../crates/wasm/js/fetch.js';
+
+// The loader's functions typed loosely (any): these tests hand them fakes (a Source, a Response,
+// options holding only the fields a function reads) and hostile values, on purpose.
+const { CACHE_NAME, MANIFEST_CAP, MODEL_RETRY, SIGNATURE_CAP, defaultFetch, drain, fetchCapped, fetchSigned, fromStore, memoryStream, open, openResumable, openStore, responseSource, sha256Hex, storeQuietly } = /** @type {any} */ (fetchJs);
 
 const sha256 = (/** @type {Uint8Array} */ data) => createHash('sha256').update(data).digest('hex');
 const URL_A = new URL('https://cdn.invalid/a.wasm');

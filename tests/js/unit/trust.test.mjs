@@ -10,7 +10,11 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compareVersions, checkVersionFloor, countSignatures, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE, trustRootId, trustRootOf, verifySignedManifest } from '../../../crates/wasm/js/trust.js';
+import * as trustJs from '../../../crates/wasm/js/trust.js';
+
+// The loader's functions typed loosely (any): these tests hand them fakes (a Source, a Response,
+// options holding only the fields a function reads) and hostile values, on purpose.
+const { compareVersions, checkVersionFloor, countSignatures, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE, trustRootId, trustRootOf, verifySignedManifest } = /** @type {any} */ (trustJs);
 
 /** @type {{ keys: Record<string, string>, envelopes: any[], roots: any[], dates: { stamp: string, epoch: number | null }[], manifests: any[], versions: { version: string, key: number[] | null }[] }} */
 const FIXTURES = JSON.parse(readFileSync(new URL('./fixtures/trust.json', import.meta.url), 'utf-8'));
