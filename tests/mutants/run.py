@@ -13,7 +13,7 @@ mutants, a few minutes); `--full` mutates every listed module (about 1,850 mutan
 them in the bundle verifier); `--only 'verify.bundle.*'` mutates the mutants whose
 names match (one file, or one function: 'verify.bundle.document_check.x_check_sbom__*').
 `--js` also mutates the loader's trust, fetch and cache code with Stryker (tests/mutants/js_run.py;
-about 1,300 mutants), `--js-only` that alone; its files join the summary's `files`.
+about 1,500 mutants), `--js-only` that alone; its files join the summary's `files`.
 """
 
 from __future__ import annotations

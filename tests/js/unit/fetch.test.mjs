@@ -9,7 +9,11 @@ import { mkdtempSync, readFileSync, writeFileSync, existsSync, readdirSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { CACHE_NAME, MANIFEST_CAP, SIGNATURE_CAP, defaultFetch, drain, fetchCapped, fetchSigned, fromStore, memoryStream, open, openStore, responseSource, sha256Hex, storeQuietly } from '../../../crates/wasm/js/fetch.js';
+import * as fetchJs from '../../../crates/wasm/js/fetch.js';
+
+// The loader's functions typed loosely (any): these tests hand them fakes (a Source, a Response,
+// options holding only the fields a function reads) and hostile values, on purpose.
+const { CACHE_NAME, MANIFEST_CAP, MODEL_RETRY, SIGNATURE_CAP, defaultFetch, drain, fetchCapped, fetchSigned, fromStore, memoryStream, open, openResumable, openStore, responseSource, sha256Hex, storeQuietly } = /** @type {any} */ (fetchJs);
 
 const sha256 = (/** @type {Uint8Array} */ data) => createHash('sha256').update(data).digest('hex');
 const URL_A = new URL('https://cdn.invalid/a.wasm');
@@ -236,6 +240,304 @@ test('open: node reads file: URLs itself with the default fetch', async () => {
   await assert.rejects(drain({}, folder, { what: 'model', url, limit: 10, phase: 'x' }), { code: 'FetchFailed' });
 });
 
+test('open: the fetch is given a signal, aborted on an HTTP error and by a cancel', async () => {
+  const inits = /** @type {any[]} */ ([]);
+  const answer = (/** @type {number} */ status) => ({ fetch: async (/** @type {URL} */ _u, /** @type {any} */ init) => (inits.push(init), new Response(bytesOf(4), { status })) });
+  const source = await open(answer(200), URL_A, 'module');
+  assert.deepEqual(Object.keys(inits[0]), ['signal']);
+  assert.ok(inits[0].signal instanceof AbortSignal);
+  assert.equal(inits[0].signal.aborted, false);
+  source.cancel();
+  assert.equal(inits[0].signal.aborted, true);
+  await assert.rejects(open(answer(500), URL_A, 'module'), { code: 'FetchFailed' });
+  assert.equal(inits[1].signal.aborted, true);
+});
+
+// ---- the model download: retries and resume (openResumable) -------------------------------
+
+/** A Response whose body yields `chunks`, then fails with `error` (or ends when null). */
+function body(/** @type {Uint8Array[]} */ chunks, /** @type {Error | null} */ error = null, /** @type {Record<string, string>} */ headers = {}, status = 200) {
+  let i = 0;
+  const stream = new ReadableStream({
+    pull(controller) {
+      if (i < chunks.length) controller.enqueue(chunks[i++]);
+      else if (error) controller.error(error);
+      else controller.close();
+    },
+  });
+  return new Response(stream, { status, headers });
+}
+
+/** A fetch answering try n with `answers[n](start)` (start: the Range's first byte, or 0);
+ * records every try's Range header and signal. */
+function tries(/** @type {((start: number) => any)[]} */ answers) {
+  const calls = /** @type {{ range: string | null, signal: AbortSignal, keys: string[] }[]} */ ([]);
+  const fetch = async (/** @type {URL} */ url, /** @type {any} */ init) => {
+    assert.equal(url, URL_A);
+    const range = init.headers ? init.headers.Range : null;
+    calls.push({ range, signal: init.signal, keys: Object.keys(init) });
+    const answer = answers[calls.length - 1];
+    if (!answer) throw new Error(`try ${calls.length} was not expected`);
+    return answer(range ? Number(/^bytes=(\d+)-$/.exec(range)?.[1]) : 0);
+  };
+  return { calls, fetch };
+}
+
+/** The ranged answer of a server honouring Range: bytes `start`..`end` of `data`. */
+const partial = (/** @type {Uint8Array} */ data, /** @type {number} */ start, end = data.length, error = /** @type {Error | null} */ (null)) =>
+  body([data.slice(start, end)], error, { 'content-range': `bytes ${start}-${data.length - 1}/${data.length}` }, 206);
+
+/** Reads all of `source` (what the loader's drain does). */
+async function readAll(/** @type {any} */ source) {
+  const parts = [];
+  for (;;) {
+    const step = await source.read();
+    if (step.done) break;
+    assert.ok(step.value.length > 0, 'no empty chunk');
+    parts.push(...step.value);
+  }
+  return Uint8Array.from(parts);
+}
+
+const sleeps = () => {
+  const waited = /** @type {number[]} */ ([]);
+  return { waited, sleep: async (/** @type {number} */ ms) => void waited.push(ms) };
+};
+
+test('MODEL_RETRY: four tries, waits from 250 ms doubling up to 4 s', () => {
+  assert.deepEqual({ ...MODEL_RETRY }, { attempts: 4, firstWaitMs: 250, maxWaitMs: 4000 });
+  assert.ok(Object.isFrozen(MODEL_RETRY));
+});
+
+test('openResumable: one try, given a signal and no Range, yields the body as it came', async () => {
+  const data = bytesOf(10);
+  const t = tries([() => body([data.slice(0, 4), data.slice(4)], null, { 'content-length': '10' })]);
+  const s = sleeps();
+  const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 10, s.sleep);
+  assert.equal(source.length, 10);
+  assert.deepEqual(await source.read(), { done: false, value: data.slice(0, 4) });
+  assert.deepEqual(await readAll(source), data.slice(4));
+  assert.deepEqual(await source.read(), { done: true });
+  assert.deepEqual(t.calls.map((c) => [c.range, c.keys]), [[null, ['signal']]]);
+  assert.ok(t.calls[0].signal instanceof AbortSignal);
+  assert.deepEqual(s.waited, []);
+  // drained with the signed size: the bytes and their digest
+  const again = tries([() => body([data])]);
+  const got = await drain({}, await openResumable({ fetch: again.fetch }, URL_A, 'model', 10, s.sleep), { what: 'model', url: URL_A, limit: 10, phase: 'model', total: 10 });
+  assert.equal(got.sha256, sha256(data));
+});
+
+test('openResumable retries a thrown fetch, 408, 429 and 5xx with doubling waits', async () => {
+  const data = bytesOf(6);
+  const failing = /** @type {((start: number) => any)[]} */ ([
+    () => { throw new TypeError('network down'); },
+    () => new Response('busy', { status: 503 }),
+    () => new Response('slow down', { status: 429 }),
+  ]);
+  const t = tries([...failing, () => body([data])]);
+  const s = sleeps();
+  assert.deepEqual(await readAll(await openResumable({ fetch: t.fetch }, URL_A, 'model', 6, s.sleep)), data);
+  assert.equal(t.calls.length, 4);
+  assert.deepEqual(s.waited, [250, 500, 1000]);
+  for (const status of [408, 429, 500, 502, 503, 504]) {
+    const one = tries([() => new Response('x', { status }), () => body([data])]);
+    const w = sleeps();
+    assert.deepEqual(await readAll(await openResumable({ fetch: one.fetch }, URL_A, 'model', 6, w.sleep)), data, String(status));
+    assert.deepEqual(w.waited, [250], String(status));
+  }
+});
+
+test('openResumable: no try is left after four; the last failure is thrown', async () => {
+  const s = sleeps();
+  const down = tries(Array(4).fill(() => { throw new TypeError('network down'); }));
+  await assert.rejects(openResumable({ fetch: down.fetch }, URL_A, 'model', 6, s.sleep), (/** @type {any} */ e) => {
+    assert.equal(e.name, 'LoaderError');
+    assert.equal(e.message, `FetchFailed: model ${URL_A.href}: network down`);
+    assert.deepEqual(e.detail, { url: URL_A.href });
+    return true;
+  });
+  assert.equal(down.calls.length, 4);
+  assert.deepEqual(s.waited, [250, 500, 1000]);
+  const busy = tries([() => { throw new TypeError('network down'); }, ...Array(3).fill(() => new Response('x', { status: 502 }))]);
+  await assert.rejects(openResumable({ fetch: busy.fetch }, URL_A, 'model', 6, sleeps().sleep), (/** @type {any} */ e) => {
+    assert.equal(e.message, `FetchFailed: model ${URL_A.href}: HTTP 502`);
+    assert.deepEqual(e.detail, { url: URL_A.href, status: 502 });
+    return true;
+  });
+});
+
+test('openResumable: other HTTP errors are not retried, and their body is cancelled', async () => {
+  for (const status of [400, 403, 404, 410, 501]) {
+    let cancelled = 0;
+    const response = { ok: false, status, body: { cancel: async () => void cancelled++ } };
+    const t = tries([() => response]);
+    const s = sleeps();
+    await assert.rejects(openResumable({ fetch: t.fetch }, URL_A, 'model', 6, s.sleep), { message: `FetchFailed: model ${URL_A.href}: HTTP ${status}` });
+    assert.deepEqual([t.calls.length, cancelled, s.waited], [1, 1, []], String(status));
+  }
+  // a failed answer without a body, and one whose cancel fails: refused all the same
+  const bare = tries([() => ({ ok: false, status: 404, body: null })]);
+  await assert.rejects(openResumable({ fetch: bare.fetch }, URL_A, 'model', 6, sleeps().sleep), { message: `FetchFailed: model ${URL_A.href}: HTTP 404` });
+  const rude = tries([() => ({ ok: false, status: 404, body: { cancel: () => Promise.reject(new Error('x')) } })]);
+  await assert.rejects(openResumable({ fetch: rude.fetch }, URL_A, 'model', 6, sleeps().sleep), { message: `FetchFailed: model ${URL_A.href}: HTTP 404` });
+});
+
+test('openResumable resumes a body that breaks off by Range, from the byte it reached', async () => {
+  const data = bytesOf(10);
+  for (const total of ['10', '*']) {
+    const t = tries([
+      () => body([data.slice(0, 4)], new Error('reset'), { 'content-length': '10' }),
+      (start) => body([data.slice(start)], null, { 'content-range': ` bytes ${start}-9/${total} ` }, 206),
+    ]);
+    const s = sleeps();
+    const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 10, s.sleep);
+    assert.deepEqual(await readAll(source), data);
+    assert.equal(source.length, 10);
+    assert.deepEqual(t.calls.map((c) => c.range), [null, 'bytes=4-']);
+    assert.deepEqual(t.calls[1].keys, ['headers', 'signal']);
+    assert.equal(t.calls[0].signal.aborted, true); // the broken request is aborted
+    assert.equal(t.calls[1].signal.aborted, false);
+    assert.deepEqual(s.waited, [250]);
+    source.cancel(); // the current request
+    assert.equal(t.calls[1].signal.aborted, true);
+  }
+});
+
+test('openResumable: a server without ranges answers from byte 0, and what was read is skipped', async () => {
+  const data = bytesOf(10);
+  const t = tries([
+    () => body([data.slice(0, 3), data.slice(3, 6)], new Error('reset')),
+    () => body([data.slice(0, 2), data.slice(2, 6), data.slice(6)]), // 200: the whole file again
+  ]);
+  const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 10, sleeps().sleep);
+  const chunks = [];
+  for (let step = await source.read(); !step.done; step = await source.read()) chunks.push(step.value);
+  assert.deepEqual(chunks, [data.slice(0, 3), data.slice(3, 6), data.slice(6)]);
+  assert.deepEqual(t.calls.map((c) => c.range), [null, 'bytes=6-']);
+  // a skip that ends inside a chunk
+  const mid = tries([() => body([data.slice(0, 5)], new Error('reset')), () => body([data.slice(0, 7), data.slice(7)])]);
+  const resumed = await openResumable({ fetch: mid.fetch }, URL_A, 'model', 10, sleeps().sleep);
+  assert.deepEqual(await resumed.read(), { done: false, value: data.slice(0, 5) });
+  assert.deepEqual(await resumed.read(), { done: false, value: data.slice(5, 7) });
+  assert.deepEqual(await resumed.read(), { done: false, value: data.slice(7) });
+  assert.deepEqual(await resumed.read(), { done: true });
+});
+
+test('openResumable: a 206 of another range is refused at once', async () => {
+  const data = bytesOf(10);
+  for (const range of ['bytes 0-9/10', 'bytes 3-9/10', 'bytes 4-9', 'bytes 4-9/x', 'x bytes 4-9/10', null]) {
+    let cancelled = 0;
+    const t = tries([
+      () => body([data.slice(0, 4)], new Error('reset')),
+      () => {
+        const response = body([data.slice(4)], null, range === null ? {} : { 'content-range': range }, 206);
+        const cancel = response.body?.cancel.bind(response.body);
+        Object.defineProperty(response.body, 'cancel', { value: () => (cancelled++, cancel?.()) });
+        return response;
+      },
+    ]);
+    const s = sleeps();
+    const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 10, s.sleep);
+    assert.deepEqual(await source.read(), { done: false, value: data.slice(0, 4) });
+    await assert.rejects(source.read(), (/** @type {any} */ e) => {
+      assert.equal(e.message, `FetchFailed: model ${URL_A.href}: asked for bytes 4- and got ${JSON.stringify(range ?? '')}`);
+      assert.deepEqual(e.detail, { url: URL_A.href });
+      return true;
+    });
+    assert.deepEqual([t.calls.length, cancelled, s.waited], [2, 1, [250]], String(range));
+  }
+  // a 206 to a first try (no Range asked) is read as it is
+  const first = tries([() => partial(data, 0)]);
+  assert.deepEqual(await readAll(await openResumable({ fetch: first.fetch }, URL_A, 'model', 10, sleeps().sleep)), data);
+});
+
+test('openResumable: a body that keeps breaking off is FetchFailed after the fourth try', async () => {
+  const data = bytesOf(10);
+  const t = tries(Array(4).fill((/** @type {number} */ start) => partial(data, start, start + 2, new Error('reset'))));
+  const s = sleeps();
+  const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 10, s.sleep);
+  const got = [];
+  await assert.rejects(async () => {
+    for (;;) {
+      const step = await source.read();
+      if (step.done) break;
+      got.push(...step.value);
+    }
+  }, (/** @type {any} */ e) => {
+    assert.equal(e.message, `FetchFailed: model ${URL_A.href}: broke off after 8 bytes: reset`);
+    assert.deepEqual(e.detail, { url: URL_A.href });
+    return true;
+  });
+  assert.deepEqual(Uint8Array.from(got), data.slice(0, 8));
+  assert.deepEqual(t.calls.map((c) => c.range), [null, 'bytes=2-', 'bytes=4-', 'bytes=6-']);
+  assert.deepEqual(s.waited, [250, 500, 1000]);
+});
+
+test('openResumable: a body that ends short is asked for the rest; after the last try, the short end ends it', async () => {
+  const data = bytesOf(10);
+  const t = tries(Array(4).fill((/** @type {number} */ start) => partial(data, start, start + 2)));
+  const s = sleeps();
+  const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 10, s.sleep);
+  assert.deepEqual(await readAll(source), data.slice(0, 8)); // the hash against the signed one refuses it
+  assert.deepEqual(t.calls.map((c) => c.range), [null, 'bytes=2-', 'bytes=4-', 'bytes=6-']);
+  assert.deepEqual(s.waited, [250, 500, 1000]);
+  // the rest in the last try: whole
+  const last = tries([0, 3, 6, 9].map((end, i, all) => (start) => partial(data, start, i === 3 ? 10 : all[i + 1])));
+  assert.deepEqual(await readAll(await openResumable({ fetch: last.fetch }, URL_A, 'model', 10, sleeps().sleep)), data);
+  assert.equal(last.calls.length, 4);
+  // without a size, the end of the body is the end
+  const open1 = tries([() => body([data.slice(0, 3)])]);
+  assert.deepEqual(await readAll(await openResumable({ fetch: open1.fetch }, URL_A, 'model', null, sleeps().sleep)), data.slice(0, 3));
+  assert.equal(open1.calls.length, 1);
+  // a body longer than the size ends when it ends (drain's bound refuses the excess)
+  const long = tries([() => body([data, data])]);
+  assert.equal((await readAll(await openResumable({ fetch: long.fetch }, URL_A, 'model', 10, sleeps().sleep))).length, 20);
+});
+
+test('openResumable: a break after a retried open counts every failure toward the four tries', async () => {
+  const data = bytesOf(10);
+  const t = tries([
+    () => new Response('x', { status: 503 }),
+    () => body([data.slice(0, 5)], new Error('reset')),
+    () => new Response('x', { status: 503 }),
+    (start) => partial(data, start, 7, new Error('reset')),
+  ]);
+  const s = sleeps();
+  const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 10, s.sleep);
+  assert.deepEqual(await source.read(), { done: false, value: data.slice(0, 5) });
+  assert.deepEqual(await source.read(), { done: false, value: data.slice(5, 7) });
+  await assert.rejects(source.read(), { message: `FetchFailed: model ${URL_A.href}: broke off after 7 bytes: reset` });
+  assert.deepEqual(s.waited, [250, 500, 1000]);
+});
+
+test('openResumable: node reads file: URLs itself with the default fetch; another fetch gets them', async () => {
+  const dir = tmp();
+  const data = bytesOf(1000);
+  writeFileSync(join(dir, 'm.bin'), data);
+  const url = pathToFileURL(join(dir, 'm.bin'));
+  const source = await openResumable({ fetch: defaultFetch }, url, 'model', 1000);
+  assert.equal(source.length, 1000);
+  assert.deepEqual(await readAll(source), data);
+  const seen = /** @type {string[]} */ ([]);
+  const other = { fetch: async (/** @type {URL} */ u) => (seen.push(u.href), body([data])) };
+  assert.deepEqual(await readAll(await openResumable(other, url, 'model', 1000)), data);
+  assert.deepEqual(seen, [url.href]);
+});
+
+test('openResumable waits with setTimeout by default', async () => {
+  const data = bytesOf(4);
+  const t = tries([() => new Response('x', { status: 503 }), () => body([data])]);
+  const original = globalThis.setTimeout;
+  const waits = /** @type {number[]} */ ([]);
+  globalThis.setTimeout = /** @type {any} */ ((/** @type {() => void} */ fn, /** @type {number} */ ms) => (waits.push(ms), original(fn, 0)));
+  try {
+    assert.deepEqual(await readAll(await openResumable({ fetch: t.fetch }, URL_A, 'model', 4)), data);
+  } finally {
+    globalThis.setTimeout = original;
+  }
+  assert.deepEqual(waits, [250]);
+});
+
 test('defaultFetch is the global fetch', async () => {
   const original = globalThis.fetch;
   const seen = /** @type {any[]} */ ([]);
@@ -243,6 +545,12 @@ test('defaultFetch is the global fetch', async () => {
   try {
     assert.equal(await (await defaultFetch(URL_A)).text(), 'x');
     assert.deepEqual(seen, [URL_A]);
+    // the init goes on as given (Range, signal)
+    const init = { headers: { Range: 'bytes=3-' }, signal: new AbortController().signal };
+    const inits = /** @type {any[]} */ ([]);
+    globalThis.fetch = /** @type {any} */ (async (/** @type {any} */ url, /** @type {any} */ i) => (inits.push(i), new Response('y')));
+    assert.equal(await (await defaultFetch(URL_A, init)).text(), 'y');
+    assert.equal(inits[0], init);
   } finally {
     globalThis.fetch = original;
   }

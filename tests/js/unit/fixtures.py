@@ -13,6 +13,8 @@ test_unit.py regenerates it and compares, so it cannot drift from verify/.
   the field it names.
 - `dates`: RFC 3339 stamps as the verifier's `AwareDatetime` reads a key's `not_after`: whole
   epoch seconds toward zero, or refused.
+- `versions`: the one table of release versions (tests/release_versions.json) as
+  verify/formats/release_version.py reads each: its order key, or null (refused).
 Nothing here is computed by the JS under test.
 """
 
@@ -43,9 +45,11 @@ from verify.bundle.trusted_keys import check_envelope, trust_root_of
 from verify.canonical import canonical_json
 from verify.errors import VerifyError
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
+from verify.formats.release_version import release_version_key
 from verify.formats.trusted_keys import TRUSTED_KEYS_SCHEMA_V2
 
 OUT = Path(__file__).with_name("fixtures") / "trust.json"
+VERSIONS = Path(__file__).parents[2] / "release_versions.json"
 BASE = 1_900_000_000  # the table's instant: now = BASE + case.at
 FAR = "2099-01-01T00:00:00Z"  # every key's not_after unless a row sets its window
 SIGNATURE_FILE = "manifest.sigstore.json"
@@ -296,17 +300,18 @@ ROOTS: dict[str, Any] = {
     "a key revoked twice": _v2(revoked=[{"keyid": "0" * 64, "reason": "a"},
                                         {"keyid": "0" * 64, "reason": "b"}]),
     "a revoked key of the file": _v2(revoked=[{"keyid": keyid(B), "reason": "stolen"}]),
+    # dates and thresholds only as written (RFC 3339 text, a JSON integer), on both sides
+    "not_after as epoch seconds": _v1(**{"keys.0.not_after": 4102444800}),
+    "a threshold written as a string": _v2(**{"policy.provenance.threshold": "1"}),
 }
 # fmt: on
 # Documents verify/ reads and the loader refuses on purpose (trust_table.py LOADER_FURTHER):
-# a keyless identity it cannot verify, a date or threshold not written as RFC 3339 text or a
-# JSON integer. `trust_root_of` accepts them; the loader's refusal is the expected value.
+# a keyless identity it cannot verify. `trust_root_of` accepts it; the loader's refusal is the
+# expected value.
 # fmt: off
 LOADER_REFUSES: dict[str, Any] = {
     "a keyless identity": _v2(keyless={"identity": "https://ci.example/release.yml",
                                        "issuer": "https://token.actions.githubusercontent.com"}),
-    "not_after as epoch seconds": _v1(**{"keys.0.not_after": 4102444800}),
-    "a threshold written as a string": _v2(**{"policy.provenance.threshold": "1"}),
 }
 # fmt: on
 
@@ -365,6 +370,17 @@ DATES = [
     "2031-01-01T00:00:00GMT", "",
 ]
 # fmt: on
+
+
+def version_rows() -> list[dict[str, Any]]:
+    """Every version of the shared table, ordered ones first: verify/'s key, or None."""
+    table = json.loads(VERSIONS.read_text(encoding="utf-8"))
+    versions = [*table["ordered"], *(r["version"] for r in table["refused"])]
+    rows = []
+    for version in versions:
+        key = release_version_key(version)
+        rows.append({"version": version, "key": None if key is None else list(key)})
+    return rows
 
 
 def date_row(stamp: str) -> dict[str, Any]:
@@ -434,6 +450,7 @@ def fixtures() -> dict[str, Any]:
             for n, d in LOADER_REFUSES.items()
         ],
         "dates": [date_row(d) for d in DATES],
+        "versions": version_rows(),
         "manifests": [manifest_row(n, *row) for n, row in MANIFESTS.items()],
     }
 

@@ -10,9 +10,13 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compareVersions, checkVersionFloor, countSignatures, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE, trustRootId, trustRootOf, verifySignedManifest } from '../../../crates/wasm/js/trust.js';
+import * as trustJs from '../../../crates/wasm/js/trust.js';
 
-/** @type {{ keys: Record<string, string>, envelopes: any[], roots: any[], dates: { stamp: string, epoch: number | null }[], manifests: any[] }} */
+// The loader's functions typed loosely (any): these tests hand them fakes (a Source, a Response,
+// options holding only the fields a function reads) and hostile values, on purpose.
+const { compareVersions, checkVersionFloor, countSignatures, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE, trustRootId, trustRootOf, verifySignedManifest } = /** @type {any} */ (trustJs);
+
+/** @type {{ keys: Record<string, string>, envelopes: any[], roots: any[], dates: { stamp: string, epoch: number | null }[], manifests: any[], versions: { version: string, key: number[] | null }[] }} */
 const FIXTURES = JSON.parse(readFileSync(new URL('./fixtures/trust.json', import.meta.url), 'utf-8'));
 const BASE = new URL('https://bundle.invalid/release/');
 const sha256 = (/** @type {string | Uint8Array} */ data) => createHash('sha256').update(data).digest('hex');
@@ -434,20 +438,42 @@ test('pae is DSSE v1 pre-authentication encoding', () => {
   assert.deepEqual(pae('é', text('€')), new Uint8Array([...text('DSSEv1 2 '), 0xc3, 0xa9, ...text(' 3 '), 0xe2, 0x82, 0xac]));
 });
 
-test('compareVersions orders major.minor.patch numerically', () => {
+const VERSION_WORDS = 'MAJOR.MINOR.PATCH, optionally followed by aN, bN or rcN';
+
+test('compareVersions orders release versions numerically, pre-releases before the release', () => {
   const cases = [
     ['1.2.3', '1.2.3', 0], ['1.2.3', '1.2.4', -1], ['1.2.4', '1.2.3', 1], ['1.10.0', '1.9.9', 1],
     ['0.9.0', '1.0.0', -1], ['2.0.0', '1.99.99', 1], ['1.2.10', '1.2.9', 1], ['10.0.0', '9.0.0', 1],
     ['0.0.1', '0.0.0', 1], ['1.2.3', '1.3.0', -1], ['3.0.0', '3.0.1', -1],
+    ['1.0.0a1', '1.0.0', -1], ['1.0.0', '1.0.0rc9', 1], ['1.0.0b1', '1.0.0a9', 1], ['1.0.0rc1', '1.0.0b2', 1],
+    ['1.0.0rc2', '1.0.0rc10', -1], ['1.0.0a1', '1.0.0a1', 0], ['0.9.9', '1.0.0a0', -1],
   ];
   for (const [a, b, want] of cases) assert.equal(compareVersions(a, b), want, `${a} vs ${b}`);
-  for (const [a, b] of [['1.2', '1.2.3'], ['1.2.3', 'v1.2.3'], ['', '1.0.0'], ['1.2.3', '1.2.x']]) {
+  for (const [a, b] of [['1.2', '1.2.3'], ['1.2.3', 'v1.2.3'], ['', '1.0.0'], ['1.2.3', '1.2.x'], ['1.0.0-rc1', '1.0.0']]) {
     assert.throws(() => compareVersions(a, b), (/** @type {any} */ e) => {
       assert.equal(e.code, 'BadOptions');
-      const bad = /^\d+\.\d+\.\d+/.test(a) ? b : a;
-      assert.equal(e.message, `BadOptions: ${JSON.stringify(bad)} is not a major.minor.patch version`);
+      const bad = /^\d+\.\d+\.\d+$/.test(a) ? b : a;
+      assert.equal(e.message, `BadOptions: ${JSON.stringify(bad)} is not a release version (${VERSION_WORDS})`);
       return true;
     });
+  }
+});
+
+test('compareVersions agrees with verify/ on every version of tests/release_versions.json', () => {
+  const sign = (/** @type {number[]} */ a, /** @type {number[]} */ b) => {
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
+  };
+  const rows = FIXTURES.versions;
+  const accepted = rows.filter((r) => r.key !== null);
+  assert.ok(accepted.length >= 20 && rows.length - accepted.length >= 20, 'the table has both kinds');
+  for (const a of accepted) {
+    for (const b of accepted) assert.equal(compareVersions(a.version, b.version), sign(a.key, b.key), `${a.version} vs ${b.version}`);
+  }
+  for (const r of rows.filter((r) => r.key === null)) {
+    for (const [a, b] of [[r.version, '1.0.0'], ['1.0.0', r.version]]) {
+      assert.throws(() => compareVersions(a, b), { code: 'BadOptions', message: `BadOptions: ${JSON.stringify(r.version)} is not a release version (${VERSION_WORDS})` }, r.version);
+    }
   }
 });
 
@@ -521,10 +547,24 @@ test('the version floor: a remembered value that is not a version is ignored; ba
   });
   for (const version of ['1.0', 1, undefined, 'v1.0.0']) {
     await assert.rejects(checkVersionFloor(o, { version }), (/** @type {any} */ e) => {
-      assert.equal(e.message, `BadManifest: the manifest's version ${JSON.stringify(version)} is not major.minor.patch`);
+      assert.equal(e.message, `BadManifest: the manifest's version ${JSON.stringify(version)} is not a release version (${VERSION_WORDS})`);
       return true;
     });
   }
+});
+
+test('the version floor: a minVersion that is not a release version is BadOptions; pre-releases sort first', async () => {
+  const o = { trustedKeys: TRUST };
+  for (const minVersion of ['1.0', 'v1.0.0', '1.0.0-rc1', '']) {
+    await assert.rejects(checkVersionFloor({ ...o, minVersion }, { version: '1.0.0' }), {
+      code: 'BadOptions',
+      message: `BadOptions: minVersion ${JSON.stringify(minVersion)} is not a release version (${VERSION_WORDS})`,
+    });
+  }
+  assert.deepEqual(await checkVersionFloor({ ...o, minVersion: null }, { version: '1.0.0' }), { floor: null, remembered: null });
+  await assert.rejects(checkVersionFloor({ ...o, minVersion: '1.0.0' }, { version: '1.0.0rc1' }), { code: 'Rollback' });
+  assert.deepEqual(await checkVersionFloor({ ...o, minVersion: '1.0.0rc1' }, { version: '1.0.0' }), { floor: '1.0.0rc1', remembered: null });
+  assert.deepEqual(await checkVersionFloor({ ...o, minVersion: '1.0.0rc1' }, { version: '1.0.0rc1' }), { floor: '1.0.0rc1', remembered: null });
 });
 
 test('the version floor in node without a versionFile remembers nothing', async () => {
