@@ -53,6 +53,7 @@ from pipeline.release.bundle import (
     write_bundle,
 )
 from pipeline.release.conformance import RELEASE_ENGINES, covered, matrix_report
+from pipeline.release.matrix_cache import matrix_once
 from pipeline.toolchain.check import check_installed
 from pipeline.tree.snapshot import Tree, read_tree
 from pipeline.tree.sources import require_clean
@@ -371,13 +372,25 @@ def run_conformance(
 
 def release_matrix(signed: ManifestSigned, cases: int = DEFAULT_CASES) -> Conformed:
     """Every release's step 6: `RELEASE_ENGINES` over every lane and tier (`release
-    --conformance` runs every engine); no report when no native lane here is an oracle."""
+    --conformance` runs every engine); no report when no native lane here is an oracle. An
+    unchanged re-release reuses the report of the same inputs (`matrix_cache`) and says so."""
+    opts = Options(engines=RELEASE_ENGINES, cases=cases)
+    say, manifest = signed.checked.request.say, signed.documents.manifest
+
+    def run() -> bytes:
+        return matrix_report(signed.files, manifest, signed.checked.key, say, opts)
+
+    repo_root = signed.checked.request.repo_root
     try:
-        return run_conformance(Options(engines=RELEASE_ENGINES, cases=cases))(signed)
+        done = matrix_once(repo_root, signed.files, RELEASE_ENGINES, cases, run)
     except MatrixError as exc:
         if exc.error_id != "conformance.no-oracle":
             raise
         return Conformed(signed, None, f"no report: {exc.message}")
+    detail = covered(read_report(done.report)[0])
+    if done.reused:
+        detail += " (reused: the bundle, the harness and the toolchain are unchanged)"
+    return Conformed(signed, done.report, detail)
 
 
 # -- 7 sign provenance --------------------------------------------------------------------
