@@ -20,8 +20,10 @@ from pipeline.bench.document import BENCH_SCHEMA, BenchDocument
 from pipeline.bench.environment import stamp_runs
 from pipeline.bench.errors import BenchError
 from pipeline.bench.summary import summarize, table
+from pipeline.cli import parser as release_parser
 from pipeline.conformance.matrix import Trust
 from pipeline.conformance.subject import Subject, WasmLane
+from tests.test_help_texts import _walk
 
 SHA = "ab" * 32
 MODEL = "f3" * 32
@@ -258,3 +260,10 @@ def test_the_table_lists_the_chromium_runs_with_their_lane_and_cache_state() -> 
     load_lines = [line for line in text.splitlines() if "first-load" in line or ", cached" in line]
     assert [line.split()[0] for line in load_lines] == ["chromium", "chromium-cached"]
     assert all(THREADS in line for line in load_lines)
+
+
+def test_bench_help_says_what_the_chromium_runs_are_and_how_to_leave_them_out() -> None:
+    (bench,) = [p for path, p in _walk(release_parser(), "x") if path == "x bench"]
+    (flag,) = [a for a in bench._actions if "--no-browser" in a.option_strings]
+    assert "Chromium" in str(flag.help) and "js/loader.js" in str(flag.help)
+    assert "Chromium" in " ".join(str(bench.description).split())
