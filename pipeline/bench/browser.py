@@ -8,7 +8,8 @@ and Chromium is started on the page (page/main.mjs) by the conformance matrix's 
 (pipeline/conformance/harness.py: the server, the engine's process group, the time bound; its
 flags and version from browsers.py). The loader verifies the signed manifest, probes, picks a
 lane, self-tests it and fetches the model; the page then times one prefill of the bench prompt
-and a streamed decode.
+and a streamed decode. The loader checks the manifest as of its own time (`now`, the
+manifest's SOURCE_DATE_EPOCH), so a bench of an old commit still runs.
 
 Two runs, each repetition a fresh browser launch (interleaved with the node and native figures,
 pipeline/bench/lanes.py):
@@ -45,6 +46,7 @@ from pipeline.release.steps import (
     step_smoke,
     step_verify,
 )
+from pipeline.tree.snapshot import read_tree
 
 ENGINE: Final = "chromium"
 PAGE = Path(__file__).resolve().parent / "page"
@@ -79,6 +81,9 @@ def stage_bundle(repo_root: Path, lanes: Sequence[str], folder: Path) -> Staged:
         lanes=tuple(lanes),
         allow_dirty=True,
         env={},  # never $TINYRUSTLM_RELEASE_KEY: a bench signs with the development key
+        # signed as of its commit, and verified as of then by the page (`now`): an old commit
+        # (a bisection) is measured, not refused as expired
+        now=read_tree(repo_root).git.commit_time,
         say=lambda _line: None,
     )
     checked = preflight(request)
@@ -110,6 +115,7 @@ class Plan:
                 "sha256": self.model_sha256,
             },
             "workers": WORKERS,
+            "now": self.staged.subject.source_date_epoch,
             "prompt_tokens": list(self.prompt_tokens),
             "warmup": self.warmup,
             "tokens": self.tokens,

@@ -4,7 +4,7 @@
 // when this profile loaded it before); then one prefill of the prompt and a streamed decode.
 //
 // ./plan.json: { base, trusted_keys, allow_dev_key, model: { url, size, sha256 }, workers,
-//                prompt_tokens: [u32...], warmup, tokens }
+//                now (the time the manifest is checked at), prompt_tokens: [u32...], warmup, tokens }
 // POSTs ./start { user_agent, cross_origin_isolated }, then ./lane (the run below), then ./done.
 // Every number is wall time in this page; decode_ms is the median step after `warmup` steps
 // (step 0 only samples from the prefill's logits: it has no forward pass).
@@ -24,6 +24,7 @@ async function run(plan) {
     allowDevKey: plan.allow_dev_key,
     model: { ...plan.model, url: new URL(plan.model.url, location.href).href },
     workers: plan.workers,
+    now: plan.now,
   });
   const loadMs = performance.now() - t0;
   try {

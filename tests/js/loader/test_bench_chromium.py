@@ -20,9 +20,10 @@ from pipeline.bench.lanes import prompt_tokens
 from pipeline.bench.summary import summarize
 from pipeline.conformance.matrix import Trust
 from pipeline.conformance.subject import from_bundle
+from pipeline.documents.keys import load_private_key
 from pipeline.io.digest import sha256_file
 from pipeline.modelpack import PRESETS, pack
-from tests.js.loader.site import THREADS_LANE
+from tests.js.loader.site import THREADS_LANE, Signer, expired, link_tree
 
 pytestmark = [
     pytest.mark.integration,
@@ -99,3 +100,24 @@ def test_the_first_load_fetched_and_the_cached_load_hit_the_loaders_store(
     assert cache["chromium"]["fetched"] == {"module": "stored", "model": "stored"}
     assert cache["chromium-cached"]["loader"] == "cached"
     assert cache["chromium-cached"]["fetched"] == {"module": "hit", "model": "hit"}
+
+
+def test_a_bench_of_an_old_commit_runs_the_loader_as_of_its_manifests_time(
+    loader_bundle: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The manifest re-signed to expire a second after its SOURCE_DATE_EPOCH, as an old
+    commit's has; the page checks it as of that time, so the load runs (not `Expired`)."""
+    bundle, key = loader_bundle
+    trusted_path = key.parent / "development.trusted-keys.json"
+    old = tmp_path / "old"
+    link_tree(bundle, old)
+    expired(old, Signer(load_private_key(key), "", trusted_path), None)  # type: ignore[arg-type]
+    model = tmp_path / "small.trlm"
+    model.write_bytes(pack(PRESETS["small"], 7))
+    trust = Trust(json.loads(trusted_path.read_bytes()), allow_dev_key=True)
+    plan = Plan(Staged(from_bundle(old), trust), model, sha256_file(model), [256], 1, 2)
+    chromium = ChromiumBench.start(plan)
+    try:
+        chromium.prime()  # one load; a refusal is a BenchError with the loader's code
+    finally:
+        chromium.close()

@@ -231,6 +231,7 @@ def test_the_page_is_served_the_bundle_the_model_and_its_plan(tmp_path: Path) ->
         native=(),
         js_files=(("js/loader.js", files["js/loader.js"]),),
         signed_files=tuple((u, files[u]) for u in ("manifest.json", "manifest.sigstore.json")),
+        source_date_epoch=1_700_000_000,
     )
     trust = Trust({"schema": "tinyrustlm.trusted-keys.v1", "keys": []}, allow_dev_key=True)
     digest = hashlib.sha256(b"model bytes").hexdigest()
@@ -248,6 +249,7 @@ def test_the_page_is_served_the_bundle_the_model_and_its_plan(tmp_path: Path) ->
         "allow_dev_key": True,
         "model": {"url": browser.MODEL_URL, "size": 11, "sha256": digest},
         "workers": 2,
+        "now": 1_700_000_000,
         "prompt_tokens": [256, 84],
         "warmup": 4,
         "tokens": 16,
