@@ -149,11 +149,11 @@ def table(doc: dict[str, Any]) -> str:
         lines.append(f"{r['name']:<24}{_range(r, 'tokens_per_s'):>24}{_range(r, 'ttft_ms'):>28}")
     loads = [r for r in doc["prefill_runs"] if r.get("load_ms") is not None]
     if loads:
-        lines += ["", f"{'js/loader.js load()':<24}{'ms':>24}{'lane, cache':>28}"]
+        lines += ["", f"{'js/loader.js load()':<24}{'ms':>24}  lane, cache state"]
     for r in loads:
         on = r["ran_on"]
         said = f"{on['lane']}, {on['cache']['loader']}"
-        lines.append(f"{r['name']:<24}{_range(r, 'load_ms', '.0f'):>24}{said:>28}")
+        lines.append(f"{r['name']:<24}{_range(r, 'load_ms', '.0f'):>24}  {said}")
     lines += ["", f"{'target':<34}{'want':>7}{'got':>8}{'range':>16}  met"]
     for t in doc["targets"]:
         got = "-" if t["measured"] is None else f"{t['measured']:.2f}"
