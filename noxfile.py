@@ -121,7 +121,8 @@ def fuzz(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Lane benchmarks and the parser benchmark; JSON under build/bench/ (never asserted)."""
+    """Lane benchmarks (node, native, Chromium through js/loader.js) and the parser benchmark;
+    JSON under build/bench/ (never asserted)."""
     install(session)
     session.run("tinyrustlm-release", "bench", *session.posargs)
     session.run("python", "-m", "pipeline.bench.wasm_parser")

@@ -38,7 +38,11 @@ COMMANDS: dict[str, tuple[CommandModule, str]] = {
     "keygen": (keys, "create an Ed25519 release key pair"),
     "trust-policy": (trust_policy, "a trusted-keys v2 file: maintainers' keys and a threshold"),
     "release": (release_cli, "toolchain check, build, verify, smoke, sign, bundle to dist/"),
-    "bench": (bench_cli, "lane benchmarks side by side; JSON under build/bench/"),
+    "bench": (
+        bench_cli,
+        "lane benchmarks side by side (node, native, Chromium through js/loader.js); JSON "
+        "under build/bench/",
+    ),
     "sign": (cosign, "co-sign an existing bundle with another maintainer's key"),
     "reproduce": (reproduce, "rebuild a bundle's revision and compare byte for byte"),
     "schemas": (formats, "write the JSON Schema of every versioned format"),

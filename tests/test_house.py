@@ -106,3 +106,4 @@ def test_wheel_ships_the_lane_policy(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"verify/policy/wasm.json", "verify/policy/native.json"} <= names
     assert "pipeline/bench/lanes.mjs" in names  # the bench's node runner is package data
+    assert {"pipeline/bench/page/index.html", "pipeline/bench/page/main.mjs"} <= names

@@ -1,5 +1,6 @@
-"""`tinyrustlm-release bench` (`nox -s bench`): run the lane bench, write its document under
-build/bench/, print the table and, with `--compare OLD.json`, each figure's ratio to a saved run.
+"""`tinyrustlm-release bench` (`nox -s bench`): run the lane bench (node, native, and Chromium
+through js/loader.js unless `--no-browser`), write its document under build/bench/, print the
+table and, with `--compare OLD.json`, each figure's ratio to a saved run.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reps", type=int, default=MIN_REPS, help=f"interleaved repetitions (>= {MIN_REPS})"
     )
     parser.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="leave out the Chromium runs (the bench model through js/loader.js, first load "
+        "and cached), e.g. where Chromium is not installed",
+    )
+    parser.add_argument(
         "--compare", type=Path, metavar="OLD.json", help="a saved run to compare the new one with"
     )
 
@@ -40,7 +47,7 @@ def _load_old(path: Path) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> Outcome:
     old = _load_old(args.compare) if args.compare else None  # refuse before measuring
-    doc = run_bench(REPO_ROOT, args.tokens, args.reps)
+    doc = run_bench(REPO_ROOT, args.tokens, args.reps, browser=not args.no_browser)
     BenchDocument.model_validate(doc)  # the schema'd format, before anything is written
     out = REPO_ROOT / "build" / "bench"
     text = json.dumps(doc, indent=2, sort_keys=True).encode() + b"\n"

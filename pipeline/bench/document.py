@@ -6,7 +6,9 @@ and samples (`<figure>`, `<figure>_min`, `<figure>_max`, `<figure>_samples`). Na
 v1: `runs` (decode, by run name), `kernels`, `targets`; new: `prefill_runs`, `bandwidth` (per
 probe thread count), `modules` (SHA-256 of every module measured). New in v3: every decode and
 prefill run's `ran_on` (pipeline/bench/environment.py): engine and version, OS, architecture,
-module and model digests, tier, context, workers and cache state.
+module and model digests, tier, context, workers and cache state; the browser runs
+(pipeline/bench/browser.py: Chromium through js/loader.js, first load and cached) also name the
+lane the loader chose, and their prefill runs the loader's `load_ms`.
 """
 
 from __future__ import annotations
@@ -107,6 +109,14 @@ class PrefillRun(Frozen):
     ttft_ms_min: float
     ttft_ms_max: float
     ttft_ms_samples: list[float]
+    load_ms: float | None = Field(
+        default=None,
+        description="browser runs: js/loader.js's load() (verify, probe, self-test, fetch or "
+        "cache, compile, admit the model) before the prefill",
+    )
+    load_ms_min: float | None = None
+    load_ms_max: float | None = None
+    load_ms_samples: list[float] | None = None
     ran_on: RanOn
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import paths
+from pipeline.bench.browser import ChromiumBench, Plan, stage_bundle
 from pipeline.bench.document import BENCH_SCHEMA
 from pipeline.bench.environment import INT8_SUFFIX, host, stamp_runs
 from pipeline.bench.errors import BenchError
@@ -132,7 +133,8 @@ def native_run(binary: Path, model: Path, tokens: int, name: str) -> dict[str, A
 def _runner_config(
     repo_root: Path, tokens: int
 ) -> tuple[dict[str, Any], Lane, Path, dict[str, str]]:
-    """The runner's configuration, the native lane and its binary, each tier's model SHA-256."""
+    """The runner's configuration, the native lane and its binary, each tier's model SHA-256
+    (and `wasm_lanes`: the measured wasm lanes' ids, in lanes.toml order)."""
     nodejs.executable()  # before any build: a missing node fails fast
     tree = read_tree(repo_root)
     wasm_lanes, native_lane = measured_lanes(tree.lanes.lane)
@@ -168,36 +170,78 @@ def _runner_config(
         "matvec": list(MATVEC_SHAPES),
         "probe_bytes": 256 << 20,
         "probe_threads": list(PROBE_THREADS),
+        "wasm_lanes": [lane.id for lane in wasm_lanes],
     }
     digests = {tier: digest for tier, (_, digest) in models.items()}
     digests["rustc"] = f"rustc {tree.lock.rustc.release} (LLVM {tree.lock.rustc.llvm_version})"
     return config, native_lane, artifacts[native_lane.id], digests
 
 
-def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict[str, Any]:
+def _node_repetition(cfg_path: Path) -> dict[str, Any]:
+    """One run of the node runner (lanes.mjs): every node figure once."""
+    done = process.run([str(nodejs.executable()), str(RUNNER), str(cfg_path)], timeout=3600)
+    if done.returncode != 0:
+        raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
+    raw: dict[str, Any] = parse_output(done.stdout, "node bench output")
+    return raw
+
+
+def _browser_bench(
+    repo_root: Path, config: dict[str, Any], digests: dict[str, str], folder: Path, say: Any
+) -> ChromiumBench:
+    """The Chromium runs' bench (pipeline/bench/browser.py), primed: the measured wasm lanes
+    staged as a bundle signed by the development key, the f32 `bench` model."""
+    say("staging a signed bundle of the wasm lanes and priming Chromium's loader cache ...")
+    staged = stage_bundle(repo_root, config["wasm_lanes"], folder)
+    plan = Plan(
+        staged=staged,
+        model=Path(config["models"]["f32"]),
+        model_sha256=digests["f32"],
+        prompt_tokens=config["prompt_tokens"],
+        warmup=int(config["warmup"]),
+        tokens=int(config["tokens"]),
+    )
+    chromium = ChromiumBench.start(plan)
+    try:
+        chromium.prime()
+    except BaseException:
+        chromium.close()
+        raise
+    return chromium
+
+
+def run_bench(
+    repo_root: Path, tokens: int, reps: int, say: Any = print, browser: bool = True
+) -> dict[str, Any]:
+    """The bench document; `browser`: with the Chromium runs through js/loader.js."""
     if reps < MIN_REPS:
         raise BenchError(f"--reps {reps} < {MIN_REPS}: a median needs repetitions", where="--reps")
     say("building lanes and kernel harnesses (cached when unchanged) ...")
     config, native_lane, native_binary, digests = _runner_config(repo_root, tokens)
     assert native_lane.bench is not None  # measured_lanes picked it for its `bench`
     native_name = native_lane.bench.runs[0].name
-    load_before = os.getloadavg()
     samples: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
+        chromium = _browser_bench(repo_root, config, digests, Path(tmp), say) if browser else None
+        load_before = os.getloadavg()
         cfg_path = Path(tmp) / "bench.json"
         cfg_path.write_text(json.dumps(config))
-        for rep in range(reps):
-            # one repetition = every figure once, wasm lanes then native: drift and load
-            # bursts spread over all figures instead of biasing one
-            say(f"repetition {rep + 1}/{reps} ...")
-            done = process.run([str(nodejs.executable()), str(RUNNER), str(cfg_path)], timeout=3600)
-            if done.returncode != 0:
-                raise BenchError(f"bench runner failed:\n{done.stderr[-3000:]}", where=str(RUNNER))
-            raw = parse_output(done.stdout, "node bench output")
-            for tier, model_path in config["models"].items():
-                name = native_name + ("" if tier == "f32" else INT8_SUFFIX)
-                raw["runs"].append(native_run(native_binary, Path(model_path), tokens, name))
-            samples.append(raw)
+        try:
+            for rep in range(reps):
+                # one repetition = every figure once, wasm lanes, native, then the browser:
+                # drift and load bursts spread over all figures instead of biasing one
+                say(f"repetition {rep + 1}/{reps} ...")
+                raw = _node_repetition(cfg_path)
+                for tier, model_path in config["models"].items():
+                    name = native_name + ("" if tier == "f32" else INT8_SUFFIX)
+                    raw["runs"].append(native_run(native_binary, Path(model_path), tokens, name))
+                if chromium is not None:
+                    raw["runs"] += chromium.repetition()
+                samples.append(raw)
+            browser_runs = chromium.facts() if chromium is not None else {}
+        finally:
+            if chromium is not None:
+                chromium.close()
     weights = weight_bytes_per_token()
     modules = {r["name"]: r["module_sha256"] for r in samples[0]["runs"] if "module_sha256" in r}
     modules[native_name] = sha256_file(native_binary)
@@ -247,4 +291,5 @@ def run_bench(repo_root: Path, tokens: int, reps: int, say: Any = print) -> dict
         context=preset.max_context,
         warmup_tokens=int(config["warmup"]),
         os_arch=host(),
+        browser_runs=browser_runs,
     )

@@ -94,6 +94,8 @@ def summarize(reps: list[dict[str, Any]], weights: int, n_prompt: int) -> dict[s
         _with_spread(pre, "tokens_per_s", [n_prompt * 1000.0 / r["prefill_ms"] for r in series])
         _with_spread(pre, "prefill_ms", [r["prefill_ms"] for r in series])
         _with_spread(pre, "ttft_ms", [r["ttft_ms"] for r in series])
+        if "load_ms" in first:  # browser runs: load() itself, where the cache state tells
+            _with_spread(pre, "load_ms", [r["load_ms"] for r in series])
         prefill_runs.append(pre)
     doc: dict[str, Any] = {
         "kernels": kernels,
@@ -145,6 +147,13 @@ def table(doc: dict[str, Any]) -> str:
     lines += ["", f"{f'prefill ({n} tokens)':<24}{'tok/s':>24}{'time to first token ms':>28}"]
     for r in doc["prefill_runs"]:
         lines.append(f"{r['name']:<24}{_range(r, 'tokens_per_s'):>24}{_range(r, 'ttft_ms'):>28}")
+    loads = [r for r in doc["prefill_runs"] if r.get("load_ms") is not None]
+    if loads:
+        lines += ["", f"{'js/loader.js load()':<24}{'ms':>24}  lane, cache state"]
+    for r in loads:
+        on = r["ran_on"]
+        said = f"{on['lane']}, {on['cache']['loader']}"
+        lines.append(f"{r['name']:<24}{_range(r, 'load_ms', '.0f'):>24}  {said}")
     lines += ["", f"{'target':<34}{'want':>7}{'got':>8}{'range':>16}  met"]
     for t in doc["targets"]:
         got = "-" if t["measured"] is None else f"{t['measured']:.2f}"

@@ -154,12 +154,15 @@ def run_page(
     timeout: float,
     workdir: Path,
     on_lane: Callable[[Launched, dict[str, Any]], None] | None = None,
+    port: int = 0,
 ) -> PageRun:
     """Start `browser` on PAGE_ROOT/index.html and collect its POSTs until `done`.
 
     `timeout` bounds the whole run; the page posts `start`, one `lane` per lane, `done`.
+    `port` 0 is any free one; a fixed port keeps the origin, so a profile's storage, across
+    runs (the bench's cached loads).
     """
-    server = _Server(("127.0.0.1", 0), _Handler)
+    server = _Server(("127.0.0.1", port), _Handler)
     server.routes, server.isolated, server.posts = routes, isolated, queue.Queue()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

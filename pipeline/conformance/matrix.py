@@ -168,7 +168,7 @@ def _plan(job: Job, base: str) -> dict[str, Any]:
     }
 
 
-def _bundle_files(subject: Subject) -> list[tuple[str, Path]]:
+def bundle_files(subject: Subject) -> list[tuple[str, Path]]:
     """Bundle url -> file of everything the loader fetches: manifest, signature, js, modules."""
     return [*subject.signed_files, *subject.js_files, *((w.url, w.path) for w in subject.wasm)]
 
@@ -188,7 +188,7 @@ def run_browser(name: str, job: Job, isolated: bool, opts: Options, workdir: Pat
     # sockets in their profile and TMPDIR, and a socket path over 107 bytes aborts Chromium.
     profile = Path(tempfile.mkdtemp(prefix=f"trlm-{name}-"))
     version = browsers.browser_version(b, exe, profile)
-    routes: dict[str, harness.Route] = {f"/{url}": path for url, path in _bundle_files(job.subject)}
+    routes: dict[str, harness.Route] = {f"/{url}": path for url, path in bundle_files(job.subject)}
     routes.update({harness.PAGE_ROOT + f: PAGE / f for f in PAGE_FILES})
     routes[harness.PAGE_ROOT + "plan.json"] = json.dumps(_plan(job, "/")).encode()
     routes[MODEL_URL] = job.model
@@ -232,7 +232,7 @@ def run_node(job: Job, workdir: Path) -> Lanes:
     # the bundle as the loader sees it (lanerun.mjs imports ../js/loader.js), and the runner
     site = Path(tempfile.mkdtemp(prefix="node-", dir=workdir))
     plan = _plan(job, str(site))
-    for url, path in _bundle_files(job.subject):
+    for url, path in bundle_files(job.subject):
         (site / url).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, site / url)
     (site / "conformance").mkdir()
