@@ -48,6 +48,16 @@ function pathToFileURL(path) {
 }
 
 /**
+ * `opts` without the options given as `undefined` (so the default stands for them).
+ * @template {object} T
+ * @param {T} opts
+ * @returns {Partial<T>}
+ */
+function defined(opts) {
+  return /** @type {Partial<T>} */ (Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)));
+}
+
+/**
  * @param {import('./loader.js').LoadOptions} opts
  * @returns {import('./loader.js').ResolvedOptions}
  */
@@ -75,7 +85,7 @@ function normalise(opts) {
     workerUrl: undefined,
     fetch: defaultFetch,
     now: Date.now() / 1000,
-    ...opts,
+    ...defined(opts), // an option given as undefined is the default, never `undefined`
   };
   // relative URLs resolve against the page; in node against the working directory, so a bundle
   // or model path (relative or absolute) is a file: URL that node reads from disk

@@ -473,6 +473,11 @@ function belowThreshold(counted, refused, { threshold, keyids }) {
  * @param {Pick<ResolvedOptions, 'baseUrl' | 'trustedKeys' | 'allowDevKey' | 'now' | 'fetch' | 'onProgress'>} o
  */
 export async function verifySignedManifest(o) {
+  // the time every window and expiry is judged at: a missing or non-number `now` would make
+  // every `now >= limit` false, i.e. switch the expiry and key-validity checks off
+  if (typeof o.now !== 'number' || !Number.isFinite(o.now)) {
+    throw new LoaderError('BadOptions', `now must be a finite number of seconds since the epoch (got ${String(o.now)})`);
+  }
   const [manifestBytes, signatureBytes] = await Promise.all([
     fetchCapped(o, new URL('manifest.json', o.baseUrl), 'manifest', MANIFEST_CAP, 'manifest'),
     fetchCapped(o, new URL('manifest.sigstore.json', o.baseUrl), 'manifest signature', SIGNATURE_CAP, 'signature'),

@@ -207,6 +207,32 @@ test('the manifest must not have expired', async () => {
   }
 });
 
+test('a now that is not a finite number is BadOptions, before anything is fetched', async () => {
+  // an undefined or NaN now would make every `now >= limit` false: expiry and key windows off
+  const r = row('v1, the release key');
+  const expires = JSON.parse(Buffer.from(bytes(r.manifest)).toString()).expires_epoch;
+  for (const now of [undefined, null, Number.NaN, Number.POSITIVE_INFINITY, String(expires + 1000)]) {
+    let fetched = 0;
+    const o = { ...optionsOf(r), now, fetch: async () => (fetched++, new Response('', { status: 404 })) };
+    const got = await verdict(o);
+    assert.equal(got.error && got.error.code, 'BadOptions', String(now));
+    assert.equal(got.error.message, `BadOptions: now must be a finite number of seconds since the epoch (got ${String(now)})`);
+    assert.equal(fetched, 0);
+  }
+});
+
+test('load() takes an option given as undefined as its default (now: the real time)', async () => {
+  const { load } = /** @type {any} */ (await import('../../../crates/wasm/js/loader.js'));
+  const r = row('v1, the release key');
+  const expires = JSON.parse(Buffer.from(bytes(r.manifest)).toString()).expires_epoch;
+  const model = { url: new URL('model.trlm', BASE).href, sha256: 'a'.repeat(64), size: 64 };
+  const o = { ...optionsOf(r), model, now: undefined };
+  const got = await load(o).then(() => null, (/** @type {any} */ e) => e);
+  // judged at Date.now(): expired or not, never BadOptions and never judged at no time at all
+  assert.notEqual(got && got.code, 'BadOptions', got && got.message);
+  if (Date.now() / 1000 >= expires) assert.equal(got && got.code, 'ManifestExpired');
+});
+
 test('the payload type, the key hint and the bundle shape', async () => {
   const r = row('v1, the release key');
   const type = signatureDoc(r);
