@@ -20,10 +20,8 @@ Each refusal has an id (`PendingRefused`).
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 from tuf.api.metadata import Metadata, TargetFile, Targets
@@ -119,23 +117,18 @@ def _shape(repo: DiskRepository, role: str, md: Metadata[Any], where: str) -> di
 
 def _verified(files: Mapping[str, bytes], name: str, trust: PendingTrust, now: int) -> Verdict:
     """The full `verify bundle` of `files`, written to a private folder first."""
-    with tempfile.TemporaryDirectory(prefix="tinyrustlm-pending-") as tmp:
-        folder = Path(tmp) / name
-        for rel, data in files.items():
-            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / rel).write_bytes(data)
-        try:
-            root = trust.trusted
-            if not isinstance(root, TrustRoot):
-                root = trust_root_from_keys(root)
-            verifier = BundleVerifier(root, derive=trust.derive)
-            return verifier.verify(folder, Requirements(now, allow_dev_key=trust.allow_dev_key))
-        except VerifyError as exc:
-            raise PendingRefused(
-                f"the pending bundle does not pass `verify bundle`: [{exc.error_id}] {exc.message}",
-                error_id="pending.unverified",
-                where=f"{name}/{exc.where}" if exc.where else name,
-            ) from exc
+    root = trust.trusted
+    if not isinstance(root, TrustRoot):
+        root = trust_root_from_keys(root)
+    verifier = BundleVerifier(root, derive=trust.derive)
+    try:
+        return verifier.verify_files(files, name, Requirements(now, trust.allow_dev_key))
+    except VerifyError as exc:
+        raise PendingRefused(
+            f"the pending bundle does not pass `verify bundle`: [{exc.error_id}] {exc.message}",
+            error_id="pending.unverified",
+            where=f"{name}/{exc.where}" if exc.where else name,
+        ) from exc
 
 
 def review_pending(

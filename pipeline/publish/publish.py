@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -63,20 +62,15 @@ def read_bundle_folder(bundle: Path) -> dict[str, bytes]:
 def verify_copy(
     files: dict[str, bytes], name: str, verifier: BundleVerifier, requires: Requirements
 ) -> Verdict:
-    with tempfile.TemporaryDirectory(prefix="tinyrustlm-publish-") as tmp:
-        copy = Path(tmp) / name
-        for rel, data in files.items():
-            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-            (copy / rel).write_bytes(data)
-        try:
-            return verifier.verify(copy, requires)
-        except VerifyError as exc:
-            error_id = getattr(exc, "error_id", "verify.error")
-            raise BundleNotVerified(
-                f"the bundle does not pass `verify bundle`: [{error_id}] {exc.message}",
-                where=f"{name}/{exc.where}" if exc.where else name,
-                hint="publish only what `tinyrustlm-verify bundle` accepts",
-            ) from exc
+    try:
+        return verifier.verify_files(files, name, requires)
+    except VerifyError as exc:
+        error_id = getattr(exc, "error_id", "verify.error")
+        raise BundleNotVerified(
+            f"the bundle does not pass `verify bundle`: [{error_id}] {exc.message}",
+            where=f"{name}/{exc.where}" if exc.where else name,
+            hint="publish only what `tinyrustlm-verify bundle` accepts",
+        ) from exc
 
 
 def publish_bundle(

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -110,19 +109,14 @@ def _counting_to_one(trust: TrustRoot | Mapping[str, TrustedKey]) -> TrustRoot:
 
 def verify_as_is(contents: Mapping[str, bytes], name: str, trust: CoSignTrust, now: int) -> Verdict:
     """The full `verify bundle` of `contents` (bundle path -> bytes), in a private folder."""
-    with tempfile.TemporaryDirectory(prefix="tinyrustlm-sign-") as tmp:
-        folder = Path(tmp) / name
-        for rel, data in contents.items():
-            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / rel).write_bytes(data)
-        try:
-            verifier = BundleVerifier(_counting_to_one(trust.root), derive=trust.derive)
-            return verifier.verify(folder, Requirements(now, allow_dev_key=trust.allow_dev_key))
-        except VerifyError as exc:
-            raise CoSignUnverified(
-                f"the bundle does not pass `verify bundle`: [{exc.error_id}] {exc.message}",
-                where=f"{name}/{exc.where}" if exc.where else name,
-            ) from exc
+    verifier = BundleVerifier(_counting_to_one(trust.root), derive=trust.derive)
+    try:
+        return verifier.verify_files(contents, name, Requirements(now, trust.allow_dev_key))
+    except VerifyError as exc:
+        raise CoSignUnverified(
+            f"the bundle does not pass `verify bundle`: [{exc.error_id}] {exc.message}",
+            where=f"{name}/{exc.where}" if exc.where else name,
+        ) from exc
 
 
 @dataclass(frozen=True)

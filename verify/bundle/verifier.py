@@ -65,7 +65,8 @@ report's re-inspection, read limits); `Requirements` is what you ask of this bun
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,3 +210,15 @@ class BundleVerifier:
             tuple(results),
             tuple(k.keyid for k in signers),
         )
+
+    def verify_files(
+        self, files: Mapping[str, bytes], name: str, requires: Requirements
+    ) -> Verdict:
+        """`verify` of a bundle held in memory (bundle path -> bytes, e.g. what a co-signer or
+        a publisher is about to sign), written first to a private folder named `name`."""
+        with tempfile.TemporaryDirectory(prefix="tinyrustlm-verify-") as tmp:
+            folder = Path(tmp) / name
+            for rel, data in files.items():
+                (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+                (folder / rel).write_bytes(data)
+            return self.verify(folder, requires)
