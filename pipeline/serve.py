@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlsplit
 from pipeline.documents.keys import DEV_KEY_DIR, DEV_KEY_NAME
 from pipeline.errors import TabledError
 from pipeline.modelpack import PRESETS, pack
+from verify.bundle.opened import read_bundle_file
 from verify.bundle.trusted_keys import trust_root_of
 from verify.canonical import parse_json
 from verify.errors import VerifyError
@@ -367,7 +368,7 @@ def site_for(args: argparse.Namespace) -> Site:
     # bundle older than it has none, and the page then stays as its headers make it
     coi = bundle / "js/coi-serviceworker.js"
     if coi.is_file():
-        overrides["/coi-serviceworker.js"] = coi.read_bytes()
+        overrides["/coi-serviceworker.js"] = read_bundle_file(coi, "js/coi-serviceworker.js")
     return Site(
         routes=[("/bundle/", bundle), ("/", REPO_ROOT / PAGE_DIR)],
         isolated=args.isolated,

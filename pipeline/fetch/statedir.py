@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
 
 from pipeline.tuf import errors as e
+from verify.inputs import LIMITS, kind_of
 
 APP = "tinyrustlm-release"
 
@@ -69,3 +71,22 @@ def migrate_legacy_state(url: str, say: Callable[[str], None]) -> Path:
         shutil.rmtree(old, ignore_errors=True)
     say(f"moved      fetch state from the cache folder {old} to the state folder {new}")
     return new
+
+
+def check_cached_metadata(folder: Path) -> None:
+    """Refuse TUF's cached metadata in `folder` unless every file is a regular file within
+    `verify.inputs.LIMITS["tuf-metadata"]`: python-tuf reads them whole with `open()`, so a FIFO
+    would hang `fetch` and `/dev/zero` (a link to it) or a huge file would fill memory."""
+    limit = LIMITS["tuf-metadata"]
+    for entry in sorted(folder.iterdir()) if folder.is_dir() else ():
+        mode = entry.lstat().st_mode
+        if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            what = "a symbolic link" if stat.S_ISLNK(mode) else kind_of(mode)
+            raise e.StateInvalid(
+                f"cached TUF metadata is {what}, not a regular file", where=str(entry)
+            )
+        if stat.S_ISREG(mode) and entry.lstat().st_size > limit:
+            raise e.StateInvalid(
+                f"cached TUF metadata is larger than the limit of {limit} bytes",
+                where=str(entry),
+            )
