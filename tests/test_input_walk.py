@@ -83,7 +83,7 @@ BASE: dict[str, str] = {
     "release bench": "bench --compare {junk}",
     "release sign": "sign {bundle} --trusted-keys {trusted} --key {key}",
     "release reproduce": "reproduce {bundle} --trusted-keys {trusted} --attest --key {key} "
-    "--workdir {run}/work",
+    "--source {src} --workdir {run}/work",
     "release repo init": "repo init --repo {run}/new-repo --keys {run}/new-keys",
     "release repo refresh-timestamp": "repo refresh-timestamp --repo {tuf} --keys {tufkeys}",
     "release repo rotate-root": "repo rotate-root --repo {tuf} --keys {tufkeys}",
@@ -103,6 +103,10 @@ BASE: dict[str, str] = {
     "verify bundle": "bundle {bundle} --trusted-keys {trusted}",
 }
 CWD: dict[str, str] = {"release release": "{src}"}  # release builds the current folder
+# an option only one action of its command reads: that action's command line
+BASE_FOR: dict[tuple[str, str], str] = {
+    ("release toolchain", "--seed"): "toolchain lock --lock {run}/toolchain.lock",
+}
 
 # Folders whose files the commands read: (command, option) -> files walked inside a copy.
 BUNDLE_FILES = ("manifest.json", "artifacts/{artifact}")
@@ -219,15 +223,24 @@ class Ground:
         return str(target)
 
 
-MUTABLE = ("bundle", "tuf", "tufkeys", "records")
+MUTABLE = ("bundle", "tuf", "tufkeys", "records", "src")  # copied per run
 
 
-def _fill(template: str, ground: Ground, run_dir: Path) -> list[str]:
+def _values(template: str, ground: Ground, run_dir: Path) -> dict[str, str]:
     values = dict(ground.values, run=str(run_dir))
     for name in MUTABLE:
         if "{" + name + "}" in template:
             values[name] = ground.copy_for(run_dir, name)
-    return template.format(**values).split()
+    return values
+
+
+def _fill(template: str, ground: Ground, run_dir: Path) -> list[str]:
+    return template.format(**_values(template, ground, run_dir)).split()
+
+
+def _cwd(command: str, ground: Ground, run_dir: Path) -> str:
+    template = CWD.get(command, "{run}")
+    return template.format(**_values(template, ground, run_dir))
 
 
 def _substitute(argv: list[str], option: PathOption, value: str) -> list[str]:
@@ -253,14 +266,14 @@ def build_runs(ground: Ground) -> list[Run]:
     junk = Path(ground.values["junk"])
     for n, option in enumerate(WALKED):
         cli = option.command.split()[0]
-        template = BASE[option.command]
+        template = BASE_FOR.get((option.command, option.option), BASE[option.command])
         for kind in HOSTILE:
             run_dir = ground.root / "runs" / f"{n}-{kind}"
             run_dir.mkdir(parents=True)
             argv = _substitute(
                 _fill(template, ground, run_dir), option, _top_level(kind, run_dir, junk)
             )
-            cwd = CWD.get(option.command, "{run}").format(run=run_dir, **ground.values)
+            cwd = _cwd(option.command, ground, run_dir)
             name = f"{option.command} {option.option} <- {kind}"
             runs.append(Run(name, cli, argv, cwd, option.folder))
         for rel_template in INNER.get((option.command, option.option), ()):
@@ -275,7 +288,7 @@ def build_runs(ground: Ground) -> list[Run]:
                     inside.unlink()
                 make_hostile(kind, inside, junk)
                 argv = _substitute(_fill(template, ground, run_dir), option, str(folder))
-                cwd = CWD.get(option.command, "{run}").format(run=run_dir, **ground.values)
+                cwd = _cwd(option.command, ground, run_dir)
                 name = f"{option.command} {option.option}/{rel} <- {kind}"
                 runs.append(Run(name, cli, argv, cwd, False))
     return runs

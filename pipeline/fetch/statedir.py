@@ -80,12 +80,12 @@ def check_cached_metadata(folder: Path) -> None:
     limit = LIMITS["tuf-metadata"]
     for entry in sorted(folder.iterdir()) if folder.is_dir() else ():
         mode = entry.lstat().st_mode
-        if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        if not stat.S_ISREG(mode):  # python-tuf keeps files only: a folder is no metadata
             what = "a symbolic link" if stat.S_ISLNK(mode) else kind_of(mode)
             raise e.StateInvalid(
                 f"cached TUF metadata is {what}, not a regular file", where=str(entry)
             )
-        if stat.S_ISREG(mode) and entry.lstat().st_size > limit:
+        if entry.lstat().st_size > limit:
             raise e.StateInvalid(
                 f"cached TUF metadata is larger than the limit of {limit} bytes",
                 where=str(entry),

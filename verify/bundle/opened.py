@@ -48,6 +48,12 @@ def read_bundle_file(path: Path, rel: str, limits: ReadLimits = HARD_LIMITS) -> 
     return _read_bounded(path, rel, limits.compressed_bytes if gz else member_limit(rel, limits))
 
 
+def read_bundle_folder(root: Path, limits: ReadLimits = HARD_LIMITS) -> dict[str, bytes]:
+    """Every file of bundle folder `root`, read as `verify bundle` reads them (no links, no
+    FIFOs or devices, every file and the whole within `limits`)."""
+    return _read_tree(root, limits)
+
+
 def _read_tree(root: Path, limits: ReadLimits) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     total = entries = 0
