@@ -11,6 +11,7 @@ and says so.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import stat
 from collections.abc import Callable
@@ -73,20 +74,35 @@ def migrate_legacy_state(url: str, say: Callable[[str], None]) -> Path:
     return new
 
 
+ROOT_HISTORY = "root_history"  # python-tuf's folder of every root it trusted
+
+
 def check_cached_metadata(folder: Path) -> None:
     """Refuse TUF's cached metadata in `folder` unless every file is a regular file within
     `verify.inputs.LIMITS["tuf-metadata"]`: python-tuf reads them whole with `open()`, so a FIFO
-    would hang `fetch` and `/dev/zero` (a link to it) or a huge file would fill memory."""
-    limit = LIMITS["tuf-metadata"]
-    for entry in sorted(folder.iterdir()) if folder.is_dir() else ():
-        mode = entry.lstat().st_mode
-        if not stat.S_ISREG(mode):  # python-tuf keeps files only: a folder is no metadata
-            what = "a symbolic link" if stat.S_ISLNK(mode) else kind_of(mode)
+    would hang `fetch` and `/dev/zero` (a link to it) or a huge file would fill memory. python-tuf
+    itself keeps `root_history/N.root.json` and links `root.json` to one of them: a link is
+    followed only to a regular file inside `folder`."""
+    if not folder.is_dir():
+        return
+    inside = folder.resolve()
+    for entry in sorted(folder.rglob("*")):
+        target = entry.resolve() if entry.is_symlink() else entry
+        mode = target.lstat().st_mode if os.path.lexists(target) else 0
+        if stat.S_ISDIR(mode) and not entry.is_symlink() and entry == folder / ROOT_HISTORY:
+            continue  # python-tuf's own folder: its files are walked too
+        if entry.is_symlink() and not target.is_relative_to(inside):
             raise e.StateInvalid(
-                f"cached TUF metadata is {what}, not a regular file", where=str(entry)
+                "cached TUF metadata links out of the state folder", where=str(entry)
             )
-        if entry.lstat().st_size > limit:
+        if not stat.S_ISREG(mode):
             raise e.StateInvalid(
-                f"cached TUF metadata is larger than the limit of {limit} bytes",
+                f"cached TUF metadata is {kind_of(mode) if mode else 'a dangling link'}, "
+                "not a regular file",
+                where=str(entry),
+            )
+        if target.lstat().st_size > LIMITS["tuf-metadata"]:
+            raise e.StateInvalid(
+                f"cached TUF metadata is larger than the limit of {LIMITS['tuf-metadata']} bytes",
                 where=str(entry),
             )
