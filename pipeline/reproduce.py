@@ -55,6 +55,7 @@ from verify.bundle.layout import (
     SBOM,
     tarball_name,
 )
+from verify.bundle.opened import read_bundle_file
 from verify.bundle.trusted_keys import load_trust_root
 from verify.bundle.verifier import BundleVerifier, Requirements
 from verify.errors import VerifyError
@@ -68,7 +69,7 @@ DIFFOSCOPE_TIMEOUT_SECONDS = 600
 
 
 def compare_files(a: Path, b: Path) -> str | None:
-    return first_difference(a.read_bytes(), b.read_bytes())
+    return first_difference(read_bundle_file(a, a.name), read_bundle_file(b, b.name))
 
 
 class ReproduceError(TabledError):
@@ -178,7 +179,7 @@ def _shipped_conformance(bundle: Path) -> bytes | None:
     """The bundle's conformance.json (a measurement of engines, not a build output: the
     rebuild attests it unchanged rather than re-running the matrix)."""
     path = bundle / CONFORMANCE
-    return path.read_bytes() if path.is_file() else None
+    return read_bundle_file(path, CONFORMANCE) if path.is_file() else None
 
 
 def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> dict[str, bytes]:
@@ -196,7 +197,8 @@ def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> d
         conformance=_shipped_conformance(bundle),
     )
     signatures = {
-        name: (bundle / name).read_bytes() for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)
+        name: read_bundle_file(bundle / name, name)
+        for name in (MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE)
     }
     native = frozenset(a.url for a in manifest.native_artifacts)
     files = bundle_contents(
@@ -215,10 +217,10 @@ def compare_documents(
 ) -> list[LaneVerdict]:
     """Manifest, SBOM, report, the provenance statement, SHA256SUMS and the tarball."""
     statement = parse_sigstore_bundle(
-        (bundle / PROVENANCE_SIGNATURE).read_bytes(), PROVENANCE_SIGNATURE
+        read_bundle_file(bundle / PROVENANCE_SIGNATURE, PROVENANCE_SIGNATURE), PROVENANCE_SIGNATURE
     ).envelope.payload
     expected = {
-        name: (bundle / name).read_bytes()
+        name: read_bundle_file(bundle / name, name)
         for name in (MANIFEST, SBOM, REPORT, CHECKSUMS, tarball_name(manifest.version))
     }
     expected[PROVENANCE_STATEMENT] = statement
@@ -265,7 +267,8 @@ def explain(
             expected = rebuilt.with_name(f"bundle.{rebuilt.name}")
             expected.write_bytes(
                 parse_sigstore_bundle(
-                    (bundle / PROVENANCE_SIGNATURE).read_bytes(), PROVENANCE_SIGNATURE
+                    read_bundle_file(bundle / PROVENANCE_SIGNATURE, PROVENANCE_SIGNATURE),
+                    PROVENANCE_SIGNATURE,
                 ).envelope.payload
             )
         report = run_diffoscope(
@@ -295,7 +298,9 @@ def verify_first(bundle: Path, trusted_keys: Path, allow_dev_key: bool, say: Say
         f"[1/6] bundle verified: tinyrustlm {verdict.version}, key {verdict.keyid[:16]}… "
         f"({verdict.key_class})"
     )
-    return ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes(), strict=True)
+    return ModuleManifest.model_validate_json(
+        read_bundle_file(bundle / MANIFEST, MANIFEST), strict=True
+    )
 
 
 def reproduce(

@@ -38,7 +38,8 @@ from urllib.parse import unquote, urlsplit
 
 from pipeline.documents.keys import DEV_KEY_DIR, DEV_KEY_NAME
 from pipeline.errors import TabledError
-from pipeline.modelpack import PRESETS, pack
+from pipeline.modelpack import MAGIC, PRESETS, pack
+from verify.bundle.opened import read_bundle_file, read_bundle_folder
 from verify.bundle.trusted_keys import trust_root_of
 from verify.canonical import parse_json
 from verify.errors import VerifyError
@@ -347,6 +348,25 @@ def _check_bundle(bundle: Path) -> None:
             error_id="serve.not-a-bundle",
             where=str(bundle),
         )
+    try:  # every file bounded and regular: a FIFO or /dev/zero is never served
+        files = read_bundle_folder(bundle)
+        manifest = parse_json(files["manifest.json"], str(bundle / "manifest.json"))
+    except VerifyError as exc:
+        raise ServeError(
+            f"{exc.message} [{exc.error_id}]", error_id="serve.not-a-bundle", where=exc.where
+        ) from exc
+    listed = (
+        [a.get("url") for key in ("artifacts", "native_artifacts") for a in manifest.get(key, [])]
+        if isinstance(manifest, dict)
+        else []
+    )
+    missing = [url for url in listed if url not in files]
+    if missing:  # a folder, or nothing, where the manifest names a file
+        raise ServeError(
+            f"the manifest's {missing[0]} is not a file of the bundle",
+            error_id="serve.not-a-bundle",
+            where=str(bundle / str(missing[0])),
+        )
 
 
 def site_for(args: argparse.Namespace) -> Site:
@@ -360,6 +380,12 @@ def site_for(args: argparse.Namespace) -> Site:
         if args.model is not None
         else pack(PRESETS[DEFAULT_PRESET], DEFAULT_SEED)
     )
+    if not model.startswith(MAGIC):  # the page would only fail later, in the browser
+        raise ServeError(
+            "not a tinyrustlm model (no TRLMODEL header)",
+            error_id="serve.model",
+            where=str(args.model),
+        )
     # without --trusted-keys the page trusts this checkout's development key, so allows it
     config = page_config(trusted, args.trusted_keys is None, model)
     overrides = {"/config.json": config, "/model.trlm": model}
@@ -367,7 +393,7 @@ def site_for(args: argparse.Namespace) -> Site:
     # bundle older than it has none, and the page then stays as its headers make it
     coi = bundle / "js/coi-serviceworker.js"
     if coi.is_file():
-        overrides["/coi-serviceworker.js"] = coi.read_bytes()
+        overrides["/coi-serviceworker.js"] = read_bundle_file(coi, "js/coi-serviceworker.js")
     return Site(
         routes=[("/bundle/", bundle), ("/", REPO_ROOT / PAGE_DIR)],
         isolated=args.isolated,

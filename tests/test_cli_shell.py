@@ -119,7 +119,7 @@ JSON_CASES: dict[str, Case] = {
     "release repo delegate": _case(
         f"repo delegate --repo {N} --keys {N} --maintainer {N} --threshold 1",
         3,
-        "publish.delegation",
+        "input.unreadable",
     ),
     "release repo sign-pending": _case(
         f"repo sign-pending --repo {N} --keys {N} --maintainer-key {N} --trusted-keys {N}",

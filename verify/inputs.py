@@ -22,6 +22,9 @@ LIMITS: dict[str, int] = {
     "trusted-keys": 1 * MiB,
     "tuf-root": 1 * MiB,  # TUF root metadata (`fetch --root`): a few KiB
     "signing-key": 64 * 1024,
+    "public-key": 64 * 1024,  # a maintainer's PEM public key: a few hundred bytes
+    "tuf-metadata": 32 * MiB,  # a repository's or fetch's cached metadata (targets grow)
+    "toml": 1 * MiB,  # lanes.toml, toolchain.lock, the toolchain seed, repository policy
     "policy": 4 * MiB,
     "build-index": 4 * MiB,
     "build-record": 4 * MiB,

@@ -9,6 +9,7 @@ manifest.json and its signature, served at the bundle root beside js/ and artifa
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +18,9 @@ from typing import ClassVar
 from pydantic import ValidationError
 
 from pipeline.errors import TabledError
-from pipeline.io.digest import sha256_file
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE
+from verify.bundle.opened import read_bundle_file
+from verify.errors import VerifyError
 from verify.formats.manifest import ModuleManifest
 
 
@@ -76,11 +78,11 @@ class Subject:
 
 def _checked(root: Path, url: str, sha256: str) -> Path:
     path = root / url
-    try:
-        actual = sha256_file(path)
-    except OSError as exc:
+    try:  # bounded, regular files only: a FIFO or /dev/zero is refused, never hashed
+        actual = hashlib.sha256(read_bundle_file(path, url)).hexdigest()
+    except VerifyError as exc:
         raise SubjectError(
-            f"cannot read {url}: {exc.strerror}",
+            f"cannot read {url}: {exc.message} [{exc.error_id}]",
             where=str(path),
             error_id="conformance.artifact-unreadable",
         ) from exc
@@ -97,10 +99,13 @@ def _checked(root: Path, url: str, sha256: str) -> Path:
 def from_bundle(bundle: Path) -> Subject:
     where = str(bundle / MANIFEST)
     try:
-        manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes(), strict=True)
-    except OSError as exc:
+        data = read_bundle_file(bundle / MANIFEST, MANIFEST)
+        manifest = ModuleManifest.model_validate_json(data, strict=True)
+    except VerifyError as exc:  # missing, not a regular file, too large
         raise SubjectError(
-            f"not a bundle: {exc.strerror}", where=where, error_id="conformance.not-a-bundle"
+            f"not a bundle: {exc.message} [{exc.error_id}]",
+            where=where,
+            error_id="conformance.not-a-bundle",
         ) from exc
     except ValidationError as exc:
         first = exc.errors()[0]

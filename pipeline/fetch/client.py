@@ -42,7 +42,7 @@ from tuf.ngclient import Updater, UpdaterConfig
 
 from pipeline.fetch.retrying import RetryingFetcher
 from pipeline.fetch.state import FetchState
-from pipeline.fetch.statedir import migrate_legacy_state
+from pipeline.fetch.statedir import check_cached_metadata, migrate_legacy_state
 from pipeline.io.atomic import fsync_dir, write_atomic
 from pipeline.io.lock import hold_lock
 from pipeline.io.swap import ExchangeUnsupported, exchange, fault_point
@@ -204,7 +204,7 @@ def _read_state(folder: Path, url: str) -> FetchState | None:
 def _verified_targets(metadata_dir: Path) -> Targets:
     """The top-level targets the Updater verified (it persists only verified metadata)."""
     path = metadata_dir / f"{Targets.type}.json"
-    md = Metadata[Targets].from_bytes(path.read_bytes())
+    md = Metadata[Targets].from_bytes(read_regular_file(path, "tuf-metadata"))
     assert isinstance(md.signed, Targets)
     return md.signed
 
@@ -219,11 +219,15 @@ def _verified_releases(
     targets = _verified_targets(metadata_dir)
     found = dict(targets.targets)
     roles = targets.delegations.roles if targets.delegations is not None else None
-    snapshot = Metadata[Snapshot].from_bytes((metadata_dir / "snapshot.json").read_bytes())
+    snapshot = Metadata[Snapshot].from_bytes(
+        read_regular_file(metadata_dir / "snapshot.json", "tuf-metadata")
+    )
     if roles and "releases" in roles and "releases.json" in snapshot.signed.meta:
         with tuf_errors_as_ours(f"{prefix}: releases role"):
             updater.get_targetinfo(f"{prefix}/0/probe/releases")
-        delegated = Metadata[Targets].from_bytes((metadata_dir / "releases.json").read_bytes())
+        delegated = Metadata[Targets].from_bytes(
+            read_regular_file(metadata_dir / "releases.json", "tuf-metadata")
+        )
         found.update(delegated.signed.targets)
     return releases_of(prefix, found)
 
@@ -429,6 +433,7 @@ def fetch_release(
     _clear_stale_staging(request.out)
     with hold_lock(state_dir / STATE_LOCK, e.StateLocked, "fetch with this state folder"):
         seen = _read_state(state_dir, url)
+        check_cached_metadata(metadata_dir)  # python-tuf reads them whole: never a FIFO
         with tuf_errors_as_ours(f"{url}/metadata"):
             updater = Updater(
                 metadata_dir=str(metadata_dir),

@@ -11,13 +11,16 @@ and says so.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
 
 from pipeline.tuf import errors as e
+from verify.inputs import LIMITS, kind_of
 
 APP = "tinyrustlm-release"
 
@@ -69,3 +72,37 @@ def migrate_legacy_state(url: str, say: Callable[[str], None]) -> Path:
         shutil.rmtree(old, ignore_errors=True)
     say(f"moved      fetch state from the cache folder {old} to the state folder {new}")
     return new
+
+
+ROOT_HISTORY = "root_history"  # python-tuf's folder of every root it trusted
+
+
+def check_cached_metadata(folder: Path) -> None:
+    """Refuse TUF's cached metadata in `folder` unless every file is a regular file within
+    `verify.inputs.LIMITS["tuf-metadata"]`: python-tuf reads them whole with `open()`, so a FIFO
+    would hang `fetch` and `/dev/zero` (a link to it) or a huge file would fill memory. python-tuf
+    itself keeps `root_history/N.root.json` and links `root.json` to one of them: a link is
+    followed only to a regular file inside `folder`."""
+    if not folder.is_dir():
+        return
+    inside = folder.resolve()
+    for entry in sorted(folder.rglob("*")):
+        target = entry.resolve() if entry.is_symlink() else entry
+        mode = target.lstat().st_mode if os.path.lexists(target) else 0
+        if stat.S_ISDIR(mode) and not entry.is_symlink() and entry == folder / ROOT_HISTORY:
+            continue  # python-tuf's own folder: its files are walked too
+        if entry.is_symlink() and not target.is_relative_to(inside):
+            raise e.StateInvalid(
+                "cached TUF metadata links out of the state folder", where=str(entry)
+            )
+        if not stat.S_ISREG(mode):
+            raise e.StateInvalid(
+                f"cached TUF metadata is {kind_of(mode) if mode else 'a dangling link'}, "
+                "not a regular file",
+                where=str(entry),
+            )
+        if target.lstat().st_size > LIMITS["tuf-metadata"]:
+            raise e.StateInvalid(
+                f"cached TUF metadata is larger than the limit of {LIMITS['tuf-metadata']} bytes",
+                where=str(entry),
+            )

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from pipeline.errors import PipelineError
 from verify.canonical import JsonNotOfItsFormat, parse_json
 from verify.errors import VerifyError
-from verify.inputs import read_json_file
+from verify.inputs import read_json_file, read_regular_file
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -44,6 +44,16 @@ class PassedOn(PipelineError):
 class InputRejected(PassedOn):
     """An input file or tool output that is unreadable, too large, too deep or not valid
     (the verifier's reader refused it: its id and hint)."""
+
+
+def read_input(path: Path, what: str, limit: int | None = None) -> bytes:
+    """The bytes of regular file `path` (a `what` input of `verify.inputs.LIMITS`)."""
+    try:
+        return read_regular_file(path, what, limit)
+    except VerifyError as exc:
+        raise InputRejected(
+            exc.message, where=exc.where or str(path), error_id=exc.error_id
+        ) from None
 
 
 def load_json(path: Path, what: str) -> Any:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from pipeline.publish.keys import KeyFolders
 from pipeline.publish.repo import RepoSummary
+from pipeline.tuf.errors import RepositoryNotFolder
 
 
 def add_repo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +37,12 @@ def add_repo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def key_folders(args: argparse.Namespace) -> KeyFolders:
-    return KeyFolders(args.keys, args.root_keys)
+    """The key folders; --root-keys, when it exists, must be a folder even where it is not
+    read (an offline key is never looked for in a FIFO, a device or a file)."""
+    root = args.root_keys
+    if root is not None and os.path.lexists(root) and (root.is_symlink() or not root.is_dir()):
+        raise RepositoryNotFolder("--root-keys is not a folder", where=str(root))
+    return KeyFolders(args.keys, root)
 
 
 def summary_result(summary: RepoSummary) -> dict[str, object]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +36,7 @@ from tuf.api.serialization.json import JSONSerializer
 
 from pipeline.documents.keys import load_private_key
 from pipeline.io.atomic import write_atomic
+from pipeline.io.inputs import read_input
 from pipeline.publish import keys as k
 from pipeline.publish.pending import PendingRefused, PendingTrust, Reviewed, confirm, review_pending
 from pipeline.publish.repo import (
@@ -86,9 +88,10 @@ def release_patterns(prefix: str) -> list[str]:
 
 
 def _public_key(path: Path) -> SSlibKey:
+    data = read_input(path, "public-key")  # never a FIFO or /dev/zero, never unbounded
     try:
-        public = load_pem_public_key(path.read_bytes())
-    except (OSError, ValueError) as exc:
+        public = load_pem_public_key(data)
+    except ValueError as exc:
         raise DelegationError(f"not a PEM public key: {exc}", where=str(path)) from exc
     if not isinstance(public, Ed25519PublicKey):
         raise DelegationError("a maintainer key must be Ed25519", where=str(path))
@@ -236,10 +239,11 @@ def sign_pending(
                 "this repository does not delegate releases", where=str(repo_path)
             )
         path = _pending_path(repo)
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise DelegationError("no release is waiting for co-signatures", where=str(path))
+        data = read_input(path, "tuf-metadata")  # a regular file, bounded
         try:
-            md: Metadata[Any] = Metadata.from_bytes(path.read_bytes())
+            md: Metadata[Any] = Metadata.from_bytes(data)
         except DeserializationError as exc:
             raise PendingRefused(
                 f"not TUF metadata: {exc}", error_id="pending.shape", where=str(path)

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from tuf.api.metadata import Metadata, TargetFile, Targets
 
 from pipeline.errors import TabledError
+from pipeline.io.inputs import read_input
 from pipeline.publish.repo import DiskRepository, stored_target_path
 from pipeline.tuf.errors import Refused
 from pipeline.tuf.releases import newest, releases_of, version_key
@@ -148,7 +149,7 @@ def review_pending(
                 error_id="pending.files",
                 where=str(stored),
             )
-        data = stored.read_bytes()
+        data = read_input(stored, "artifact", limit=target.length)  # a regular file, bounded
         if hashlib.sha256(data).hexdigest() != sha256:
             raise PendingRefused(
                 f"target {path}: the stored bytes do not hash to the signed sha256",

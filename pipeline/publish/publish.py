@@ -29,6 +29,7 @@ from pipeline.publish.repo import (
 from pipeline.tuf.errors import BundleNotVerified, PublishError, VersionNotNewer
 from pipeline.tuf.policy import RepositoryPolicy
 from pipeline.tuf.releases import newest, release_target, target_path, version_key
+from verify.bundle.opened import read_bundle_file
 from verify.bundle.report_check import Deriver
 from verify.bundle.trusted_keys import TrustedKey, TrustRoot, trust_root_from_keys
 from verify.bundle.verifier import BundleVerifier, Requirements, Verdict
@@ -55,7 +56,8 @@ def read_bundle_folder(bundle: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for path in sorted(bundle.rglob("*")):
         if path.is_file() and not path.is_symlink():
-            files[path.relative_to(bundle).as_posix()] = path.read_bytes()
+            rel = path.relative_to(bundle).as_posix()
+            files[rel] = read_bundle_file(path, rel)  # never a FIFO, never past its limit
     return files  # symlinks and other oddities are left to the verifier to refuse
 
 

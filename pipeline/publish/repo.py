@@ -41,6 +41,7 @@ from tuf.api.serialization.json import JSONSerializer
 from tuf.repository import Repository
 
 from pipeline.io.atomic import fsync_dir, write_atomic
+from pipeline.io.inputs import InputRejected, read_input
 from pipeline.io.lock import hold_lock
 from pipeline.publish import keys as k
 from pipeline.tuf.errors import (
@@ -138,9 +139,9 @@ class DiskRepository(Repository):
     def _read(self, role: str, version: int) -> Metadata[Any]:
         path = self.metadata_dir / metadata_name(role, version)
         try:
-            md: Metadata[Any] = Metadata.from_bytes(path.read_bytes())
-        except OSError as exc:
-            raise RepositoryCorrupt(f"cannot read: {exc.strerror}", where=str(path)) from exc
+            md: Metadata[Any] = Metadata.from_bytes(read_input(path, "tuf-metadata"))
+        except InputRejected as exc:  # missing, not a regular file, too large
+            raise RepositoryCorrupt(f"{exc.message} [{exc.error_id}]", where=str(path)) from exc
         except DeserializationError as exc:
             raise RepositoryCorrupt(f"not TUF metadata: {exc}", where=str(path)) from exc
         expected_type = role if role in _NEW else Targets.type

@@ -48,6 +48,7 @@ from verify.bundle.layout import (
     bundle_name,
     tarball_name,
 )
+from verify.bundle.opened import read_bundle_file
 from verify.bundle.report_check import Deriver
 from verify.bundle.trusted_keys import TrustedKey, TrustRoot, load_trust_root, trust_root_from_keys
 from verify.bundle.verifier import BundleVerifier, Requirements, Verdict
@@ -155,7 +156,7 @@ def _read_folder(bundle: Path) -> dict[str, bytes]:
         if path.is_symlink() or not (path.is_dir() or path.is_file()):
             raise CoSignRefused("not a regular file: a bundle holds none", where=rel)
         if path.is_file():
-            files[rel] = path.read_bytes()
+            files[rel] = read_bundle_file(path, rel)  # never a FIFO, never past its limit
     return files
 
 

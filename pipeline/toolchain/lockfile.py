@@ -12,8 +12,10 @@ import tomli_w
 from pydantic import Field, ValidationError
 
 from pipeline.errors import PipelineError
+from verify.errors import VerifyError
 from verify.formats.base import Sha256Hex
 from verify.formats.base import StrictFrozen as Frozen
+from verify.inputs import read_regular_file
 
 LOCK_SCHEMA = "tinyrustlm.toolchain-lock.v2"
 SEED_SCHEMA = "tinyrustlm.toolchain-seed.v2"
@@ -154,9 +156,11 @@ def _line_of(text: str, loc: tuple[int | str, ...]) -> int:
 
 def _read(path: Path) -> bytes:
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise LockError(f"cannot read {path.name}: {exc.strerror}", where=str(path)) from exc
+        return read_regular_file(path, "toml")  # never a FIFO or /dev/zero, never unbounded
+    except VerifyError as exc:
+        raise LockError(
+            f"cannot read {path.name}: {exc.message} [{exc.error_id}]", where=str(path)
+        ) from exc
 
 
 def _parse(path: Path, model: type[Frozen], raw: bytes | None = None) -> Any:

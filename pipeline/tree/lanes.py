@@ -11,7 +11,9 @@ from pydantic import Field, ValidationError, model_validator
 
 from pipeline.errors import PipelineError
 from verify.canonical import canonical_json
+from verify.errors import VerifyError
 from verify.formats.base import StrictFrozen
+from verify.inputs import read_regular_file
 
 # The engines that can smoke-test a lane: the names lanes.toml may use. Each one's code is in
 # pipeline/lanebuild/smoke.py (`RUNNERS`, keyed by exactly these names; a test keeps them equal).
@@ -138,10 +140,14 @@ class LanesFile(StrictFrozen):
 
 def load_lanes(path: Path) -> LanesFile:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular_file(path, "toml").decode("utf-8"))
         return LanesFile.model_validate(data)
-    except OSError as exc:
-        raise LanesError(f"cannot read lanes file: {exc.strerror}", where=str(path)) from exc
+    except VerifyError as exc:  # missing, not a regular file, too large
+        raise LanesError(
+            f"cannot read lanes file: {exc.message} [{exc.error_id}]", where=str(path)
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise LanesError(f"not UTF-8 at byte {exc.start}", where=str(path)) from exc
     except tomllib.TOMLDecodeError as exc:
         raise LanesError(f"not valid TOML: {exc}", where=str(path)) from exc
     except ValidationError as exc:

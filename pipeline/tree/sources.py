@@ -17,7 +17,9 @@ from pipeline import paths
 from pipeline.errors import CheckFailed, TabledError
 from pipeline.io.digest import sha256_file
 from pipeline.io.process import git
+from verify.errors import VerifyError
 from verify.formats.release_version import RELEASE_VERSION_TEXT, release_version_key
+from verify.inputs import read_regular_file
 
 
 class SourceError(TabledError):
@@ -165,10 +167,16 @@ def require_clean(facts: GitFacts, allow_dirty: bool) -> None:
 
 def _toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
+        return tomllib.loads(read_regular_file(path, "toml").decode("utf-8"))
+    except VerifyError as exc:  # missing, not a regular file, too large
         raise SourceError(
-            f"cannot read: {exc.strerror}", where=str(path), error_id="tree.toml-invalid"
+            f"cannot read: {exc.message} [{exc.error_id}]",
+            where=str(path),
+            error_id="tree.toml-invalid",
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"not UTF-8 at byte {exc.start}", where=str(path), error_id="tree.toml-invalid"
         ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise SourceError(

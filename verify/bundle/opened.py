@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verify.bundle import errors as e
-from verify.bundle.tarball import ReadLimits, member_limit, read_tarball
+from verify.bundle.tarball import HARD_LIMITS, ReadLimits, member_limit, read_tarball
 from verify.inputs import InputError, InputTooLarge, kind_of, read_regular_file
 
 
@@ -40,6 +40,20 @@ def _read_bounded(path: Path, rel: str, limit: int) -> bytes:
         raise e.BundleUnreadable(exc.message, where=exc.where) from None
 
 
+def read_bundle_file(path: Path, rel: str, limits: ReadLimits = HARD_LIMITS) -> bytes:
+    """File `rel` of a bundle folder, bounded as `verify bundle` bounds it: a FIFO, a device or
+    a file over its member limit is refused. For every tool that reads a bundle's files."""
+    # the in-folder tarball is compressed: it gets the compressed-size cap
+    gz = rel.endswith(".tar.gz") and "/" not in rel
+    return _read_bounded(path, rel, limits.compressed_bytes if gz else member_limit(rel, limits))
+
+
+def read_bundle_folder(root: Path, limits: ReadLimits = HARD_LIMITS) -> dict[str, bytes]:
+    """Every file of bundle folder `root`, read as `verify bundle` reads them (no links, no
+    FIFOs or devices, every file and the whole within `limits`)."""
+    return _read_tree(root, limits)
+
+
 def _read_tree(root: Path, limits: ReadLimits) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     total = entries = 0
@@ -54,12 +68,8 @@ def _read_tree(root: Path, limits: ReadLimits) -> dict[str, bytes]:
             continue
         if not path.is_file():
             raise e.ExtraFile("not a regular file", where=rel)
-        # the in-folder tarball is compressed: it gets the compressed-size cap
-        gz = rel.endswith(".tar.gz") and "/" not in rel
-        data = _read_bounded(
-            path, rel, limits.compressed_bytes if gz else member_limit(rel, limits)
-        )
-        total += 0 if gz else len(data)
+        data = read_bundle_file(path, rel, limits)
+        total += 0 if rel.endswith(".tar.gz") and "/" not in rel else len(data)
         if total > limits.total_bytes:
             raise e.LimitExceeded(
                 f"files add up to more than {limits.total_bytes} bytes", where=rel

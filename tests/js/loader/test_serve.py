@@ -41,7 +41,7 @@ def bundle(tmp_path: Path) -> Path:
 
 def _args(folder: Path, tmp_path: Path, **kw: Any) -> Namespace:
     model = tmp_path / "m.trlm"
-    model.write_bytes(b"model bytes")
+    model.write_bytes(b"TRLMODEL model bytes")
     keys = tmp_path / "keys" / "t.trusted-keys.json"
     if not keys.exists():
         generate_key_files(tmp_path / "keys", "t", "release")
@@ -110,8 +110,8 @@ def test_config_names_the_model_hash_and_keys(bundle: Path, tmp_path: Path) -> N
     config = json.loads(body)
     assert config["model"] == {
         "url": "model.trlm",
-        "size": len(b"model bytes"),  # the loader's bound of the model's download
-        "sha256": hashlib.sha256(b"model bytes").hexdigest(),
+        "size": len(b"TRLMODEL model bytes"),  # the loader's bound of the model's download
+        "sha256": hashlib.sha256(b"TRLMODEL model bytes").hexdigest(),
     }
     assert config["allowDevKey"] is False  # an explicit trusted-keys file: no dev key
 

@@ -461,3 +461,29 @@ def test_from_records_given_twice_is_refused_before_anything_runs(
     code = release_main(["release", "--from-records", "a", "b", "--from-records", "c"])
     assert code == EXIT_USAGE
     assert "error[release.usage]: --from-records given 2 times" in capsys.readouterr().err
+
+
+def _rename_artifact(name: str) -> Callable[[Doc, Doc], None]:
+    def edit(index: Doc, record: Doc) -> None:
+        if record["lane"] != WASM[0]:
+            return
+        entry = next(e for e in index["lanes"] if e["lane"] == record["lane"])
+        entry["artifact"] = f"{record['lane']}/{name}"
+        record["output"]["path"] = f"build/{record['lane']}/{name}"
+
+    return edit
+
+
+@pytest.mark.parametrize("name", ["runtime.json", "..wasm", "index.json"])
+def test_an_artifact_named_like_a_document_or_dots_is_refused_with_an_id(
+    harness: Harness, name: str
+) -> None:
+    """issue 36: an artifact named `*.json` or `..wasm` ended in a traceback."""
+    _prepare(harness)
+    folder = _write_folder(harness, harness.tmp / "f", WASM + NATIVE, _rename_artifact(name))
+    lane_folder = folder / WASM[0]
+    original = next(p for p in lane_folder.iterdir() if p.name.startswith("runtime."))
+    original.rename(lane_folder / name)
+    with pytest.raises(RecordRefused) as info:
+        _release_from(harness, folder)
+    assert info.value.error_id == "records.artifact-name", info.value.diagnostics()
