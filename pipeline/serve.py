@@ -179,7 +179,14 @@ class _Handler(BaseHTTPRequestHandler):
                 if send_body:
                     self.wfile.write(b"not found\n")
                 return
-            body = target.read_bytes()
+            try:  # checked at start, read bounded again: a file swapped in since is no hazard
+                body = read_regular_file(target, "served-file")
+            except VerifyError as exc:
+                reason = f"{exc.error_id}: {exc.message}\n".encode()
+                self._headers(403, "text/plain; charset=utf-8", len(reason))
+                if send_body:
+                    self.wfile.write(reason)
+                return
             ctype = MIME_TYPES.get(target.suffix, "application/octet-stream")
         self._headers(200, ctype, len(body))
         if send_body:

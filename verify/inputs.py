@@ -32,6 +32,7 @@ LIMITS: dict[str, int] = {
     "json": MAX_JSON_BYTES,
     "artifact": 256 * MiB,
     "model": 1024 * MiB,
+    "served-file": 1024 * MiB,  # a file `serve` answers a request with (the model is the largest)
 }
 _CHUNK = 1 * MiB
 

@@ -70,7 +70,7 @@ def fetch(url: str) -> tuple[int, dict[str, str], bytes]:
         with urllib.request.urlopen(url) as r:
             return r.status, dict(r.headers), r.read()
     except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers), b""
+        return e.code, dict(e.headers), e.read()
 
 
 @pytest.mark.parametrize(
@@ -126,6 +126,35 @@ def test_nothing_outside_the_served_folders(bundle: Path, tmp_path: Path, path: 
     status, _, body = fetch(url + path)
     stop.set()
     assert status == 404 and b"outside" not in body
+
+
+@pytest.mark.parametrize("swap", ["sparse", "fifo", "dev-zero"])
+def test_a_file_swapped_after_start_is_refused_not_read(
+    bundle: Path, tmp_path: Path, swap: str
+) -> None:
+    """The folder is read bounded at start; a file swapped in later is refused on request,
+    never read without end: a sparse 10 GB file over its bound (403, the reader's id), a FIFO
+    or a link to /dev/zero (not a regular file of the folder: 404)."""
+    url, stop = served(bundle, tmp_path, isolated=False)
+    target = bundle / "js" / "loader.js"
+    target.unlink()
+    if swap == "sparse":
+        with target.open("wb") as f:
+            f.truncate(10 * 1024**3)
+    elif swap == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero")
+    try:
+        status, _, body = fetch(url + "bundle/js/loader.js")
+        again, _, _ = fetch(url + "config.json")  # still serving
+    finally:
+        stop.set()
+    if swap == "sparse":
+        assert status == 403 and b"input.too-large" in body, (status, body[:200])
+    else:
+        assert status == 404, (status, body[:200])
+    assert again == 200
 
 
 def test_a_folder_that_is_not_a_bundle_is_refused(tmp_path: Path) -> None:
