@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.conformance import browsers
 from pipeline.modelpack import PRESETS, pack
-from pipeline.serve import Site
+from pipeline.serve import ENDLESS_LIMIT, Site
 from tests.js.loader.cases import Case, Env
 from tests.js.loader.checks import by_name, check_ran, check_receipt
 from tests.js.loader.conftest import serve
@@ -41,7 +41,6 @@ pytestmark = pytest.mark.integration
 DENY_THREADS = {"denyLanes": [THREADS_LANE]}
 BIG_MODEL = "/big-model.trlm"
 STORAGE_SETTLE = 1.0
-WEBKIT_SLACK = 1 << 30
 
 
 @pytest.fixture(scope="module")
@@ -235,12 +234,17 @@ def test_an_endless_model_stops_at_its_declared_size(results: dict[str, Any], si
 
 
 def test_the_server_stopped_sending_endless_bodies(results: dict[str, Any]) -> None:
-    """The loader cancels each endless body at its bound. Chromium and Firefox then close the
-    connection within SLACK; WebKit's network process goes on reading for a while (100-300 MB
-    seen) before it closes it, outside the page's memory: there only that it stops is checked."""
+    """The loader cancels each endless body at its bound (the tests above). Chromium and Firefox
+    then close the connection within SLACK. WebKit's network process reads on outside the page
+    after the page cancels (100 MB to 2.6 GB seen, varying run to run), so there only that every
+    body ended before the server's own ceiling is checked: the bound that matters, the page's, is
+    checked above for every engine."""
     sent = results["_endless_sent"]
-    slack = WEBKIT_SLACK if results["_engine"] == "webkit" else SLACK
-    assert len(sent) >= 4 and max(sent) < MANIFEST_CAP + slack, sent
+    assert len(sent) >= 4, sent
+    if results["_engine"] == "webkit":
+        assert max(sent) < ENDLESS_LIMIT, sent
+    else:
+        assert max(sent) < MANIFEST_CAP + SLACK, sent
 
 
 def test_progress_is_monotonic_and_complete(results: dict[str, Any]) -> None:
