@@ -49,9 +49,11 @@ from verify.bundle.layout import (
     CONFORMANCE,
     MANIFEST,
     MANIFEST_SIGNATURE,
+    PREVIOUS_FILES,
     PROVENANCE_SIGNATURE,
     PROVENANCE_STATEMENT,
     REPORT,
+    REPORT_PAGE,
     SBOM,
     tarball_name,
 )
@@ -182,6 +184,13 @@ def _shipped_conformance(bundle: Path) -> bytes | None:
     return read_bundle_file(path, CONFORMANCE) if path.is_file() else None
 
 
+def _shipped_previous(bundle: Path) -> dict[str, bytes] | None:
+    """The previous release's documents the bundle carries (an input of its report.html, not
+    a build output: the rebuild takes them as shipped)."""
+    present = {name: bundle / name for name in PREVIOUS_FILES if (bundle / name).is_file()}
+    return {name: read_bundle_file(path, name) for name, path in present.items()} or None
+
+
 def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> dict[str, bytes]:
     """The bundle's unsigned files as the rebuild makes them: the release's own public steps
     (verify, smoke, `documents_of`) over the rebuilt lanes, never its signing; then SHA256SUMS
@@ -195,6 +204,7 @@ def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> d
         disabled_lanes=manifest.disabled_lanes or (),
         unsmoked_lanes=manifest.unsmoked_lanes or (),
         conformance=_shipped_conformance(bundle),
+        previous=_shipped_previous(bundle),
     )
     signatures = {
         name: read_bundle_file(bundle / name, name)
@@ -221,7 +231,7 @@ def compare_documents(
     ).envelope.payload
     expected = {
         name: read_bundle_file(bundle / name, name)
-        for name in (MANIFEST, SBOM, REPORT, CHECKSUMS, tarball_name(manifest.version))
+        for name in (MANIFEST, SBOM, REPORT, REPORT_PAGE, CHECKSUMS, tarball_name(manifest.version))
     }
     expected[PROVENANCE_STATEMENT] = statement
     verdicts = []

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from verify import artifact_cli
 from verify.bundle import cli as bundle_cli
+from verify.bundle import page_cli
 from verify.errors import VerifyError
 from verify.shell.commands import CommandModule, Shell
 from verify.version import DISTRIBUTIONS
@@ -21,6 +22,7 @@ from verify.version import DISTRIBUTIONS
 COMMANDS: dict[str, tuple[CommandModule, str]] = {
     "artifact": (artifact_cli, "inspect one final binary against its lane's policy"),
     "bundle": (bundle_cli, "verify a signed release bundle (directory or tarball)"),
+    "report": (page_cli, "verify a bundle, then write its report page (HTML) with your verdict"),
 }
 
 SHELL = Shell(

@@ -1,4 +1,4 @@
-"""Assemble a release's documents — manifest, SBOM, provenance, report — from its material.
+"""Assemble a release's documents — manifest, SBOM, provenance, reports — from its material.
 
 `documents_of(built, report, key_class)` is the one way a release and a rebuild make them:
 `material_of` gathers everything (artifact bytes checked against the index, the tree's JS
@@ -31,13 +31,18 @@ from pipeline.lanebuild.built import Built
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.tree.sources import CrateSource, PythonRequirement
 from verify.bundle.layout import (
+    ATTESTED_FIXED_FILES,
     CONFORMANCE,
     MANIFEST,
     OPTIONAL_ATTESTED_FILES,
     PROVENANCE_STATEMENT,
     REPORT,
+    REPORT_PAGE,
     SBOM,
 )
+from verify.bundle.page.inputs import page_inputs
+from verify.bundle.page.page import render_page
+from verify.bundle.page.previous import check_previous
 from verify.formats.manifest import CompilerVersions, KeyClass, MemoryRules, ModuleManifest
 from verify.formats.report import VerificationReport, report_bytes
 from verify.placeholders import absolute_paths_outside
@@ -64,6 +69,8 @@ class ReleaseMaterial:
     conformance: bytes | None = None  # conformance.json (release --conformance)
     disabled_lanes: tuple[str, ...] = ()  # signed rollback flags (release --disable-lane)
     unsmoked_lanes: tuple[str, ...] = ()  # shipped without a self-test (release --ship-unsmoked)
+    # the previous release's documents for report.html's diff (previous/...; release --previous)
+    previous: Mapping[str, bytes] | None = None
 
 
 @dataclass(frozen=True)
@@ -118,8 +125,10 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
         )
     )
     check_sbom(files[SBOM])
+    files.update(material.previous or {})
+    files[REPORT_PAGE] = report_page(files)
     subjects = [(url, _sha(files[url])) for url, _ in manifest.listed_files()]
-    attested = (MANIFEST, SBOM, REPORT, *(n for n in OPTIONAL_ATTESTED_FILES if n in files))
+    attested = (*ATTESTED_FIXED_FILES, *(n for n in OPTIONAL_ATTESTED_FILES if n in files))
     subjects += [(name, _sha(files[name])) for name in attested]
     statement = statement_bytes(
         ProvenanceInputs(
@@ -137,6 +146,16 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
     )
     _refuse_builder_paths({**files, PROVENANCE_STATEMENT: statement})
     return Documents(manifest, files, statement)
+
+
+def report_page(files: Mapping[str, bytes]) -> bytes:
+    """report.html, from the documents in `files` (the verifier's own renderer: `verify bundle`
+    step 15 renders it again and compares); a previous release that is not an earlier one
+    whose documents belong together is refused here, as the verifier would refuse it."""
+    inputs = page_inputs(files)
+    if inputs.previous is not None:
+        check_previous(inputs.previous, inputs.release)
+    return render_page(inputs, files)
 
 
 def _refuse_builder_paths(documents: Mapping[str, bytes]) -> None:
@@ -198,6 +217,7 @@ def material_of(
     disabled_lanes: Sequence[str] = (),
     unsmoked_lanes: Sequence[str] = (),
     conformance: bytes | None = None,
+    previous: Mapping[str, bytes] | None = None,
 ) -> ReleaseMaterial:
     """Everything the documents are made of: the build's artifacts (their bytes checked
     against the index) and what the tree snapshot already read."""
@@ -237,6 +257,7 @@ def material_of(
         conformance=conformance,
         disabled_lanes=tuple(sorted(set(disabled_lanes))),
         unsmoked_lanes=tuple(sorted(set(unsmoked_lanes))),
+        previous=previous,
     )
 
 
@@ -248,6 +269,7 @@ def documents_of(
     disabled_lanes: Sequence[str] = (),
     unsmoked_lanes: Sequence[str] = (),
     conformance: bytes | None = None,
+    previous: Mapping[str, bytes] | None = None,
 ) -> Documents:
     """Manifest, report, SBOM and provenance statement of a build: the one function a release
     and a rebuild both make their documents with."""
@@ -257,5 +279,6 @@ def documents_of(
         disabled_lanes=disabled_lanes,
         unsmoked_lanes=unsmoked_lanes,
         conformance=conformance,
+        previous=previous,
     )
     return assemble(material, key_class)

@@ -26,6 +26,7 @@ from pipeline.release.steps import (
     run_release,
     skip_conformance,
 )
+from verify.bundle.layout import REPORT_PAGE
 from verify.bundle.trusted_keys import TrustedKey
 from verify.shell.arguments import at_least_one
 from verify.shell.progress import progress_bar, step_lines
@@ -94,6 +95,7 @@ def summary(done: Bundled) -> str:
         f"build id   {manifest.build_id}",
         f"key        {key.keyid} ({key.key_class}: {key.source})",
         f"expires    {datetime.fromtimestamp(manifest.expires_epoch, UTC):%Y-%m-%dT%H:%M:%SZ}",
+        f"report     {done.bundle / REPORT_PAGE} (open it in a browser)",
     ]
     digests = dict(manifest.listed_files())
     for url, lane in manifest.lanes():
@@ -110,6 +112,7 @@ def release_result(done: Bundled) -> dict[str, object]:
     digests = dict(manifest.listed_files())
     return {
         "bundle": str(done.bundle),
+        "report": str(done.bundle / REPORT_PAGE),
         "up_to_date": done.up_to_date,
         "version": manifest.version,
         "source_revision": manifest.source_revision,
@@ -206,6 +209,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "instead of building here; give every folder after one --from-records",
     )
     parser.add_argument(
+        "--previous",
+        type=Path,
+        default=None,
+        metavar="BUNDLE_DIR",
+        help="an earlier release's bundle folder: report.html shows what changed since it "
+        "(its manifest, report and SBOM ride in the bundle under previous/)",
+    )
+    parser.add_argument(
         "--allow-dirty",
         action="store_true",
         help="release from a tree with uncommitted changes (local trials only)",
@@ -230,6 +241,7 @@ def run(args: argparse.Namespace) -> Outcome:
         key_class=args.key_class,
         disabled_lanes=tuple(args.disabled_lanes),
         unsmoked_lanes=tuple(args.unsmoked_lanes),
+        previous=args.previous,
     )
     steps = STEPS
     if args.from_records:

@@ -58,6 +58,7 @@ from pipeline.toolchain.check import check_installed
 from pipeline.tree.snapshot import Tree, read_tree
 from pipeline.tree.sources import require_clean
 from verify.bundle.layout import MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE, bundle_name
+from verify.bundle.page.previous import previous_files
 from verify.bundle.report_check import Deriver, default_deriver, failed_findings
 from verify.errors import VerifyError
 from verify.formats.conformance import read_report
@@ -110,6 +111,8 @@ class ReleaseRequest:
     disabled_lanes: tuple[str, ...] = ()
     # lanes that may ship although their self-test did not run here (recorded in the manifest)
     unsmoked_lanes: tuple[str, ...] = ()
+    # an earlier release's bundle folder: report.html diffs against it (it rides in previous/)
+    previous: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class Checked:
     tree: Tree
     key: SigningKey
     detail: str
+    previous: Mapping[str, bytes] | None = None  # previous/... files (request.previous)
 
 
 @dataclass(frozen=True)
@@ -252,9 +256,10 @@ def preflight(request: ReleaseRequest) -> Checked:
             hint="release from a recent commit",
             error_id="release.born-expired",
         )
+    previous = previous_files(request.previous) if request.previous is not None else None
     dirty = " (dirty tree allowed)" if tree.git.dirty else ""
     detail = f"revision {tree.git.revision[:12]}{dirty}, key {key.keyid[:16]}… ({key.key_class})"
-    return Checked(request, tree, key, detail)
+    return Checked(request, tree, key, detail, previous)
 
 
 def step_toolchain_check(request: ReleaseRequest) -> Checked:
@@ -342,6 +347,7 @@ def step_sign_manifest(checked: Checked, tested: Tested) -> ManifestSigned:
         checked.key.key_class,
         disabled_lanes=checked.request.disabled_lanes,
         unsmoked_lanes=tested.unsmoked,
+        previous=checked.previous,
     )
     signature = sign_to_sigstore_bundle(
         checked.key.private_key, MANIFEST_PAYLOAD_TYPE, documents.files[MANIFEST]
@@ -404,6 +410,7 @@ def step_sign_provenance(conformed: Conformed) -> Signed:
         disabled_lanes=first.checked.request.disabled_lanes,
         unsmoked_lanes=tested.unsmoked,
         conformance=conformed.report,
+        previous=first.checked.previous,
     )
     if documents.files[MANIFEST] != first.documents.files[MANIFEST]:
         # the manifest does not list conformance.json: the signed one must still be it

@@ -21,8 +21,9 @@ from typing import TypeVar
 from verify.bundle.errors import ResourceLimit
 from verify.bundle.keyless import SIGSTORE_INSTANCES, KeylessIdentity, required_identity
 from verify.bundle.rebuilds import SCOPES, RebuildPolicy
+from verify.bundle.step_titles import STEP_TITLES
 from verify.bundle.trusted_keys import TrustRoot, load_trust_root
-from verify.bundle.verifier import STEP_TITLES, BundleVerifier, Requirements, StepResult
+from verify.bundle.verifier import BundleVerifier, Requirements, StepResult
 from verify.bundle.versions import version_key
 from verify.errors import EXIT_OK, EXIT_USAGE, IoFailed, VerifyError
 from verify.formats.bundle_verification import BundleVerification, StepOutcome, VerificationError
@@ -173,6 +174,37 @@ def usage_refusal(args: argparse.Namespace, engines: list[str]) -> BundleUsage |
     return None
 
 
+def prepared(args: argparse.Namespace, now: int) -> tuple[TrustRoot, Requirements]:
+    """The trust root and the requirements these options ask for (read before any step runs):
+    a `BundleUsage` for options that do not go together, the trust file's own errors."""
+    engines = [n.strip() for n in args.require_engines.split(",")] if args.require_engines else []
+    refused = usage_refusal(args, engines)
+    if refused is not None:
+        raise refused
+    root: TrustRoot = _guarded(lambda: load_trust_root(args.trusted_keys))
+    keyless = required_identity(root.keyless, _flag_identity(args, root.keyless))
+    rebuilds = None
+    if args.rebuilders is not None:
+        rebuilders = _guarded(lambda: load_trust_root(args.rebuilders))
+        rebuilds = RebuildPolicy(
+            rebuilders.keys,
+            args.require_rebuilds,
+            tuple(args.rebuild_attestations),
+            rebuilders.revoked,
+            allow_dev_rebuilder=args.allow_dev_rebuilder,
+            scope=args.rebuild_scope,
+        )
+    requires = Requirements(
+        now=now,
+        allow_dev_key=args.allow_dev_key,
+        version_floor=args.not_before_version,
+        require_engines=tuple(engines),
+        rebuilds=rebuilds,
+        keyless=keyless,
+    )
+    return root, requires
+
+
 def run(args: argparse.Namespace) -> Outcome:
     now = int(time.time()) if args.at_epoch is None else args.at_epoch
     steps: list[StepResult] = []
@@ -182,35 +214,11 @@ def run(args: argparse.Namespace) -> Outcome:
         if not args.json:
             _progress(result)
 
-    engines = [n.strip() for n in args.require_engines.split(",")] if args.require_engines else []
-    refused = usage_refusal(args, engines)
-    if refused is not None:
-        return _failed(args, steps, refused, step=None)
     try:
-        root: TrustRoot = _guarded(lambda: load_trust_root(args.trusted_keys))
-        keyless = required_identity(root.keyless, _flag_identity(args, root.keyless))
-        rebuilds = None
-        if args.rebuilders is not None:
-            rebuilders = _guarded(lambda: load_trust_root(args.rebuilders))
-            rebuilds = RebuildPolicy(
-                rebuilders.keys,
-                args.require_rebuilds,
-                tuple(args.rebuild_attestations),
-                rebuilders.revoked,
-                allow_dev_rebuilder=args.allow_dev_rebuilder,
-                scope=args.rebuild_scope,
-            )
+        root, requires = prepared(args, now)
     except VerifyError as exc:  # no step ran at all
         return _failed(args, steps, exc, step=None)
     try:
-        requires = Requirements(
-            now=now,
-            allow_dev_key=args.allow_dev_key,
-            version_floor=args.not_before_version,
-            require_engines=tuple(engines),
-            rebuilds=rebuilds,
-            keyless=keyless,
-        )
         verdict = _guarded(lambda: BundleVerifier(root).verify(args.bundle, requires, record))
     except VerifyError as exc:
         return _failed(args, steps, exc, step=len(steps) + 1)

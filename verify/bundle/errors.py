@@ -280,6 +280,16 @@ class ReportInvalid(BundleRejected):
     )
 
 
+class PageMismatch(BundleRejected):
+    """report.html is not the page the verifier derives from the verified documents."""
+
+    error_id = "page.mismatch"
+    default_hint = (
+        "the shipped page is not what the bundle's signed documents show: read the page "
+        "`tinyrustlm-verify report` writes, and fetch or rebuild the bundle"
+    )
+
+
 # -- reading the bundle -------------------------------------------------------------------
 class LimitExceeded(BundleRejected):
     """A bundle bigger than anything a release makes: refused at the first byte over."""

@@ -11,7 +11,11 @@ dist/tinyrustlm-<version>/
   provenance.sigstore.json                      DSSE over the in-toto/SLSA statement
   sbom.cdx.json                                 CycloneDX 1.6
   verification-report.json                     what `verify` found for every artifact
-  conformance.json                              optional: the conformance matrix (--conformance)
+  conformance.json                              the conformance matrix (absent: --no-conformance)
+  report.html                                   the human view, from the documents above only
+  previous/{manifest,verification-report}.json, previous/sbom.cdx.json
+                                                optional: the previous release's documents, for
+                                                report.html's diff (release --previous)
   SHA256SUMS                                    `sha256sum -c` list of every file above
   tinyrustlm-<version>.tar.gz                   all of the above under tinyrustlm-<version>/
 """
@@ -28,15 +32,30 @@ SBOM = "sbom.cdx.json"
 REPORT = "verification-report.json"
 CHECKSUMS = "SHA256SUMS"
 CONFORMANCE = "conformance.json"
+REPORT_PAGE = "report.html"
+# The previous release's documents a bundle may carry for its page's diff (release --previous).
+PREVIOUS_FILES = (
+    "previous/manifest.json",
+    "previous/verification-report.json",
+    "previous/sbom.cdx.json",
+)
 # The provenance signature's payload (the in-toto statement): a rebuild compares it as a file.
 PROVENANCE_STATEMENT = "provenance statement"
 
 # Files every bundle has besides the ones the manifest lists.
-FIXED_FILES = (MANIFEST, MANIFEST_SIGNATURE, PROVENANCE_SIGNATURE, SBOM, REPORT, CHECKSUMS)
+FIXED_FILES = (
+    MANIFEST,
+    MANIFEST_SIGNATURE,
+    PROVENANCE_SIGNATURE,
+    SBOM,
+    REPORT,
+    REPORT_PAGE,
+    CHECKSUMS,
+)
 # Bundle files that the provenance statement names as subjects, besides the manifest's files.
-ATTESTED_FIXED_FILES = (MANIFEST, SBOM, REPORT)
+ATTESTED_FIXED_FILES = (MANIFEST, SBOM, REPORT, REPORT_PAGE)
 # Files a bundle may have; when present they are attested and checksummed like the fixed ones.
-OPTIONAL_ATTESTED_FILES = (CONFORMANCE,)
+OPTIONAL_ATTESTED_FILES = (CONFORMANCE, *PREVIOUS_FILES)
 
 
 def bundle_name(version: str) -> str:

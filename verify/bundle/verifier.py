@@ -8,8 +8,9 @@ A step is a function of what earlier steps established, each a frozen value: the
 bundle (step 1, `opened.py`), who `Signed` it (steps 2-4, `signature_check.py`), the
 verified `ModuleManifest` (steps 5-7, `manifest_check.py`); steps 8-10 are in
 `document_check.py`, 11 `checksum_check.py`, 12 `report_check.py`, 13
-`conformance_check.py`, 14 `rebuilds.py`. The verifier is what you trust (trust root, the
-report's re-inspection, read limits); `Requirements` is what you ask of this bundle.
+`conformance_check.py`, 14 `rebuilds.py`, 15 `page_check.py`. The verifier is what you
+trust (trust root, the report's re-inspection, read limits); `Requirements` is what you ask
+of this bundle.
 
  1. Read the bundle: a directory, or a tarball unpacked into a temporary folder. Only
     regular files; every read is bounded (entries, bytes per file, per JSON file, in total,
@@ -61,13 +62,16 @@ report's re-inspection, read limits); `Requirements` is what you ask of this bun
 14. Rebuilds (only with --require-rebuilds K): at least K rebuild attestations by distinct
     keys of the rebuilders file, none of them a release key, reproduced every signed file
     (or, with --rebuild-scope artifacts, every artifact) of this bundle (`rebuilds.py`).
+15. Page: report.html is, byte for byte, the page `verify.bundle.page` renders from the documents
+    steps 1-14 verified (`page_check.py`); the previous release it carries for its diff is
+    an earlier release whose documents belong together.
 """
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from verify.bundle.checksum_check import check_checksums
@@ -83,6 +87,7 @@ from verify.bundle.manifest_check import (
     manifest_detail,
 )
 from verify.bundle.opened import open_bundle
+from verify.bundle.page_check import check_page
 from verify.bundle.rebuilds import RebuildPolicy, RebuildTarget, Subjects, check_rebuilds
 from verify.bundle.report_check import Deriver, check_report, default_deriver
 from verify.bundle.signature_check import (
@@ -91,26 +96,10 @@ from verify.bundle.signature_check import (
     check_payload_types,
     check_signatures,
 )
+from verify.bundle.step_titles import STEP_TITLES
 from verify.bundle.tarball import HARD_LIMITS, ReadLimits
 from verify.bundle.trusted_keys import TrustRoot
 from verify.bundle.versions import version_key
-
-STEP_TITLES = (
-    "read the bundle",
-    "signatures by a trusted key",
-    "key hints match signing keys",
-    "payload types",
-    "signed manifest",
-    "manifest digests vs files",
-    "no missing or extra files",
-    "provenance subjects == files",
-    "SBOM hashes == files",
-    "no builder paths in signed documents",
-    "SHA256SUMS and tarball",
-    "report re-derived with the verifier's policy",
-    "conformance matrix",
-    "independent rebuilds (K of N)",
-)
 
 
 @dataclass(frozen=True)
@@ -131,6 +120,9 @@ class Verdict:
     files: int
     steps: tuple[StepResult, ...]
     keyids: tuple[str, ...] = ()  # every counted manifest signer (keyid is the first)
+    roles: tuple[str, ...] = ()  # their roles, in the same order
+    # the verified bundle's files (path -> bytes), for what is made from them (report.html)
+    contents: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
 
 
 Progress = Callable[[StepResult], None]
@@ -167,7 +159,7 @@ class BundleVerifier:
     def verify(
         self, bundle: Path, requires: Requirements, progress: Progress | None = None
     ) -> Verdict:
-        """Run steps 1-14; raises the first failing step's `BundleRejected` subclass."""
+        """Run steps 1-15; raises the first failing step's `BundleRejected` subclass."""
         results: list[StepResult] = []
 
         def done(number: int, detail: str) -> None:
@@ -200,6 +192,7 @@ class BundleVerifier:
             subjects = Subjects.of(manifest, files[MANIFEST], signed.payload(PROVENANCE_SIGNATURE))
             target = RebuildTarget(manifest, subjects, now, frozenset(trust.keys))
             done(14, check_rebuilds(requires.rebuilds, target))
+            done(15, check_page(files))
         signers = signed.manifest_signers
         return Verdict(
             manifest.version,
@@ -209,6 +202,8 @@ class BundleVerifier:
             len(files),
             tuple(results),
             tuple(k.keyid for k in signers),
+            tuple(k.role for k in signers),
+            files,
         )
 
     def verify_files(

@@ -27,7 +27,7 @@ from pipeline.documents.keys import generate_key_files, load_private_key
 from pipeline.documents.sign import add_signature, sign_to_sigstore_bundle
 from tests.harness.conformance import Row, report_v3
 from tests.harness.release import Harness, copy_pristine, fake_report, repack
-from verify.bundle import opened, verifier
+from verify.bundle import opened, step_titles, verifier
 from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity
 from verify.bundle.layout import (
     CONFORMANCE,
@@ -897,7 +897,7 @@ def test_every_step_before_the_refusal_is_reported(pristine: tuple[Harness, Path
     h, bundle = pristine
     steps: list[StepResult] = []
     verdict = h.verify(bundle, progress=steps.append)
-    assert [(s.number, s.title) for s in steps] == list(enumerate(verifier.STEP_TITLES, start=1))
+    assert [(s.number, s.title) for s in steps] == list(enumerate(step_titles.STEP_TITLES, start=1))
     keyid = json.loads(h.trusted.read_bytes())["keys"][0]["keyid"]
     files = [p for p in bundle.rglob("*") if p.is_file()]
     assert (verdict.keyid, verdict.keyids, verdict.key_class, verdict.files) == (

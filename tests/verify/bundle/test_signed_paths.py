@@ -19,7 +19,7 @@ from pipeline.release import steps
 from pipeline.tree.lanes import load_lanes
 from tests.harness.conformance import Row, report_v3
 from tests.harness.release import REPO_ROOT, Harness, fake_report
-from verify.bundle import verifier
+from verify.bundle import step_titles
 from verify.bundle.errors import BuilderPathLeaked
 from verify.bundle.layout import CONFORMANCE, MANIFEST
 from verify.formats.conformance import MODEL_TIERS
@@ -104,7 +104,7 @@ def test_verifier_refuses_a_signed_builder_path(
         harness.verify(bundle, derive=fake_report)
     assert caught.value.error_id == "paths.builder-path"
     assert "internalParameters.commands" in caught.value.where
-    assert verifier.STEP_TITLES[9] == "no builder paths in signed documents"
+    assert step_titles.STEP_TITLES[9] == "no builder paths in signed documents"
 
 
 # text -> the builder URLs the rule must find in it (a file: URL or a loopback server's)
