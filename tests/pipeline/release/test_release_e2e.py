@@ -34,7 +34,7 @@ def test_full_release_verifies(harness: Harness) -> None:
     assert verdict.version == VERSION
     assert verdict.key_class == "release"
     assert verdict.build_id == done.manifest.build_id
-    assert [s.number for s in verdict.steps] == list(range(1, 15))
+    assert [s.number for s in verdict.steps] == list(range(1, 16))
     names = set(_tree(done.bundle))
     assert {
         "manifest.json",
@@ -42,6 +42,7 @@ def test_full_release_verifies(harness: Harness) -> None:
         f"tinyrustlm-{VERSION}.tar.gz",
         "js/host.js",
         "js/loader.js",
+        "report.html",
     } <= names
     assert sum(n.startswith("artifacts/") for n in names) == len(LANES)
 

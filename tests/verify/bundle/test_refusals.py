@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pipeline.documents.keys import generate_key_files, load_private_key
 from pipeline.documents.sign import add_signature, sign_to_sigstore_bundle
 from tests.harness.conformance import Row, report_v3
-from tests.harness.release import Harness, copy_pristine, fake_report, repack
+from tests.harness.release import Harness, copy_pristine, fake_report, rederive_page, repack
 from verify.bundle import opened, step_titles, verifier
 from verify.bundle.keyless import KEYLESS_SIGNATURE, KeylessIdentity
 from verify.bundle.layout import (
@@ -787,7 +787,7 @@ REFUSALS: dict[str, Refusal] = {
         "provenance.invalid",
         8,
         SUBJECT_RULE,
-        f"{PROV_WHERE}: subject[9]",
+        f"{PROV_WHERE}: subject[10]",
     ),
     "subject-digest-differs": Refusal(
         _resign_statement(lambda s: _subject("js/host.js")(s)["digest"].update(sha256="0" * 64)),
@@ -1115,6 +1115,7 @@ def _with_conformance(b: Path, h: Harness, version: str = "9.9.9") -> None:
     (b / CONFORMANCE).write_bytes(data)
     statement = json.loads(_payload(b, PROVENANCE_SIGNATURE))
     statement["subject"].append({"name": CONFORMANCE, "digest": {"sha256": _sha(data)}})
+    rederive_page(b, statement)
     _sign(b, h, PROVENANCE_SIGNATURE, canonical_json(statement))
     repack(b)
 

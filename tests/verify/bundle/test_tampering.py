@@ -28,6 +28,7 @@ from tests.harness.release import (
     verify_json,
 )
 from verify.bundle import verifier
+from verify.bundle.step_titles import STEP_TITLES
 from verify.bundle.trusted_keys import trusted_key_entry, trusted_keys_json
 from verify.canonical import canonical_json
 from verify.cli import main as verify_main
@@ -74,6 +75,7 @@ FLIP_CASES = [
     ("provenance.sigstore.json", "signature.invalid"),
     ("sbom.cdx.json", "provenance.subjects"),
     ("verification-report.json", "provenance.subjects"),
+    ("report.html", "provenance.subjects"),
     ("SHA256SUMS", "checksums.mismatch"),
     (TARBALL, "tarball.gzip"),
 ]
@@ -346,7 +348,7 @@ def test_pristine_copy_verifies(pristine: tuple[Harness, Path], tmp_path: Path) 
     """The control for every case above: an untouched copy passes through the same CLI."""
     bundle = copy_pristine(pristine, tmp_path)
     code, result, _ = verify_json(bundle, pristine[0].trusted)
-    assert (code, result["ok"], len(result["steps"])) == (0, True, 14)
+    assert (code, result["ok"], len(result["steps"])) == (0, True, len(STEP_TITLES))
 
 
 def test_expired_manifest(pristine: tuple[Harness, Path], tmp_path: Path) -> None:
@@ -431,7 +433,7 @@ def test_human_output_names_the_failed_step(
     code = verify_main(["bundle", str(bundle), "--trusted-keys", str(pristine[0].trusted)])
     out, err = capsys.readouterr()
     assert code == 1
-    assert "[ 7/14] no missing or extra files: FAILED" in out
+    assert "[ 7/15] no missing or extra files: FAILED" in out
     assert err.startswith("error[files.extra]:") and "js/extra.js" in err
 
 

@@ -39,7 +39,7 @@ def test_every_step_says_what_it_checked(pristine: tuple[Harness, Path], tmp_pat
         5: f"version {manifest['version']}, revision {manifest['source_revision'][:12]}",
         6: f"6 files, build id {manifest['build_id'][:16]}…",
         7: f"{len(files)} files",
-        8: "9 subjects",
+        8: "10 subjects",
         9: "6 file components",
         10: "4 documents",
         11: f"{len(files) - 2} checksums, tarball rebuilt byte for byte "
@@ -47,6 +47,7 @@ def test_every_step_says_what_it_checked(pristine: tuple[Harness, Path], tmp_pat
         12: details[12],  # the report step belongs to the report model's own tests
         13: "no conformance report (none required)",
         14: "not required",
+        15: f"{(bundle / 'report.html').stat().st_size:,} bytes, identical to the re-derived page",
     }
     assert (result["version"], result["build_id"], result["key_class"]) == (
         manifest["version"],
