@@ -150,6 +150,11 @@ JSON_CASES: dict[str, Case] = {
         "bundle.usage",
         schema="tinyrustlm.bundle-verification.v1",
     ),
+    "verify report": _case(
+        f"report {N} --trusted-keys {N} --out {{tmp}}/r.html --certificate-identity x",
+        2,
+        "bundle.usage",
+    ),
 }
 
 
