@@ -95,8 +95,10 @@ def sbom_document(inputs: SbomInputs) -> dict[str, Any]:
     # the file components through the verifier's model of them (verify.formats.cyclonedx)
     components = [FileComponent.of(url, sha).document() for url, sha in inputs.files]
     for crate in inputs.crates:
+        licence = [{"expression": crate.license}] if crate.license else []
         components.append(
             {
+                **({"licenses": licence} if licence else {}),
                 "type": "library",
                 "bom-ref": f"crate:{crate.name}",
                 "name": crate.name,

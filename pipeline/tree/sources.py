@@ -55,6 +55,7 @@ class CrateSource:
     version: str
     path: str  # relative to the repo root
     sha256: str  # tree digest, see `tree_digest`
+    license: str = ""  # its Cargo.toml SPDX expression ("" when it declares none)
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,12 @@ def tree_digest(repo_root: Path, paths: list[str]) -> str:
 def crate_sources(repo_root: Path) -> list[CrateSource]:
     """Every crate under crates/ (its Cargo.toml [package]) with a digest of its tracked files."""
     crates_dir = repo_root / paths.CRATES_DIR
-    workspace_version = ""
+    workspace_version = workspace_license = ""
     root_toml = crates_dir / "Cargo.toml"
     if root_toml.is_file():
         workspace = _toml(root_toml).get("workspace", {})
         workspace_version = str(workspace.get("package", {}).get("version", ""))
+        workspace_license = str(workspace.get("package", {}).get("license", ""))
     found: list[CrateSource] = []
     for toml_path in sorted(crates_dir.glob("*/Cargo.toml")):
         package = _toml(toml_path).get("package")
@@ -102,6 +104,9 @@ def crate_sources(repo_root: Path) -> list[CrateSource]:
         version = package.get("version", "")
         if isinstance(version, dict):  # version.workspace = true
             version = workspace_version
+        license = package.get("license", "")
+        if isinstance(license, dict):  # license.workspace = true
+            license = workspace_license
         rel = toml_path.parent.relative_to(repo_root).as_posix()
         found.append(
             CrateSource(
@@ -109,6 +114,7 @@ def crate_sources(repo_root: Path) -> list[CrateSource]:
                 str(version),
                 rel,
                 tree_digest(repo_root, tracked_files(repo_root, rel)),
+                str(license),
             )
         )
     return found

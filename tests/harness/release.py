@@ -133,7 +133,7 @@ def make_repo(root: Path, commit_time: int) -> Path:
         '[workspace]\nmembers = ["core"]\n[workspace.package]\nversion = "0.1.0"\n'
     )
     (repo / "crates/core/Cargo.toml").write_text(
-        '[package]\nname = "tinyrustlm-core"\nversion.workspace = true\n'
+        '[package]\nname = "tinyrustlm-core"\nversion.workspace = true\nlicense = "Apache-2.0"\n'
     )
     (repo / "crates/core/src/lib.rs").write_text("#![no_std]\n")
     (repo / "crates/wasm/js/host.js").write_text("export const host = 1;\n")

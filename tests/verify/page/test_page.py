@@ -75,6 +75,17 @@ def test_the_summary_and_the_steps(pristine: tuple[Harness, Path]) -> None:
     assert "pass:" not in dom.by_id("steps").all_text()
 
 
+def test_the_sbom_rows_carry_versions_and_licences(pristine: tuple[Harness, Path]) -> None:
+    """The crate's Cargo.toml licence reaches the SBOM and the page; one without says so."""
+    _, dom = _page(pristine[1])
+    (body,) = dom.by_id("sbom-components").find("tbody")
+    rows = {
+        tr.children[1].all_text(): [td.all_text() for td in tr.children] for tr in body.children
+    }
+    assert rows["tinyrustlm-core"][2:4] == ["0.1.0", "Apache-2.0"]
+    assert rows["rustc-web"][3] == "not declared"
+
+
 def test_what_the_release_does_not_carry_is_said(pristine: tuple[Harness, Path]) -> None:
     _, dom = _page(pristine[1])
     for absent in ("diff-absent", "conformance-absent", "bench-absent", "memory-absent"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from verify.bundle.page.html import el, table
+from verify.bundle.page.html import el, section, table
 from verify.bundle.page.inputs import Release
 from verify.bundle.page.lanes import memory_text
 from verify.formats.report import ArtifactReport
@@ -127,10 +127,10 @@ def _row(r: DiffRow) -> list[ET.Element | str]:
 
 
 def diff_section(new: Release, old: Release | None) -> ET.Element:
-    head = el("h2", "Changes since the previous release", id="diff")
+    head = el("h2", "Changes since the previous release")
     if old is None:
-        return el(
-            "section",
+        return section(
+            "diff",
             head,
             el(
                 "p",
@@ -144,8 +144,8 @@ def diff_section(new: Release, old: Release | None) -> ET.Element:
     changed = [r for r in rows if r.changed]
     same = [r for r in rows if not r.changed]
     columns = ("subject", "fact", old.manifest.version, new.manifest.version)
-    return el(
-        "section",
+    return section(
+        "diff",
         head,
         el(
             "p",

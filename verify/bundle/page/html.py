@@ -50,6 +50,11 @@ def _attr_name(name: str) -> str:
     return name.replace("_", "-")
 
 
+def section(ident: str, *children: ET.Element | str | None) -> ET.Element:
+    """A <section id=ident> (the page's navigation links to it)."""
+    return el("section", *children, id=ident)
+
+
 def table(
     head: Iterable[str], rows: Iterable[Iterable[ET.Element | str]], **attrs: str
 ) -> ET.Element:

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from verify.bundle.page.charts import bar_chart
-from verify.bundle.page.html import el, table
+from verify.bundle.page.html import el, section, table
 from verify.bundle.page.inputs import Release
 from verify.formats.report import ArtifactReport, MemorySummary
 
@@ -95,9 +95,9 @@ def native_rows(release: Release) -> list[list[ET.Element | str]]:
 def lanes_section(release: Release) -> ET.Element:
     sizes = [(a.id, float(a.size), f"{a.size:,} B") for a in release.manifest.artifacts]
     sizes += [(a.id, float(a.size), f"{a.size:,} B") for a in release.manifest.native_artifacts]
-    return el(
-        "section",
-        el("h2", "Lanes", id="lanes"),
+    return section(
+        "lanes",
+        el("h2", "Lanes"),
         el(
             "p",
             "Each WebAssembly lane is its own module; the verifier read every opcode of the "

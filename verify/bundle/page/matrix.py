@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from verify.bundle.page.html import el, table
+from verify.bundle.page.html import el, section, table
 from verify.bundle.page.inputs import Release
 from verify.formats.conformance import AnyReport
 
@@ -16,10 +16,10 @@ def _engine_label(engine: str, version: str, isolated: bool | None) -> str:
 
 
 def matrix_section(release: Release, report: AnyReport | None) -> ET.Element:
-    head = el("h2", "Conformance", id="conformance")
+    head = el("h2", "Conformance")
     if report is None:
-        return el(
-            "section",
+        return section(
+            "conformance",
             head,
             el(
                 "p",
@@ -52,8 +52,8 @@ def matrix_section(release: Release, report: AnyReport | None) -> ET.Element:
     ]
     passed = sum(r.outcome == "pass" for r in report.rows)
     notes = el("ul", *(el("li", n) for n in report.notes)) if report.notes else None
-    return el(
-        "section",
+    return section(
+        "conformance",
         head,
         el(
             "p",

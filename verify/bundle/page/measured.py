@@ -9,12 +9,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from verify.bundle.page.charts import bar_chart
-from verify.bundle.page.html import el, table
+from verify.bundle.page.html import el, section, table
 from verify.formats.conformance import AnyReport
 
 
 def speed_section(report: AnyReport | None) -> ET.Element:
-    head = el("h2", "Speed", id="speed")
+    head = el("h2", "Speed")
     rows = list(report.speed) if report is not None else []
     absent = el(
         "p",
@@ -24,7 +24,7 @@ def speed_section(report: AnyReport | None) -> ET.Element:
         id="bench-absent",
     )
     if not rows:
-        return el("section", head, absent)
+        return section("speed", head, absent)
     body: list[list[ET.Element | str]] = [
         [
             el("th", f"{r.engine} {r.engine_version}", scope="row"),
@@ -49,8 +49,8 @@ def speed_section(report: AnyReport | None) -> ET.Element:
             for r in rows
         ],
     )
-    return el(
-        "section",
+    return section(
+        "speed",
         head,
         el("p", "From the conformance run: medians, with min–max over the runs."),
         table(
@@ -64,9 +64,9 @@ def speed_section(report: AnyReport | None) -> ET.Element:
 
 
 def memory_section() -> ET.Element:
-    return el(
-        "section",
-        el("h2", "Memory", id="memory"),
+    return section(
+        "memory",
+        el("h2", "Memory"),
         el(
             "p",
             "This release carries no memory plan: each lane's declared memory is in the lanes "

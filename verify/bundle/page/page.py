@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 from verify.bundle.layout import ATTESTED_FIXED_FILES, OPTIONAL_ATTESTED_FILES, REPORT_PAGE
 from verify.bundle.page.diff import diff_section
-from verify.bundle.page.html import el, page_bytes, style_sheet, table
+from verify.bundle.page.html import el, page_bytes, section, style_sheet, table
 from verify.bundle.page.inputs import PageInputs, Release
 from verify.bundle.page.lanes import lanes_section
 from verify.bundle.page.matrix import matrix_section
@@ -118,7 +118,7 @@ def summary_section(release: Release, verified: VerifiedView | None) -> ET.Eleme
                 ("keyid", "role"), ([el("code", k), r] for k, r in verified.signers), id="signers"
             ),
         )
-    return el("section", el("h2", "Summary", id="summary"), _facts(facts), signers)
+    return section("summary", el("h2", "Summary"), _facts(facts), signers)
 
 
 def verification_section(inputs: PageInputs, verified: VerifiedView | None) -> ET.Element:
@@ -151,9 +151,9 @@ def verification_section(inputs: PageInputs, verified: VerifiedView | None) -> E
         if verified is None
         else f"Verified on the reader's machine at {utc(verified.at_epoch)}:"
     )
-    return el(
-        "section",
-        el("h2", "Verification", id="verification"),
+    return section(
+        "verification",
+        el("h2", "Verification"),
         release_checks,
         el("p", intro),
         table(("step", "check", "verdict"), rows, id="steps"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from verify.bundle.page.html import el, table
+from verify.bundle.page.html import el, section, table
 from verify.bundle.page.inputs import Release
 
 NOT_DECLARED = "not declared"
@@ -26,9 +26,9 @@ def sbom_section(release: Release) -> ET.Element:
         ]
         for c in parts
     ]
-    return el(
-        "section",
-        el("h2", "SBOM", id="sbom"),
+    return section(
+        "sbom",
+        el("h2", "SBOM"),
         el(
             "p",
             f"CycloneDX 1.6: {len(parts)} components (the crates, the pinned toolchain's Debian "
@@ -48,9 +48,9 @@ def provenance_section(subjects: Sequence[tuple[str, str]], page: str) -> ET.Ele
     rows.append(
         [el("code", page), el("td", "this page (its digest is in the statement)", cls="muted")]
     )
-    return el(
-        "section",
-        el("h2", "Provenance and rebuilds", id="provenance"),
+    return section(
+        "provenance",
+        el("h2", "Provenance and rebuilds"),
         el(
             "p",
             f"The in-toto statement (SLSA Provenance v1) in provenance.sigstore.json names "
