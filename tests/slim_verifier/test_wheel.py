@@ -237,3 +237,34 @@ def test_the_slim_install_verifies_a_real_bundle(
     )
     print(f"slim verify bundle: {time.monotonic() - started:.2f}s")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.integration
+def test_the_slim_install_writes_the_report_page(
+    slim_venv: Path, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """`report` in the slim wheel (standard library HTML, no new dependency): verified, then
+    written; the documents' sections are the shipped page's."""
+    bundle, keys = bundle_and_dev_keys(request)
+    trusted = next(keys.glob("*.trusted-keys.json"))
+    out = tmp_path / "report.html"
+    done = subprocess.run(
+        [
+            str(slim_venv / "bin" / "tinyrustlm-verify"),
+            "report",
+            str(bundle),
+            "--trusted-keys",
+            str(trusted),
+            "--allow-dev-key",
+            "--out",
+            str(out),
+        ],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    page, shipped = out.read_text(), (bundle / "report.html").read_text()
+    lanes = page.index('<section id="lanes">')
+    assert page[lanes:] == shipped[shipped.index('<section id="lanes">') :]
