@@ -97,7 +97,9 @@ def reproduction(
 def test_every_lane_reproduces_bit_for_bit(reproduction: Reproduction) -> None:
     assert reproduction.done.returncode == 0, reproduction.done.stderr[-3000:]
     assert "6/6 artifact(s) reproduced bit for bit" in reproduction.done.stdout
-    assert "6/6 document(s) reproduced bit for bit" in reproduction.done.stdout
+    # manifest, SBOM, both reports (verification-report.json, report.html), SHA256SUMS,
+    # the tarball and the provenance statement
+    assert "7/7 document(s) reproduced bit for bit" in reproduction.done.stdout
     assert "[1/6] bundle verified" in reproduction.done.stderr
 
 
@@ -123,9 +125,9 @@ def test_the_rebuild_attestation_satisfies_a_one_of_one_policy(
         )
     )
     names = {s["name"] for s in statement["subject"]}  # every artifact and every document
-    assert len(names) == 12 and {"manifest.json", "provenance statement"} <= names
+    assert len(names) == 13 and {"manifest.json", "report.html", "provenance statement"} <= names
     matched = statement["predicate"]["runDetails"]["byproducts"]
-    assert all(m["annotations"]["matched"] for m in matched) and len(matched) == 6
+    assert all(m["annotations"]["matched"] for m in matched) and len(matched) == 7
 
 
 def test_an_artifact_not_built_from_the_source_is_named_with_its_section(
