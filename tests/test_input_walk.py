@@ -67,6 +67,7 @@ OUTPUTS: dict[tuple[str, str], str] = {
     ("release fetch", "--out"): "the fetched bundle's folder written",
     ("release conformance", "--out"): "the report written",
     ("release conformance", "--html"): "the HTML report written",
+    ("verify report", "--out"): "the report page written",
 }
 
 # A command line for each command with path options, valid except for what is walked; `{x}`
@@ -101,6 +102,7 @@ BASE: dict[str, str] = {
     "--cases 1 --out {run}/c.json",
     "verify artifact": "artifact {wasm} --lane scalar-wasm32 --build-index {records}/index.json",
     "verify bundle": "bundle {bundle} --trusted-keys {trusted}",
+    "verify report": "report {bundle} --trusted-keys {trusted} --out {run}/r.html",
 }
 CWD: dict[str, str] = {"release release": "{src}"}  # release builds the current folder
 # an option only one action of its command reads: that action's command line
@@ -118,6 +120,7 @@ INNER: dict[tuple[str, str], tuple[str, ...]] = {
     ("release serve", "bundle"): BUNDLE_FILES,
     ("release conformance", "bundle"): BUNDLE_FILES,
     ("verify bundle", "bundle"): BUNDLE_FILES,
+    ("verify report", "bundle"): BUNDLE_FILES,
     ("release repo refresh-timestamp", "--repo"): REPO_FILES,
     ("release repo rotate", "--repo"): REPO_FILES,
     ("release repo delegate", "--repo"): REPO_FILES,
