@@ -14,7 +14,7 @@ export const CATEGORIES = Object.freeze(['scalar', 'simd128', 'atomics', 'thread
 /** Model format v1 layout ids -> receipt names (crates/core/src/quant.rs LAYOUTS). */
 export const LAYOUTS = Object.freeze(['f32', 'q8-block-v1', 'q4-block-v1']);
 /** Exports every lane must have (verify/policy/wasm.json: common.required_exports, and `memory`). */
-export const REQUIRED_EXPORTS = Object.freeze(['memory', 'tr_abi_version', 'tr_runtime_semantics', 'tr_lane', 'tr_alloc', 'tr_free', 'tr_model_load', 'tr_preflight', 'tr_session_new', 'tr_prefill', 'tr_decode', 'tr_session_free', 'tr_model_free', 'tr_self_test', 'tr_path_counters', 'tr_model_prefix_bytes', 'tr_preflight_header', 'tr_self_test_detail', 'tr_self_test_detail_bytes', 'tr_session_prefill_tile', 'tr_session_digest']);
+export const REQUIRED_EXPORTS = Object.freeze(['memory', 'tr_abi_version', 'tr_runtime_semantics', 'tr_lane', 'tr_alloc', 'tr_free', 'tr_model_load', 'tr_preflight', 'tr_session_new', 'tr_prefill', 'tr_decode', 'tr_session_free', 'tr_model_free', 'tr_self_test', 'tr_path_counters', 'tr_model_prefix_bytes', 'tr_preflight_header', 'tr_self_test_detail', 'tr_self_test_detail_bytes', 'tr_session_prefill_tile', 'tr_session_digest', 'tr_session_rewind']);
 /** Exports the threads lane (shared memory) must have besides (verify/policy/wasm.json). */
 export const THREADS_EXPORTS = Object.freeze(['tr_atomics_self_test', 'tr_worker_counters', 'tr_pool_start', 'tr_pool_shutdown', 'tr_cancel_epoch_ptr', 'tr_worker_stack_top', 'tr_worker_main', 'tr_worker_failed', '__wasm_init_tls', '__stack_pointer', '__tls_base', '__tls_size', '__tls_align']);
 /** Manifest feature -> the probe that must validate for it (null: the lowest lane's). */
