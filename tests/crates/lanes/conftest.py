@@ -88,7 +88,8 @@ def drive() -> Drive:
             env={**os.environ, "NODE_NO_WARNINGS": "1"},
         )
         if done.returncode != 0:
-            pytest.fail(f"{script.name} {args[0]} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+            tail = done.stderr[-4000:]
+            pytest.fail(f"{script.name} {args[0]} failed ({done.returncode}):\n{tail}")
         return json.loads(done.stdout)
 
     return run
