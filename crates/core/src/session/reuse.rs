@@ -16,7 +16,8 @@ pub const KV_LAYOUT_VERSION: u32 = 1;
 /// Normalization of tokenizer v1: none (the prompt's UTF-8 bytes as they are).
 pub const NORMALIZATION_VERSION: u32 = 1;
 /// The bytes that define tokenizer v1 (hosts hash them for `tokenizer_sha256`; it has no file).
-pub const TOKENIZER_BYTES: &str = "tinyrustlm.byte-tokenizer.v1\nids 0..=255: the bytes 0x00..=0xff\n256: BOS\n257: EOS\nnormalization: none\n";
+pub const TOKENIZER_BYTES: &str =
+    "tinyrustlm.byte-tokenizer.v1\nids 0..=255: the bytes 0x00..=0xff\n256: BOS\n257: EOS\nnormalization: none\n";
 
 /// The numerical mode of a tier (the receipt's `selection.numerical_mode`, CONTRACT.md §10).
 pub fn numerical_mode(tier: Tier) -> &'static str {
@@ -103,7 +104,13 @@ impl Session {
     /// One turn: keeps what the exact-prefix rule allows when `cached` (the identity the K/V
     /// was computed under) equals `current` field for field, else rewinds to 0; then prefills
     /// the rest of `prompt` (never empty). Decoding afterwards equals a fresh session's.
-    pub fn turn(&mut self, model: &Model, cached: &CacheIdentity, current: &CacheIdentity, prompt: &[u32]) -> TrReturn<Reuse> {
+    pub fn turn(
+        &mut self,
+        model: &Model,
+        cached: &CacheIdentity,
+        current: &CacheIdentity,
+        prompt: &[u32],
+    ) -> TrReturn<Reuse> {
         if prompt.is_empty() {
             return Err(TrResult::InvalidArgument);
         }
