@@ -75,7 +75,8 @@ def lane_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = run_build(clone, lanes=[LANE])
     assert done.returncode == 0, done.stderr[-4000:]
     index = json.loads((clone / "build/index.json").read_text())
-    return clone / next(lane["artifact"] for lane in index["lanes"] if lane["lane"] == LANE)
+    artifact = next(str(lane["artifact"]) for lane in index["lanes"] if lane["lane"] == LANE)
+    return clone / artifact
 
 
 @pytest.fixture(scope="module")
