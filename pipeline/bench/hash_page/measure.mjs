@@ -37,7 +37,7 @@ export async function measure({ sizes, runs, shared }) {
   const rows = [];
   for (const n of sizes) {
     const plain = bytesOf(n, false);
-    const want = hexOf(await crypto.subtle.digest('SHA-256', plain));
+    const want = hexOf(await crypto.subtle.digest('SHA-256', /** @type {Uint8Array<ArrayBuffer>} */ (plain)));
     for (const [engine, run] of Object.entries(ENGINES)) {
       const isShared = engine.endsWith('-shared');
       if (isShared && !shared) continue;
