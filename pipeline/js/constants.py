@@ -141,7 +141,7 @@ def kv_identity(repo_root: Path) -> tuple[int, int, str]:
         r"pub const NORMALIZATION_VERSION: u32 = (\d+);", text, REUSE_RS, "NORMALIZATION_VERSION"
     )
     tok = _one(
-        r'pub const TOKENIZER_BYTES: &str = "([^"\\]*(?:\\n[^"\\]*)*)";',
+        r'pub const TOKENIZER_BYTES: &str =\s*"([^"\\]*(?:\\n[^"\\]*)*)";',
         text,
         REUSE_RS,
         "TOKENIZER_BYTES",
