@@ -121,11 +121,14 @@ def fuzz(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Lane benchmarks (node, native, Chromium through js/loader.js) and the parser benchmark;
-    JSON under build/bench/ (never asserted)."""
+    """Lane benchmarks (node, native, Chromium through js/loader.js), the parser benchmark and
+    the loader's model hash (MB/s per engine and size, node and Chromium); JSON under
+    build/bench/ (never asserted)."""
     install(session)
     session.run("tinyrustlm-release", "bench", *session.posargs)
     session.run("python", "-m", "pipeline.bench.wasm_parser")
+    no_browser = ["--no-browser"] if "--no-browser" in session.posargs else []
+    session.run("python", "-m", "pipeline.bench.hashing", *no_browser)
 
 
 @nox.session(python=PYTHON)

@@ -13,13 +13,15 @@ use crate::args::{self, Args};
 use crate::error::{outln, CliError, EXIT_CHECK_FAILED, EXIT_OK};
 use crate::generate::{generate, text_of};
 use crate::model_file::{read_file, read_model};
-use crate::{golden, json, sha256};
+use crate::{chat, golden, json, sha256};
 
 const USAGE: &str = "usage: tinyrustlm COMMAND
   self-test                       run the embedded startup self-test (one line per test)
   inspect-model FILE [--json]     validate a model (format v1 or v2) and print its header and directory
   run --model FILE --prompt TEXT [--seed N] [--max-tokens K] [--temperature T] [--top-k K]
       [--top-p P] [--repetition-penalty R] [--context C] [--json]
+  chat --model FILE --turns FILE [--max-tokens K] [sampler flags and --context as run] [--no-reuse] [--json]
+                                  a conversation, one turn per line, in one session that keeps its K/V
   golden --out DIR --small-model FILE --source-revision REV --generated-utc TIME
                                   regenerate tests/golden/ from the scalar oracle";
 
@@ -29,6 +31,7 @@ pub fn dispatch(argv: &[String]) -> Result<u8, CliError> {
         Some("self-test") => self_test(),
         Some("inspect-model") => inspect_model(&args::parse(rest, &[], &["json"])?),
         Some("run") => run(&args::parse(rest, RUN_VALUED, &["json"])?),
+        Some("chat") => chat::command(&args::parse(rest, chat::VALUED, &["json", "no-reuse"])?),
         Some("golden") => golden::command(&args::parse(rest, golden::VALUED, &[])?),
         Some("-h") | Some("--help") => {
             outln!("{USAGE}");
@@ -172,9 +175,9 @@ const RUN_VALUED: &[&str] = &[
     "context",
 ];
 
-fn run(args: &Args) -> Result<u8, CliError> {
-    let (model, digest) = read_model(&args.required("model")?)?;
-    let prompt = args.required("prompt")?;
+/// The session config and token budget of `run` and `chat` from their flags (validated against
+/// the model's context).
+pub fn session_config(args: &Args, model: &Model) -> Result<(SessionConfig, u32), CliError> {
     let sampler = SamplerConfig {
         temperature: args.get("temperature", 0.0f32)?,
         top_k: args.get("top-k", 0u32)?,
@@ -205,6 +208,14 @@ fn run(args: &Args) -> Result<u8, CliError> {
         context,
         mask: Vec::new(),
     };
+    Ok((config, max_tokens))
+}
+
+fn run(args: &Args) -> Result<u8, CliError> {
+    let (model, digest) = read_model(&args.required("model")?)?;
+    let prompt = args.required("prompt")?;
+    let (config, max_tokens) = session_config(args, &model)?;
+    let sampler = config.sampler;
     let out = generate(&model, config.clone(), &prompt, max_tokens)?;
     let decode_total: f64 = out.decode_ms.iter().sum();
     let tps = if decode_total > 0.0 { out.decode_ms.len() as f64 / (decode_total / 1e3) } else { 0.0 };

@@ -4,6 +4,7 @@
 //!   tinyrustlm inspect-model FILE [--json]
 //!   tinyrustlm run --model FILE --prompt TEXT [--seed N] [--max-tokens K] [--temperature T]
 //!                  [--top-k K] [--top-p P] [--repetition-penalty R] [--context C] [--json]
+//!   tinyrustlm chat --model FILE --turns FILE [run's sampler flags] [--no-reuse] [--json]
 //!   tinyrustlm golden --out DIR --small-model FILE --int8-model FILE --source-revision REV --generated-utc TIME
 //!
 //! Exit codes: 0 ok, 1 a check failed (self-test), 2 usage (including `--context` outside
@@ -11,6 +12,7 @@
 //! printed by name and code; a model file too large to hold; stdout closed by its reader).
 
 mod args;
+mod chat;
 mod commands;
 mod error;
 mod generate;

@@ -13,6 +13,11 @@ use crate::sampler::{reserved, sample, SamplerConfig, SamplerWork};
 use crate::tokenizer::EOS;
 
 mod forward;
+mod reuse;
+
+pub use reuse::{
+    numerical_mode, reusable_prefix, CacheIdentity, Reuse, KV_LAYOUT_VERSION, NORMALIZATION_VERSION, TOKENIZER_BYTES,
+};
 
 /// Everything a session is created with (the ABI's 40-byte session config + optional mask).
 #[derive(Clone, Debug, PartialEq)]

@@ -302,7 +302,8 @@ export async function sessionNew(rt, model, cfg) {
     const v = view(rt, ptr, SESSION_CONFIG_BYTES + 8);
     writeSessionConfig(v, cfg);
     const code = await rt.call('tr_session_new', model, ptr, SESSION_CONFIG_BYTES, ptr + SESSION_CONFIG_BYTES);
-    return { code, session: code === 0 ? v.getBigUint64(SESSION_CONFIG_BYTES, true) : 0n };
+    // a fresh view: the session's allocation may have grown memory (detaching `v`'s buffer)
+    return { code, session: code === 0 ? view(rt, ptr + SESSION_CONFIG_BYTES, 8).getBigUint64(0, true) : 0n };
   });
 }
 

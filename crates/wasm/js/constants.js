@@ -14,8 +14,14 @@ export const CATEGORIES = Object.freeze(['scalar', 'simd128', 'atomics', 'thread
 /** Model format v1 layout ids -> receipt names (crates/core/src/quant.rs LAYOUTS). */
 export const LAYOUTS = Object.freeze(['f32', 'q8-block-v1', 'q4-block-v1']);
 /** Exports every lane must have (verify/policy/wasm.json: common.required_exports, and `memory`). */
-export const REQUIRED_EXPORTS = Object.freeze(['memory', 'tr_abi_version', 'tr_runtime_semantics', 'tr_lane', 'tr_alloc', 'tr_free', 'tr_model_load', 'tr_preflight', 'tr_session_new', 'tr_prefill', 'tr_decode', 'tr_session_free', 'tr_model_free', 'tr_self_test', 'tr_path_counters', 'tr_model_prefix_bytes', 'tr_preflight_header', 'tr_self_test_detail', 'tr_self_test_detail_bytes', 'tr_session_prefill_tile', 'tr_session_digest']);
+export const REQUIRED_EXPORTS = Object.freeze(['memory', 'tr_abi_version', 'tr_runtime_semantics', 'tr_lane', 'tr_alloc', 'tr_free', 'tr_model_load', 'tr_preflight', 'tr_session_new', 'tr_prefill', 'tr_decode', 'tr_session_free', 'tr_model_free', 'tr_self_test', 'tr_path_counters', 'tr_model_prefix_bytes', 'tr_preflight_header', 'tr_self_test_detail', 'tr_self_test_detail_bytes', 'tr_session_prefill_tile', 'tr_session_digest', 'tr_session_rewind']);
 /** Exports the threads lane (shared memory) must have besides (verify/policy/wasm.json). */
 export const THREADS_EXPORTS = Object.freeze(['tr_atomics_self_test', 'tr_worker_counters', 'tr_pool_start', 'tr_pool_shutdown', 'tr_cancel_epoch_ptr', 'tr_worker_stack_top', 'tr_worker_main', 'tr_worker_failed', '__wasm_init_tls', '__stack_pointer', '__tls_base', '__tls_size', '__tls_align']);
+/** KV cache identity: the K/V layout version (crates/core/src/session/reuse.rs KV_LAYOUT_VERSION). */
+export const KV_LAYOUT_VERSION = 1;
+/** KV cache identity: tokenizer v1's normalization version (crates/core/src/session/reuse.rs NORMALIZATION_VERSION). */
+export const NORMALIZATION_VERSION = 1;
+/** KV cache identity: tokenizer v1's defining bytes (crates/core/src/session/reuse.rs TOKENIZER_BYTES). */
+export const TOKENIZER_BYTES = 'tinyrustlm.byte-tokenizer.v1\nids 0..=255: the bytes 0x00..=0xff\n256: BOS\n257: EOS\nnormalization: none\n';
 /** Manifest feature -> the probe that must validate for it (null: the lowest lane's). */
 export const FEATURE_PROBES = Object.freeze({ 'mutable-globals': null, 'bulk-memory': 'bulk-memory', simd128: 'simd128', 'relaxed-simd': 'relaxed-simd', atomics: 'threads', 'exception-handling': 'exceptions', memory64: 'memory64' });

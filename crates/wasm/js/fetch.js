@@ -29,7 +29,7 @@ const CHUNK = 1 << 20;
  * @typedef {{ kind: string, get(sha256: string): Promise<Source | null>, put(sha256: string, body: Uint8Array | ReadableStream<Uint8Array>): Promise<void>, drop(sha256: string): Promise<void> }} Store
  */
 /** Where a file is read from and how much of it may come (`drain`). */
-/** @typedef {{ what: string, url: URL | string, limit: number, phase: ProgressPhase | null, total?: number | null, sink?: ((chunk: Uint8Array, at: number) => void | Promise<void>) | null, start?: number, hash?: Sha256 }} DrainSpec */
+/** @typedef {{ what: string, url: URL | string, limit: number, phase: ProgressPhase | null, total?: number | null, sink?: ((chunk: Uint8Array, at: number) => void | Promise<void>) | null, start?: number, hash?: Sha256 | null }} DrainSpec */
 
 /** The default fetch: node's own for http(s), the file system for file: URLs. */
 export const defaultFetch = (/** @type {URL} */ url, /** @type {RequestInit | undefined} */ init) => globalThis.fetch(url, init);
@@ -273,14 +273,16 @@ export async function streamingHashChecked() {
  * (by default they are gathered and returned). `start` bytes (hashed into `hash`) were consumed
  * from the same source before: they count toward the bound and the progress. Progress goes to `o.onProgress` as
  * `phase`, from `start` to the end. Resolves to { bytes (null with a sink), length (with
- * start), sha256 }.
+ * start), sha256 }. With `hash: null` nothing is hashed here and sha256 is null: the caller
+ * hashes the bytes where the sink put them, whole (session.js `keepStreamed`, WebCrypto).
  * @param {Pick<ResolvedOptions, 'onProgress'>} o
  * @param {Source} source
  * @param {DrainSpec} spec
+ * @returns {Promise<{ bytes: Uint8Array | null, length: number, sha256: string | null }>}
  */
 export async function drain(o, source, { what, url, limit, phase, total = null, sink = null, start = 0, hash = new Sha256() }) {
   try {
-    await streamingHashChecked();
+    if (hash) await streamingHashChecked();
   } catch (e) {
     source.cancel();
     throw e;
@@ -309,7 +311,7 @@ export async function drain(o, source, { what, url, limit, phase, total = null, 
       source.cancel();
       throw tooLarge(what, url, limit, loaded + chunk.length);
     }
-    hash.update(chunk);
+    if (hash) hash.update(chunk);
     if (sink) await sink(chunk, loaded);
     else parts.push(chunk);
     loaded += chunk.length;
@@ -327,7 +329,7 @@ export async function drain(o, source, { what, url, limit, phase, total = null, 
       }
     }
   }
-  return { bytes, length: loaded, sha256: hash.hex() };
+  return { bytes, length: loaded, sha256: hash ? hash.hex() : null };
 }
 
 /**
@@ -492,8 +494,9 @@ export async function fetchSigned(o, store, { url, what, sha256, size, phase }) 
   if (cached instanceof Uint8Array) return { bytes: cached, sha256, record };
   const got = await drain(o, await open(o, url, what), { what, url, limit: size, phase, total: size });
   const bytes = /** @type {Uint8Array} */ (got.bytes); // no sink: drain gathers the bytes
-  if (got.sha256 === sha256 && got.length === size && store) await storeQuietly(o, store, record, bytes);
-  return { bytes, sha256: got.sha256, record };
+  const hex = /** @type {string} */ (got.sha256); // drain's own hash: it hashed every byte
+  if (hex === sha256 && got.length === size && store) await storeQuietly(o, store, record, bytes);
+  return { bytes, sha256: hex, record };
 }
 
 /**

@@ -284,6 +284,30 @@ export interface PathCounters {
   participating: number[];
 }
 
+/** What a session's K/V is computed under (CONTRACT.md §11): any field that differs recomputes from scratch. */
+export interface CacheIdentity {
+  model_sha256: string;
+  /** SHA-256 of the bytes that define byte tokenizer v1 (it has no file). */
+  tokenizer_sha256: string;
+  normalization_version: number;
+  /** Null today: prompts are raw text (the field exists). */
+  chat_template_sha256: string | null;
+  numerical_mode: string;
+  kv_layout_version: number;
+  /** The lane's artifact id. */
+  lane: string;
+}
+
+/** A turn's reuse: tokens kept from the cache, tokens prefilled, and why nothing was kept. */
+export interface TurnResult {
+  reused: number;
+  recomputed: number;
+  /** The identity field that differed ('unknown': a cancelled or failed call left the cache unknown), or null. */
+  refused: string | null;
+  committed: number;
+  cancelled: boolean;
+}
+
 /** A runtime with one model and one session; linear memory fixed since activation. */
 export class Loaded {
   private constructor();
@@ -302,6 +326,12 @@ export class Loaded {
   checkMemory(): void;
   prefill(prompt: string | number[], options?: { onProgress?: ((committed: number, total: number) => void) | null }): Promise<{ committed: number; cancelled: boolean }>;
   decode(options?: { maxTokens?: number }): AsyncGenerator<Token, void, void>;
+  /** The identity of the K/V this session computes (set by load()). */
+  identity: CacheIdentity | null;
+  /** The committed tokens (whose K/V the session holds). */
+  committedTokens(): number[];
+  /** One turn with KV prefix reuse: the exact-prefix rule under an equal cache identity; then decode() equals a fresh session's. */
+  turn(prompt: string | number[], options?: { onProgress?: ((committed: number, total: number) => void) | null }): Promise<TurnResult>;
   cancel(): void;
   pathCounters(): Promise<PathCounters>;
   close(): Promise<void>;
@@ -345,3 +375,7 @@ export function startLane(options: any, artifact: any, signed: any, store?: any)
 export function selfTest(rt: any, timeoutMs: number): Promise<{ overall: number; categories: Record<string, TestOutcome>; failedTest: string | null; testIds: string[] }>;
 export function threadsPreconditions(options: any, artifact: any, bytes: Uint8Array, sha256: string): Promise<any>;
 export function buildReceipt(parts: any): Promise<Receipt>;
+export function cacheIdentity(parts: { modelSha256: string; tier: string | null; lane: string }): Promise<CacheIdentity>;
+export function identityMismatch(cached: CacheIdentity | null, current: CacheIdentity | null): string | null;
+export function reusablePrefix(committed: readonly number[], prompt: readonly number[]): number;
+export const IDENTITY_FIELDS: readonly (keyof CacheIdentity)[];

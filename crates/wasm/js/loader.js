@@ -21,14 +21,16 @@
 //               8  admitAndLoad          tr_preflight_header, then the model streamed into Wasm
 //                                        memory (hashed, bounded), tr_model_load only if intact
 //   receipt.js  9  buildReceipt          tinyrustlm.capability-receipt.v1 from observations only
-//   session.js 10  Loaded                prefill, streaming decode, cancel, close
+//   session.js 10  Loaded                prefill, streaming decode, turn (KV prefix reuse), cancel, close
 //   abi.js         the one place that knows the ABI's records
 import { HostError, isNode } from './host.js';
 import { LoaderError, LaneFailure, loaderStats } from './errors.js';
 import { verifySignedManifest, checkVersionFloor, compareVersions, trustRootId, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE } from './trust.js';
 import { runProbes, chooseLanes } from './choice.js';
 import { defaultFetch, openStore, MANIFEST_CAP, SIGNATURE_CAP, CACHE_NAME } from './fetch.js';
-import { startLane, selfTest, threadsPreconditions, modelSpec, admitAndLoad, readCounters, closeRuntime, Loaded, DEFAULT_MEMORY_BUDGET } from './session.js';
+import {
+  startLane, selfTest, threadsPreconditions, modelSpec, admitAndLoad, readCounters, closeRuntime, Loaded, DEFAULT_MEMORY_BUDGET, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
+} from './session.js';
 import { buildReceipt, RECEIPT_SCHEMA } from './receipt.js';
 
 /**
@@ -148,6 +150,7 @@ export async function load(opts) {
     };
     loaded.receipt = await buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model: facts, fetched }); // 9
     loaded.plan = plan;
+    loaded.identity = await cacheIdentity({ modelSha256: model.sha256, tier: facts.tier, lane: artifact.id }); // KV reuse (CONTRACT.md §11)
     return loaded;
   } catch (e) {
     await closeRuntime(rt);
@@ -158,5 +161,5 @@ export async function load(opts) {
 export {
   LoaderError, HostError, loaderStats, Loaded, DEFAULT_MEMORY_BUDGET, SUPPORTED, MANIFEST_PAYLOAD_TYPE, RECEIPT_SCHEMA,
   MANIFEST_CAP, SIGNATURE_CAP, CACHE_NAME, pae, verifySignedManifest, checkVersionFloor, compareVersions, trustRootId,
-  runProbes, chooseLanes, startLane, selfTest, threadsPreconditions, buildReceipt,
+  runProbes, chooseLanes, startLane, selfTest, threadsPreconditions, buildReceipt, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
 };

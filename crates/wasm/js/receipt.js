@@ -14,7 +14,7 @@ export const RECEIPT_SCHEMA = 'tinyrustlm.capability-receipt.v1';
  * Per model tier (SUPPORTED.modelTiers): the receipt's numerical mode (CONTRACT.md §10) and kernel set per lane.
  * @type {Readonly<Record<string, Readonly<{ numericalMode: string, kernelSets: readonly string[] }>>>}
  */
-const TIER_SELECTION = Object.freeze({
+export const TIER_SELECTION = Object.freeze({
   f32: Object.freeze({ numericalMode: 'strict-f32-v1', kernelSets: KERNEL_SETS }),
   int8: Object.freeze({ numericalMode: 'int8-exact-v1', kernelSets: KERNEL_SETS_INT8 }),
 });

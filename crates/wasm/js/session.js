@@ -1,15 +1,18 @@
 // TinyRustLM loader, the session room: a lane started and self-tested (steps 4-6), the model
 // admitted and streamed into Wasm memory (step 8), and `Loaded`, what an integrator uses (10).
-import { instantiate, memoryImport, HostError, TR_CANCELLED } from './host.js';
+import { instantiate, memoryImport, HostError, TR_CANCELLED, sha256Hex } from './host.js';
 import {
   encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, preflightHeader,
   modelLoadAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES,
 } from './abi.js';
-import { KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS } from './constants.js';
+import {
+  KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS, KV_LAYOUT_VERSION, NORMALIZATION_VERSION, TOKENIZER_BYTES,
+} from './constants.js';
 import { LoaderError, LaneFailure, messageOf, stats } from './errors.js';
 import { isolated } from './choice.js';
 import { drain, fetchSigned, fromStore, memoryStream, openResumable, storeQuietly, streamingHashChecked } from './fetch.js';
-import { Sha256 } from './sha256.js';
+import { Sha256, engineSubtle, isShared, sha256Whole } from './sha256.js';
+import { TIER_SELECTION } from './receipt.js';
 
 /** @typedef {import('./host.js').Runtime} Runtime */
 /** @typedef {import('./loader.js').ResolvedOptions} ResolvedOptions */
@@ -359,9 +362,7 @@ export async function modelSpec(o, store) {
   if (spec.bytes) {
     await streamingHashChecked();
     const bytes = spec.bytes instanceof Uint8Array ? spec.bytes : new Uint8Array(spec.bytes);
-    const hash = new Sha256();
-    hash.update(bytes);
-    const sha256 = hash.hex();
+    const { hex: sha256 } = await sha256Whole(bytes); // contiguous: WebCrypto where there is one
     if (sha256 !== spec.sha256) throw new LoaderError('HashMismatch', `model SHA-256 ${sha256.slice(0, 16)}… is not the expected ${spec.sha256.slice(0, 16)}…`, { sha256 });
     return { bytes, size: bytes.length, sha256, record: { what: 'model', url: 'model.bytes', sha256, size: bytes.length, cache: 'off' } };
   }
@@ -514,12 +515,16 @@ async function preflight(o, rt, model, prefix, budgetFor) {
  * @param {Store | null} store
  * @param {ModelSpec} model
  * @param {number} ptr
- * @param {{ sha256: string, length: number }} rest
+ * @param {{ sha256: string | null, length: number }} rest
  */
 async function keepStreamed(o, rt, store, model, ptr, rest) {
-  if (rest.sha256 !== model.sha256 || rest.length !== model.size) {
+  // not hashed while it streamed (drainInto): the whole model, where it landed, before any use
+  const whole = rest.sha256 === null && rest.length === model.size;
+  const sha256 = whole ? (await sha256Whole(rt.bytes(ptr, model.size))).hex : rest.sha256;
+  if (sha256 !== model.sha256 || rest.length !== model.size) {
     if (model.cached && store) await store.drop(model.sha256).catch(() => {});
-    throw new LoaderError('HashMismatch', `model SHA-256 ${rest.sha256.slice(0, 16)}… (${rest.length} bytes) is not the expected ${model.sha256.slice(0, 16)}… (${model.size} bytes)`, { sha256: rest.sha256 });
+    const got = sha256 === null ? 'not hashed' : `${sha256.slice(0, 16)}…`;
+    throw new LoaderError('HashMismatch', `model SHA-256 ${got} (${rest.length} bytes) is not the expected ${model.sha256.slice(0, 16)}… (${model.size} bytes)`, { sha256 });
   }
   if (store && !model.cached) await storeQuietly(o, store, model.record, memoryStream(rt.memory, ptr, model.size));
 }
@@ -538,7 +543,11 @@ async function loadAt(rt, ptr, size) {
 }
 
 /**
- * The head already read, then the rest of `source`, into Wasm memory at `ptr`, hashed and bounded.
+ * The head already read, then the rest of `source`, into Wasm memory at `ptr`, bounded. With
+ * crypto.subtle and unshared memory nothing is hashed here (sha256 null): keepStreamed hashes
+ * the whole model in Wasm memory with WebCrypto, ~5-10x the fastest streaming hash measured
+ * (sha256.js); without it, or in shared memory, `Sha256` hashes every chunk as it arrives. Either way the streaming hash is first checked
+ * against WebCrypto (HashSelfCheck, before a byte is read): a lying digest is refused.
  * @param {Pick<ResolvedOptions, 'onProgress'>} o
  * @param {Runtime} rt
  * @param {number} ptr
@@ -547,8 +556,16 @@ async function loadAt(rt, ptr, size) {
  * @param {Uint8Array} first
  */
 async function drainInto(o, rt, ptr, source, model, first) {
-  const hash = new Sha256();
-  hash.update(first);
+  try {
+    await streamingHashChecked();
+  } catch (e) {
+    source.cancel();
+    throw e;
+  }
+  // shared memory (the threads lane) is hashed while it streams: WebCrypto would need a copy of
+  // the whole model (+1x its size, and ~200 MB/s in Chromium, measured), which the plan forbids
+  const hash = engineSubtle() && !isShared(rt.memory.buffer) ? null : new Sha256();
+  if (hash) hash.update(first);
   rt.bytes(ptr, first.length).set(first);
   return drain(o, source, {
     what: 'model',
@@ -562,6 +579,56 @@ async function drainInto(o, rt, ptr, source, model, first) {
       rt.bytes(ptr + at, chunk.length).set(chunk);
     },
   });
+}
+
+// ---- KV prefix reuse (CONTRACT.md §11) ----------------------------------------------------------
+
+/** @typedef {import('./loader.js').CacheIdentity} CacheIdentity */
+/** The cache identity's fields, in the order a mismatch is reported (crates/core/src/session/reuse.rs). */
+export const IDENTITY_FIELDS = Object.freeze(/** @type {const} */ (['model_sha256', 'tokenizer_sha256', 'normalization_version', 'chat_template_sha256', 'numerical_mode', 'kv_layout_version', 'lane']));
+
+/**
+ * The identity a session's K/V is computed under: the model's SHA-256, tokenizer v1 (the SHA-256
+ * of its defining bytes, its normalization version), no chat template, the tier's numerical mode,
+ * the K/V layout version and the lane (artifact id).
+ * @param {{ modelSha256: string, tier: string | null, lane: string }} parts
+ * @returns {Promise<CacheIdentity>}
+ */
+export async function cacheIdentity({ modelSha256, tier, lane }) {
+  const mode = TIER_SELECTION[tier || 'f32'];
+  if (mode === undefined) throw new LoaderError('UnsupportedModelTier', `no numerical mode for model tier ${tier}`);
+  return {
+    model_sha256: modelSha256,
+    tokenizer_sha256: await sha256Hex(new TextEncoder().encode(TOKENIZER_BYTES)),
+    normalization_version: NORMALIZATION_VERSION,
+    chat_template_sha256: null,
+    numerical_mode: mode.numericalMode,
+    kv_layout_version: KV_LAYOUT_VERSION,
+    lane,
+  };
+}
+
+/**
+ * The first identity field where `cached` and `current` differ (null: equal field for field).
+ * @param {CacheIdentity | null} cached
+ * @param {CacheIdentity | null} current
+ * @returns {string | null}
+ */
+export function identityMismatch(cached, current) {
+  if (cached === null || current === null) return 'identity';
+  return IDENTITY_FIELDS.find((f) => cached[f] !== current[f]) ?? null;
+}
+
+/**
+ * The exact-prefix rule: with keep = min(committed, prompt - 1), the first `keep` committed ids
+ * must equal the prompt's first `keep` ids, id for id; then `keep`, else 0.
+ * @param {readonly number[]} committed
+ * @param {readonly number[]} prompt
+ */
+export function reusablePrefix(committed, prompt) {
+  const keep = Math.min(committed.length, Math.max(prompt.length - 1, 0));
+  for (let i = 0; i < keep; i++) if (committed[i] !== prompt[i]) return 0;
+  return keep;
 }
 
 // ---- 10. use ----------------------------------------------------------------------------------------
@@ -596,6 +663,10 @@ export class Loaded {
   decodeWindow = 0;
   memoryBytes = 0;
   budget = 0;
+  /** @type {CacheIdentity | null} what K/V computed now is computed under (set by load()) */
+  identity = null;
+  /** @type {{ tokens: number[], pending: boolean, known: boolean, under: CacheIdentity | null }} the runtime's tokens: fed, plus the sampled-not-fed one */
+  cache = { tokens: [], pending: false, known: true, under: null };
 
   /** @param {Activation} a */
   constructor(a) {
@@ -664,14 +735,20 @@ export class Loaded {
   async prefill(prompt, { onProgress = null } = {}) {
     const tokens = typeof prompt === 'string' ? encodePrompt(prompt) : [...prompt];
     const epoch = this.cancelEpoch;
+    const cache = this.cache;
+    if (cache.tokens.length === 0) cache.under = this.identity === null ? null : { ...this.identity };
     let committed = 0;
     while (committed < tokens.length) {
       if (this.cancelEpoch !== epoch) return { committed, cancelled: true };
       const chunk = tokens.slice(committed, committed + this.prefillChunk);
       writeTokens(this.rt, this.tokenWindow, chunk);
       const code = await this.call('tr_prefill', this.session, this.tokenWindow, chunk.length);
+      // cancelled or failed: whether the pending token was fed is not known, so the next turn recomputes
+      if (code !== 0) cache.known = false;
       if (code === TR_CANCELLED) return { committed, cancelled: true }; // nothing of this chunk committed
       if (code !== 0) throw new LoaderError('RuntimeError', `tr_prefill returned ${code}`, { code, committed });
+      cache.tokens.push(...chunk);
+      cache.pending = false;
       committed += chunk.length;
       if (onProgress) onProgress(committed, tokens.length);
       if (!this.threads) await new Promise((r) => setTimeout(r, 0)); // let a cancel() in
@@ -689,13 +766,50 @@ export class Loaded {
       if (this.cancelEpoch !== epoch) return;
       const code = await this.call('tr_decode', this.session, this.decodeWindow);
       if (code === TR_CANCELLED) return; // nothing committed for this step
-      if (code !== 0) throw new LoaderError('RuntimeError', `tr_decode returned ${code}`, { code });
+      if (code !== 0) {
+        this.cache.known = false;
+        throw new LoaderError('RuntimeError', `tr_decode returned ${code}`, { code });
+      }
       const { token, done } = readDecodeRecord(this.rt, this.decodeWindow);
+      this.cache.tokens.push(token); // sampled, not fed: pending until the next prefill
+      this.cache.pending = true;
       const text = token < 256 ? this.decoder.decode(new Uint8Array([token]), { stream: true }) : '';
       yield { token, text, done };
       if (done || token === EOS) return;
       if (!this.threads) await new Promise((r) => setTimeout(r, 0));
     }
+  }
+
+  /** The committed tokens: those whose K/V rows the session holds (not the pending sampled one). */
+  committedTokens() {
+    const { tokens, pending } = this.cache;
+    return tokens.slice(0, tokens.length - (pending ? 1 : 0));
+  }
+
+  /**
+   * One turn with KV prefix reuse (CONTRACT.md §11): the session keeps the committed tokens the
+   * exact-prefix rule allows when the identity they were computed under equals `identity` field
+   * for field (else it recomputes from scratch), restarts the sampler, and prefills the rest.
+   * What `decode()` then yields equals a fresh session's bit for bit. Resolves to { reused,
+   * recomputed, refused (the identity field that differed, or null), committed, cancelled }.
+   * @param {string | number[]} prompt
+   * @param {{ onProgress?: ((committed: number, total: number) => void) | null }} [options]
+   * @returns {Promise<import('./loader.js').TurnResult>}
+   */
+  async turn(prompt, options = {}) {
+    const tokens = typeof prompt === 'string' ? encodePrompt(prompt) : [...prompt];
+    if (tokens.length === 0 || !tokens.every((t) => Number.isInteger(t) && t >= 0 && t <= 0xffffffff)) {
+      throw new LoaderError('BadOptions', 'turn() takes a non-empty prompt of token ids (u32)');
+    }
+    const cache = this.cache;
+    const committed = this.committedTokens();
+    const refused = committed.length === 0 ? null : !cache.known ? 'unknown' : identityMismatch(cache.under, this.identity);
+    const keep = refused === null ? reusablePrefix(committed, tokens) : 0;
+    const code = await this.call('tr_session_rewind', this.session, keep);
+    if (code !== 0) throw new LoaderError('RuntimeError', `tr_session_rewind returned ${code}`, { code });
+    this.cache = { tokens: tokens.slice(0, keep), pending: false, known: true, under: this.identity === null ? null : { ...this.identity } };
+    const fed = await this.prefill(tokens.slice(keep), options);
+    return { reused: keep, recomputed: tokens.length - keep, refused, ...fed };
   }
 
   /** Stops the prefill or decode in flight (threads lane: inside the operation; else between calls). */

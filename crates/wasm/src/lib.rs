@@ -172,6 +172,11 @@ impl Runtime {
         s.session.set_prefill_tile(&s.model, tile as usize)
     }
 
+    pub fn session_rewind(&mut self, session: u64, keep: u32) -> TrReturn<()> {
+        let s = self.handles.session(session)?;
+        s.session.rewind(&s.model, keep as usize)
+    }
+
     pub fn session_digest(&mut self, session: u64, out: u32) -> TrReturn<()> {
         self.windows.get_mut(out, DIGEST_RECORD_BYTES)?;
         let s = self.handles.session(session)?;
@@ -290,6 +295,13 @@ pub extern "C" fn tr_decode(session: u64, out: u32) -> i32 {
 #[no_mangle]
 pub extern "C" fn tr_session_prefill_tile(session: u64, tile: u32) -> i32 {
     with_runtime(|rt| code(rt.session_prefill_tile(session, tile)))
+}
+
+/// Keeps the first `keep` committed tokens (KV prefix reuse): drops the pending token, restarts
+/// the sampler from (seed, stream), invalidates the logits; `keep` > position: `InvalidArgument`.
+#[no_mangle]
+pub extern "C" fn tr_session_rewind(session: u64, keep: u32) -> i32 {
+    with_runtime(|rt| code(rt.session_rewind(session, keep)))
 }
 
 /// `out` <- [u64 position, u64 logits digest (0 = none), u64 K/V digest]: 24 bytes.

@@ -184,3 +184,27 @@ fn header_preflight_equals_preflight_of_the_loaded_model() {
         Err(TrResult::InvalidModel)
     );
 }
+
+#[test]
+fn rewind_keeps_a_prefix_and_refuses_beyond_the_position() {
+    let mut rt = Runtime::default();
+    let model = load_tiny(&mut rt);
+    let cfg = put(&mut rt, &greedy_config(0));
+    let out = rt.alloc(24);
+    assert_eq!(rt.session_new(model, cfg, 40, out), Ok(()));
+    let session = read_u64(&mut rt, out);
+    let prompt: Vec<u8> = [256u32, 116, 105, 110, 121].iter().flat_map(|t| t.to_le_bytes()).collect();
+    let tokens = put(&mut rt, &prompt);
+    assert_eq!(rt.prefill(session, tokens, 5), Ok(()));
+    assert_eq!(rt.decode(session, out), Ok(()));
+    assert_eq!(rt.session_rewind(session, 6), Err(TrResult::InvalidArgument), "the pending token is not cached");
+    assert_eq!(rt.session_rewind(session, 4), Ok(()));
+    assert_eq!(rt.session_digest(session, out), Ok(()));
+    assert_eq!(read_u64(&mut rt, out), 4);
+    assert_eq!(rt.decode(session, out), Err(TrResult::InvalidArgument), "no logits after a rewind");
+    // the last prompt token again: the same first token as the fresh run
+    assert_eq!(rt.prefill(session, tokens + 16, 1), Ok(()));
+    assert_eq!(rt.decode(session, out), Ok(()));
+    assert_eq!(le_u32(rt.windows.get_mut(out, 4).unwrap(), 0), selftest::TINY_EXPECTED[0]);
+    assert_eq!(rt.session_rewind(session + (1 << 32), 0), Err(TrResult::InvalidHandle), "a handle never issued");
+}

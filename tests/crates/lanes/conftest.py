@@ -77,16 +77,19 @@ def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def drive() -> Drive:
     """Runs `node tests/crates/lanes/drive.mjs ARGS...` and returns its JSON document."""
 
-    def run(*args: str | Path, timeout: float = DRIVE_TIMEOUT_S) -> Any:
+    def run(
+        *args: str | Path, timeout: float = DRIVE_TIMEOUT_S, script: Path = HERE / "drive.mjs"
+    ) -> Any:
         done = subprocess.run(
-            [str(nodejs.executable()), str(HERE / "drive.mjs"), *map(str, args)],
+            [str(nodejs.executable()), str(script), *map(str, args)],
             capture_output=True,
             text=True,
             timeout=timeout,
             env={**os.environ, "NODE_NO_WARNINGS": "1"},
         )
         if done.returncode != 0:
-            pytest.fail(f"drive.mjs {args[0]} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+            tail = done.stderr[-4000:]
+            pytest.fail(f"{script.name} {args[0]} failed ({done.returncode}):\n{tail}")
         return json.loads(done.stdout)
 
     return run

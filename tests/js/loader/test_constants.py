@@ -23,6 +23,7 @@ SOURCES = (
     constants.CATEGORIES_RS,
     constants.QUANT_RS,
     constants.MODEL_RS,
+    constants.REUSE_RS,
 )
 
 
