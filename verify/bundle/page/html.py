@@ -50,6 +50,13 @@ def _attr_name(name: str) -> str:
     return name.replace("_", "-")
 
 
+def prose(tag: str, text: str, **attrs: str) -> ET.Element:
+    """An element of this package's own sentences, where `a command` in backticks becomes
+    <code>a command</code> (never used for a document's fields: those go through el())."""
+    parts = text.split("`")
+    return el(tag, *(el("code", p) if i % 2 else p for i, p in enumerate(parts) if p), **attrs)
+
+
 def section(ident: str, *children: ET.Element | str | None) -> ET.Element:
     """A <section id=ident> (the page's navigation links to it)."""
     return el("section", *children, id=ident)

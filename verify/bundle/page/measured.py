@@ -9,14 +9,14 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from verify.bundle.page.charts import bar_chart
-from verify.bundle.page.html import el, section, table
+from verify.bundle.page.html import el, prose, section, table
 from verify.formats.conformance import AnyReport
 
 
 def speed_section(report: AnyReport | None) -> ET.Element:
     head = el("h2", "Speed")
     rows = list(report.speed) if report is not None else []
-    absent = el(
+    absent = prose(
         "p",
         "This release carries no bench document: tok/s per lane and tier, prefill against "
         "decode and the roofline are measured by `nox -s bench`, outside the bundle.",

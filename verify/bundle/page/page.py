@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 from verify.bundle.layout import ATTESTED_FIXED_FILES, OPTIONAL_ATTESTED_FILES, REPORT_PAGE
 from verify.bundle.page.diff import diff_section
-from verify.bundle.page.html import el, page_bytes, section, style_sheet, table
+from verify.bundle.page.html import el, page_bytes, prose, section, style_sheet, table
 from verify.bundle.page.inputs import PageInputs, Release
 from verify.bundle.page.lanes import lanes_section
 from verify.bundle.page.matrix import matrix_section
@@ -99,7 +99,7 @@ def summary_section(release: Release, verified: VerifiedView | None) -> ET.Eleme
     if m.unsmoked_lanes:
         facts.append(("shipped without a self-test", ", ".join(m.unsmoked_lanes)))
     if verified is None:
-        signers: ET.Element = el(
+        signers: ET.Element = prose(
             "p",
             "Signatures are not on this page: co-signers add theirs after it is written. "
             "`tinyrustlm-verify bundle` counts them against your trust policy's threshold "
@@ -155,7 +155,7 @@ def verification_section(inputs: PageInputs, verified: VerifiedView | None) -> E
         "verification",
         el("h2", "Verification"),
         release_checks,
-        el("p", intro),
+        prose("p", intro),
         table(("step", "check", "verdict"), rows, id="steps"),
     )
 

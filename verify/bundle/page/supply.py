@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from verify.bundle.page.html import el, section, table
+from verify.bundle.page.html import el, prose, section, table
 from verify.bundle.page.inputs import Release
 
 NOT_DECLARED = "not declared"
@@ -61,7 +61,7 @@ def provenance_section(subjects: Sequence[tuple[str, str]], page: str) -> ET.Ele
             el("summary", f"{len(rows)} subjects"),
             table(("file", "SHA-256"), rows, id="subjects"),
         ),
-        el(
+        prose(
             "p",
             "Rebuild attestations are not part of the bundle: third parties publish them and "
             "`tinyrustlm-verify bundle --rebuilders FILE --require-rebuilds K "
