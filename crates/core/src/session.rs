@@ -228,6 +228,22 @@ impl Session {
         Some((self.key_cache.get(base..end)?, self.value_cache.get(base..end)?))
     }
 
+    /// Overwrites every K and V row at positions `position..context` (rows no commit covers:
+    /// never written, or left by a cancelled or failed tile) with `value`, for fault-injection
+    /// tests: a forward must never read them, so filling them with NaN must change nothing.
+    #[doc(hidden)]
+    pub fn fill_uncommitted_kv(&mut self, model: &Model, value: f32) -> TrReturn<()> {
+        self.check_model(model)?;
+        let hd = model.config.head_dim as usize;
+        let runs = self.key_cache.len() / (self.context * hd).max(1);
+        for run in 0..runs {
+            let rows = (run * self.context + self.position) * hd..(run + 1) * self.context * hd;
+            self.key_cache.get_mut(rows.clone()).ok_or(TrResult::InternalInvariant)?.fill(value);
+            self.value_cache.get_mut(rows).ok_or(TrResult::InternalInvariant)?.fill(value);
+        }
+        Ok(())
+    }
+
     /// Committed positions (tokens whose K/V are in the cache).
     pub fn position(&self) -> usize {
         self.position

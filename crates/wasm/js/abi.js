@@ -167,15 +167,18 @@ export async function setPrefillTile(rt, session, tile) {
   return rt.call('tr_session_prefill_tile', session, tile);
 }
 
+/** Bytes `tr_session_digest` writes: position, logits digest, K/V digest (u64 each). */
+export const DIGEST_BYTES = 24;
+
 /** { position, logits, kv }: the session's committed position and FNV-1a digests (BigInt) of
  * its logits (0n = none) and committed K/V rows (tr_session_digest).
  * @param {Runtime} rt
  * @param {bigint} session
  */
 export async function sessionDigest(rt, session) {
-  return withWindow(rt, 24, async (ptr) => {
+  return withWindow(rt, DIGEST_BYTES, async (ptr) => {
     await check(rt, 'tr_session_digest', session, ptr);
-    const v = view(rt, ptr, 24);
+    const v = view(rt, ptr, DIGEST_BYTES);
     return { position: v.getBigUint64(0, true), logits: v.getBigUint64(8, true), kv: v.getBigUint64(16, true) };
   });
 }

@@ -1,6 +1,6 @@
 // TinyRustLM loader, the choice room: feature probes (step 2) and lane choice (step 3).
 import { isNode, sha256Hex } from './host.js';
-import { LoaderError } from './errors.js';
+import { LoaderError, laneFailureRecord } from './errors.js';
 import { PROBES } from './probes.js';
 // Manifest feature name -> the probe that must validate for it (null: the lowest lane's),
 // generated from verify's feature table and lane policy.
@@ -47,14 +47,15 @@ export function isolated() {
 /**
  * Step 3: { candidates: [artifact...] best first, attempts: [skipped...] }. A lane is a
  * candidate when every required feature's probe validates, it is not denied by the integrator
- * or disabled by the signed manifest, and it has isolation if it requires it. "Best" = needs
+ * or disabled by the signed manifest, it has isolation if it requires it, and it has not failed
+ * while running in this page (`failed`: the lane failure record, errors.js). "Best" = needs
  * the most features.
  * @param {Pick<import('./trust.js').Manifest, 'artifacts' | 'disabled_lanes'>} manifest
  * @param {Record<string, { validates: boolean }>} probes
- * @param {{ denyLanes?: string[], isolation?: boolean }} [options]
+ * @param {{ denyLanes?: string[], isolation?: boolean, failed?: Record<string, { code: string, detail: string }> }} [options]
  * @returns {{ candidates: Artifact[], attempts: LaneAttempt[] }}
  */
-export function chooseLanes(manifest, probes, { denyLanes = [], isolation = isolated() } = {}) {
+export function chooseLanes(manifest, probes, { denyLanes = [], isolation = isolated(), failed = laneFailureRecord() } = {}) {
   const disabled = manifest.disabled_lanes || [];
   const ranked = [...manifest.artifacts].sort((a, b) => b.required_features.length - a.required_features.length);
   /** @type {Artifact[]} */
@@ -73,6 +74,7 @@ export function chooseLanes(manifest, probes, { denyLanes = [], isolation = isol
     else if (denyLanes.includes(a.id)) skip(a, 'LaneDenied', 'denied by the integrator (denyLanes)');
     else if (missing.length > 0) skip(a, 'FeatureMissing', `probe(s) for ${missing.join(', ')} do not validate`);
     else if (a.requires_cross_origin_isolation && !isolation) skip(a, 'NotIsolated', 'the context is not cross-origin isolated');
+    else if (Object.hasOwn(failed, a.id)) skip(a, 'LaneFailed', `failed while running in this page (${failed[a.id].code}: ${failed[a.id].detail})`);
     else candidates.push(a);
   }
   return { candidates, attempts };

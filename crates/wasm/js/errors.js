@@ -51,3 +51,30 @@ export const stats = { instantiations: 0, live: 0, modelLoads: 0 };
 export function loaderStats() {
   return { ...stats };
 }
+
+/**
+ * Lanes that failed while running in this page (or node process): artifact id -> what failed.
+ * A worker that dies mid-run records its lane here, and the next `load()` skips it
+ * (`LaneFailed`, unless `retryFailedLanes`), so it falls back to the next lane.
+ * @type {Map<string, { code: import('./loader.js').LoaderErrorCode, detail: string }>}
+ */
+const laneFailures = new Map();
+
+/**
+ * @param {string} artifactId
+ * @param {import('./loader.js').LoaderErrorCode} code
+ * @param {string} detail
+ */
+export function recordLaneFailure(artifactId, code, detail) {
+  if (!laneFailures.has(artifactId)) laneFailures.set(artifactId, { code, detail }); // the first failure is the cause
+}
+
+/** A copy of the lane failure record: { artifact id: { code, detail } }. */
+export function laneFailureRecord() {
+  return Object.fromEntries([...laneFailures].map(([id, f]) => [id, { ...f }]));
+}
+
+/** Forgets every recorded lane failure (the next load tries every lane again). */
+export function forgetLaneFailures() {
+  laneFailures.clear();
+}

@@ -246,6 +246,8 @@ class ThreadedRuntime {
     this.pending = new Map();
     this.cancelPtr = 0;
     this.closing = false;
+    /** @type {string | null} why the leader is gone: every later call fails at once (never hangs) */
+    this.dead = null;
     leader.onMessage((m) => {
       if (m.type !== 'result' || m.seq === undefined) return;
       const p = this.pending.get(m.seq);
@@ -280,6 +282,7 @@ class ThreadedRuntime {
 
   /** @param {string} why */
   failAll(why) {
+    this.dead = why;
     for (const p of this.pending.values()) p.reject(new HostError(why, TR_WORKER_FAILURE));
     this.pending.clear();
   }
@@ -292,6 +295,7 @@ class ThreadedRuntime {
   call(name, ...args) {
     const seq = ++this.seq;
     return new Promise((resolve, reject) => {
+      if (this.dead !== null) return reject(new HostError(this.dead, TR_WORKER_FAILURE));
       this.pending.set(seq, { resolve, reject });
       this.leader.post({ type: 'call', seq, name, args });
     });
@@ -316,6 +320,11 @@ class ThreadedRuntime {
    */
   kill(id) {
     return this.workerPorts[id].terminate();
+  }
+
+  /** The leader dies now (fault injection: calls in flight and every later one must fail). */
+  killLeader() {
+    return this.leader.terminate();
   }
 
   /** Failures reported by workers so far (a trap or an unexpected exit), oldest first. */

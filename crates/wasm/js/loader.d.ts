@@ -40,6 +40,7 @@ export type LoaderErrorCode =
   | 'MemoryBudget'
   | 'MemoryGrew'
   | 'RuntimeError'
+  | 'WorkerFailure'
   | 'Closed'
   | 'CacheQuota'
   | 'CacheFailed'
@@ -48,6 +49,7 @@ export type LoaderErrorCode =
   | 'LaneDenied'
   | 'FeatureMissing'
   | 'NotIsolated'
+  | 'LaneFailed'
   | 'CompileFailed'
   | 'InstantiateFailed'
   | 'ThreadsPrecondition'
@@ -161,6 +163,8 @@ export interface LoadOptions {
   onCacheError?: ((error: LoaderError) => void) | null;
   /** Wasm lane ids never to select. */
   denyLanes?: string[];
+  /** Try lanes that failed while running in this page (a worker died: `WorkerFailure`) again; by default the next load skips them (`LaneFailed`). */
+  retryFailedLanes?: boolean;
   /** Threads lane: worker count, 1..8 (default 2). */
   workers?: number;
   /** Bytes the runtime may use (default: 1 GiB, threads lane: its fixed memory). */
@@ -200,6 +204,7 @@ export interface ResolvedOptions {
   onProgress: ((progress: Progress) => void) | null;
   onCacheError: ((error: LoaderError) => void) | null;
   denyLanes: string[];
+  retryFailedLanes: boolean;
   workers: number;
   memoryBudget: number | null;
   context: number;
@@ -322,6 +327,8 @@ export class Loaded {
   readonly rt: any;
   readonly model: bigint;
   readonly session: bigint;
+  /** The artifact id of the lane (set by load(); a `WorkerFailure` records it as failed for the next load). */
+  artifactId: string | null;
   /** Throws `MemoryGrew` when linear memory changed since activation. */
   checkMemory(): void;
   prefill(prompt: string | number[], options?: { onProgress?: ((committed: number, total: number) => void) | null }): Promise<{ committed: number; cancelled: boolean }>;
@@ -342,6 +349,11 @@ export function load(options: LoadOptions): Promise<Loaded>;
 
 /** The loader's counters: module instantiations started, runtimes alive, models loaded. */
 export function loaderStats(): { instantiations: number; live: number; modelLoads: number };
+
+/** Lanes that failed while running in this page (artifact id -> the failure); the next load skips them. */
+export function laneFailureRecord(): Record<string, { code: LoaderErrorCode; detail: string }>;
+/** Forgets every recorded lane failure. */
+export function forgetLaneFailures(): void;
 
 /** -1, 0 or 1: the order of two major.minor.patch versions. */
 export function compareVersions(a: string, b: string): -1 | 0 | 1;
@@ -370,7 +382,7 @@ export function verifySignedManifest(options: { baseUrl: URL; trustedKeys: Trust
 export function checkVersionFloor(options: { trustedKeys: TrustedKeys; minVersion?: string | null; allowDowngrade?: boolean; versionFile?: string | null; rememberVersion?: boolean }, manifest: { version: string }): Promise<{ floor: string | null; remembered: string | null }>;
 export function trustRootId(trustedKeys: TrustedKeys): Promise<string>;
 export function runProbes(probes?: readonly any[], onProgress?: ((p: Progress) => void) | null): Promise<Record<string, { version: number; sha256: string; validates: boolean }>>;
-export function chooseLanes(manifest: any, probes: Record<string, { validates: boolean }>, options?: { denyLanes?: string[]; isolation?: boolean }): { candidates: any[]; attempts: LaneAttempt[] };
+export function chooseLanes(manifest: any, probes: Record<string, { validates: boolean }>, options?: { denyLanes?: string[]; isolation?: boolean; failed?: Record<string, { code: string; detail: string }> }): { candidates: any[]; attempts: LaneAttempt[] };
 export function startLane(options: any, artifact: any, signed: any, store?: any): Promise<any>;
 export function selfTest(rt: any, timeoutMs: number): Promise<{ overall: number; categories: Record<string, TestOutcome>; failedTest: string | null; testIds: string[] }>;
 export function threadsPreconditions(options: any, artifact: any, bytes: Uint8Array, sha256: string): Promise<any>;

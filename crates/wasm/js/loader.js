@@ -24,7 +24,7 @@
 //   session.js 10  Loaded                prefill, streaming decode, turn (KV prefix reuse), cancel, close
 //   abi.js         the one place that knows the ABI's records
 import { HostError, isNode } from './host.js';
-import { LoaderError, LaneFailure, loaderStats } from './errors.js';
+import { LoaderError, LaneFailure, loaderStats, laneFailureRecord, forgetLaneFailures } from './errors.js';
 import { verifySignedManifest, checkVersionFloor, compareVersions, trustRootId, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE } from './trust.js';
 import { runProbes, chooseLanes } from './choice.js';
 import { defaultFetch, openStore, MANIFEST_CAP, SIGNATURE_CAP, CACHE_NAME } from './fetch.js';
@@ -77,6 +77,7 @@ function normalise(opts) {
     onProgress: null,
     onCacheError: null,
     denyLanes: [],
+    retryFailedLanes: false,
     workers: 2,
     memoryBudget: null,
     context: 0,
@@ -113,7 +114,7 @@ export async function load(opts) {
   const signed = await verifySignedManifest(o); // 1
   await checkVersionFloor(o, signed.manifest); // 1b: no older release than accepted before
   const probes = await runProbes(undefined, o.onProgress); // 2
-  const { candidates, attempts } = chooseLanes(signed.manifest, probes, { denyLanes: o.denyLanes }); // 3
+  const { candidates, attempts } = chooseLanes(signed.manifest, probes, { denyLanes: o.denyLanes, failed: o.retryFailedLanes ? {} : laneFailureRecord() }); // 3
   const store = await openStore(o);
   const model = await modelSpec(o, store); // bytes: hashed now; url: size bound, cache checked
   const fetched = [];
@@ -150,6 +151,7 @@ export async function load(opts) {
     };
     loaded.receipt = await buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model: facts, fetched }); // 9
     loaded.plan = plan;
+    loaded.artifactId = artifact.id; // a worker failure records this lane (the next load skips it)
     loaded.identity = await cacheIdentity({ modelSha256: model.sha256, tier: facts.tier, lane: artifact.id }); // KV reuse (CONTRACT.md §11)
     return loaded;
   } catch (e) {
@@ -159,7 +161,7 @@ export async function load(opts) {
 }
 
 export {
-  LoaderError, HostError, loaderStats, Loaded, DEFAULT_MEMORY_BUDGET, SUPPORTED, MANIFEST_PAYLOAD_TYPE, RECEIPT_SCHEMA,
+  LoaderError, HostError, loaderStats, laneFailureRecord, forgetLaneFailures, Loaded, DEFAULT_MEMORY_BUDGET, SUPPORTED, MANIFEST_PAYLOAD_TYPE, RECEIPT_SCHEMA,
   MANIFEST_CAP, SIGNATURE_CAP, CACHE_NAME, pae, verifySignedManifest, checkVersionFloor, compareVersions, trustRootId,
   runProbes, chooseLanes, startLane, selfTest, threadsPreconditions, buildReceipt, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
 };

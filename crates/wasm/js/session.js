@@ -1,14 +1,14 @@
 // TinyRustLM loader, the session room: a lane started and self-tested (steps 4-6), the model
 // admitted and streamed into Wasm memory (step 8), and `Loaded`, what an integrator uses (10).
-import { instantiate, memoryImport, HostError, TR_CANCELLED, sha256Hex } from './host.js';
+import { instantiate, memoryImport, HostError, TR_CANCELLED, TR_WORKER_FAILURE, sha256Hex } from './host.js';
 import {
   encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, preflightHeader,
-  modelLoadAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES,
+  modelLoadAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
 } from './abi.js';
 import {
   KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS, KV_LAYOUT_VERSION, NORMALIZATION_VERSION, TOKENIZER_BYTES,
 } from './constants.js';
-import { LoaderError, LaneFailure, messageOf, stats } from './errors.js';
+import { LoaderError, LaneFailure, messageOf, recordLaneFailure, stats } from './errors.js';
 import { isolated } from './choice.js';
 import { drain, fetchSigned, fromStore, memoryStream, openResumable, storeQuietly, streamingHashChecked } from './fetch.js';
 import { Sha256, engineSubtle, isShared, sha256Whole } from './sha256.js';
@@ -635,7 +635,7 @@ export function reusablePrefix(committed, prompt) {
 
 /**
  * What an activated runtime is made of (`Loaded.activate`).
- * @typedef {{ rt: Runtime, lane: string, threads: boolean, context: number, prefillChunk: number, model: bigint, session: bigint, tokenWindow: number, decodeWindow: number, memoryBytes: number, budget: number }} Activation
+ * @typedef {{ rt: Runtime, lane: string, threads: boolean, context: number, prefillChunk: number, model: bigint, session: bigint, tokenWindow: number, decodeWindow: number, digestWindow: number, memoryBytes: number, budget: number }} Activation
  */
 
 /** A runtime with one model and one session, memory fixed since activation. */
@@ -661,10 +661,13 @@ export class Loaded {
   session;
   tokenWindow = 0;
   decodeWindow = 0;
+  digestWindow = 0;
   memoryBytes = 0;
   budget = 0;
   /** @type {CacheIdentity | null} what K/V computed now is computed under (set by load()) */
   identity = null;
+  /** @type {string | null} the lane's artifact id (set by load()): a worker failure records it */
+  artifactId = null;
   /** @type {{ tokens: number[], pending: boolean, known: boolean, under: CacheIdentity | null }} the runtime's tokens: fed, plus the sampled-not-fed one */
   cache = { tokens: [], pending: false, known: true, under: null };
 
@@ -682,6 +685,7 @@ export class Loaded {
     this.session = a.session;
     this.tokenWindow = a.tokenWindow;
     this.decodeWindow = a.decodeWindow;
+    this.digestWindow = a.digestWindow;
     this.memoryBytes = a.memoryBytes;
     this.budget = a.budget;
   }
@@ -703,10 +707,11 @@ export class Loaded {
     // The windows every later call uses, allocated now so nothing allocates after activation.
     const tokenWindow = await rt.call('tr_alloc', 4 * Math.max(prefillChunk, 1));
     const decodeWindow = await rt.call('tr_alloc', DECODE_RECORD_BYTES);
-    if (tokenWindow === 0 || decodeWindow === 0) throw new LoaderError('RuntimeError', 'tr_alloc failed during activation');
+    const digestWindow = await rt.call('tr_alloc', DIGEST_BYTES);
+    if (tokenWindow === 0 || decodeWindow === 0 || digestWindow === 0) throw new LoaderError('RuntimeError', 'tr_alloc failed during activation');
     const memoryBytes = rt.memory.buffer.byteLength; // never changes from here on
     if (memoryBytes > budget && !threads) throw new LoaderError('MemoryBudget', `memory is ${memoryBytes} bytes after activation, over the budget of ${budget}`);
-    return new Loaded({ rt, lane: KERNEL_SETS[lane], threads, context, prefillChunk, model: handle, session: made.session, tokenWindow, decodeWindow, memoryBytes, budget });
+    return new Loaded({ rt, lane: KERNEL_SETS[lane], threads, context, prefillChunk, model: handle, session: made.session, tokenWindow, decodeWindow, digestWindow, memoryBytes, budget });
   }
 
   checkMemory() {
@@ -720,9 +725,36 @@ export class Loaded {
    */
   async call(name, ...args) {
     if (this.closed) throw new LoaderError('Closed', 'the runtime was closed');
-    const r = await this.rt.call(name, ...args);
+    let r;
+    try {
+      r = await this.rt.call(name, ...args);
+    } catch (e) {
+      // the leader died (or a worker, seen by the host): never a hang, a typed error
+      if (e instanceof HostError && e.code === TR_WORKER_FAILURE) throw this.workerFailure(`${name}: ${e.message}`);
+      throw e;
+    }
     this.checkMemory();
+    // a worker died or fell silent: the pool has failed, and every later operation would too
+    if (this.threads && r === TR_WORKER_FAILURE) throw this.workerFailure(`${name} returned ${r} (WorkerFailure: a worker of the pool died or fell silent)`);
     return r;
+  }
+
+  /**
+   * A worker failure: the session's state is unknown from here on, and the lane is recorded as
+   * failed, so the next load() in this page falls back to the next lane (`LaneFailed`).
+   * @param {string} message
+   */
+  workerFailure(message) {
+    this.cache.known = false;
+    if (this.artifactId !== null) recordLaneFailure(this.artifactId, 'WorkerFailure', message);
+    return new LoaderError('WorkerFailure', message, { code: TR_WORKER_FAILURE, lane: this.artifactId });
+  }
+
+  /** The session's committed position (tr_session_digest, into the window of activation). */
+  async position() {
+    const code = await this.call('tr_session_digest', this.session, this.digestWindow);
+    if (code !== 0) throw new LoaderError('RuntimeError', `tr_session_digest returned ${code}`, { code });
+    return Number(new DataView(this.rt.memory.buffer, this.digestWindow, 8).getBigUint64(0, true));
   }
 
   /**
@@ -738,22 +770,49 @@ export class Loaded {
     const cache = this.cache;
     if (cache.tokens.length === 0) cache.under = this.identity === null ? null : { ...this.identity };
     let committed = 0;
+    // threads lane: a cancel lands inside a call, after any whole tile; the position says which
+    let base = this.threads ? await this.position() : 0;
     while (committed < tokens.length) {
       if (this.cancelEpoch !== epoch) return { committed, cancelled: true };
       const chunk = tokens.slice(committed, committed + this.prefillChunk);
+      const pending = cache.pending; // fed first, then the chunk
       writeTokens(this.rt, this.tokenWindow, chunk);
-      const code = await this.call('tr_prefill', this.session, this.tokenWindow, chunk.length);
-      // cancelled or failed: whether the pending token was fed is not known, so the next turn recomputes
+      const code = await this.call('tr_prefill', this.session, this.tokenWindow, chunk.length).catch((e) => {
+        if (e instanceof LoaderError) e.detail.committed = committed; // tokens of this call committed before the failing one
+        throw e;
+      });
+      // cancelled or failed: the next turn recomputes (the cache is not trusted after either)
       if (code !== 0) cache.known = false;
-      if (code === TR_CANCELLED) return { committed, cancelled: true }; // nothing of this chunk committed
+      if (code === TR_CANCELLED) return { committed: committed + (await this.committedOnCancel(chunk, pending, base)), cancelled: true };
       if (code !== 0) throw new LoaderError('RuntimeError', `tr_prefill returned ${code}`, { code, committed });
       cache.tokens.push(...chunk);
       cache.pending = false;
       committed += chunk.length;
+      base += chunk.length + (pending ? 1 : 0);
       if (onProgress) onProgress(committed, tokens.length);
       if (!this.threads) await new Promise((r) => setTimeout(r, 0)); // let a cancel() in
     }
     return { committed, cancelled: false };
+  }
+
+  /**
+   * After a cancelled tr_prefill of `chunk` at position `base` (the pending token first when
+   * `pending`): the tiles it committed before the cancel (a chunk may span several), read from
+   * the session's position, are added to the cache; resolves to how many tokens of `chunk`.
+   * @param {number[]} chunk
+   * @param {boolean} pending
+   * @param {number} base
+   */
+  async committedOnCancel(chunk, pending, base) {
+    if (!this.threads) return 0; // a call runs whole on this thread: the cancel came between calls
+    let fed = (await this.position()) - base;
+    if (pending && fed > 0) {
+      this.cache.pending = false;
+      fed -= 1;
+    }
+    if (fed < 0 || fed > chunk.length) throw new LoaderError('RuntimeError', `the session's position moved by ${fed} in a cancelled prefill of ${chunk.length}`, { committed: fed });
+    this.cache.tokens.push(...chunk.slice(0, fed));
+    return fed;
   }
 
   /**
