@@ -18,6 +18,8 @@ use crate::{chat, golden, json, sha256};
 const USAGE: &str = "usage: tinyrustlm COMMAND
   self-test                       run the embedded startup self-test (one line per test)
   inspect-model FILE [--json]     validate a model (format v1 or v2) and print its header and directory
+    [--plan --context N --workers W]  the memory plan itemized for that context and lane (W = 0:
+                                   an unthreaded lane; 1..=8: the threads lane), loaded in place
   run --model FILE --prompt TEXT [--seed N] [--max-tokens K] [--temperature T] [--top-k K]
       [--top-p P] [--repetition-penalty R] [--context C] [--json]
   chat --model FILE --turns FILE [--max-tokens K] [sampler flags and --context as run] [--no-reuse] [--json]
@@ -29,7 +31,7 @@ pub fn dispatch(argv: &[String]) -> Result<u8, CliError> {
     let rest = argv.get(1..).unwrap_or(&[]);
     match argv.first().map(String::as_str) {
         Some("self-test") => self_test(),
-        Some("inspect-model") => inspect_model(&args::parse(rest, &[], &["json"])?),
+        Some("inspect-model") => inspect_model(&args::parse(rest, &["context", "workers"], &["json", "plan"])?),
         Some("run") => run(&args::parse(rest, RUN_VALUED, &["json"])?),
         Some("chat") => chat::command(&args::parse(rest, chat::VALUED, &["json", "no-reuse"])?),
         Some("golden") => golden::command(&args::parse(rest, golden::VALUED, &[])?),
@@ -82,6 +84,9 @@ fn inspect_model(args: &Args) -> Result<u8, CliError> {
             return Err(CliError::runtime(path, code));
         }
     };
+    if args.switch("plan") {
+        return print_plan(&model, args);
+    }
     let c = &model.config;
     let plan = memory::plan(c, model.resident_bytes(), c.max_context)
         .map_err(|code| CliError::runtime("memory plan", code))?;
@@ -159,6 +164,35 @@ fn inspect_model(args: &Args) -> Result<u8, CliError> {
         plan.peak_prefill,
         plan.steady_decode
     );
+    Ok(EXIT_OK)
+}
+
+/// `inspect-model --plan`: the itemized plan (crates/core/CONTRACT.md §5) as JSON.
+fn print_plan(model: &Model, args: &Args) -> Result<u8, CliError> {
+    let c = &model.config;
+    let inputs = memory::PlanInputs {
+        file_bytes: c.file_length,
+        weights: model.resident_bytes(),
+        tensors: model.entries.len() as u64,
+        context: args.get("context", c.max_context)?,
+        workers: args.get("workers", 0u32)?,
+        load_copy: false,
+    };
+    let plan = memory::plan_with(c, &inputs).map_err(|code| CliError::runtime("memory plan", code))?;
+    let parts: Vec<(&str, String)> =
+        memory::PART_NAMES.iter().zip(plan.parts()).map(|(n, v)| (*n, v.to_string())).collect();
+    let fields = [
+        ("context", inputs.context.to_string()),
+        ("workers", inputs.workers.to_string()),
+        ("parts", json::object(&parts, false)),
+        ("largest_part", json::string(memory::PART_NAMES[plan.largest_part()])),
+        ("peak_load_bytes", plan.peak_load.to_string()),
+        ("peak_prefill_bytes", plan.peak_prefill.to_string()),
+        ("steady_decode_bytes", plan.steady_decode.to_string()),
+        ("peak_bytes", plan.peak().to_string()),
+        ("wasm32_budget_bytes", memory::WASM32_BUDGET.to_string()),
+    ];
+    outln!("{}", json::object(&fields, true));
     Ok(EXIT_OK)
 }
 

@@ -3,7 +3,7 @@
 //! allocating"). A host holding the whole file passes only its first bytes; nothing here
 //! allocates more than the directory's entry list.
 
-use crate::memory::{self, MemoryPlan};
+use crate::memory::{self, MemoryPlan, PlanInputs};
 use crate::model::{parse_directory_of_length, parse_header_of_length, DIR_ENTRY_BYTES, HEADER_BYTES};
 use crate::quant::Layout;
 use crate::result::{add64, mul64, TrResult, TrReturn};
@@ -19,10 +19,22 @@ pub fn prefix_bytes(header: &[u8]) -> TrReturn<u64> {
 }
 
 /// The memory plan `Model::load` + one session of `context` tokens would need, from the
-/// first bytes of a model file `file_length` bytes long. Header and directory get the same
-/// checks as at load (same error codes); tensor values are not read, so a model admitted
-/// here can still be refused by `Model::load` (non-finite values).
+/// first bytes of a model file `file_length` bytes long, on an unthreaded lane with the model
+/// copied in (`tr_preflight_header`). Header and directory get the same checks as at load
+/// (same error codes); tensor values are not read, so a model admitted here can still be
+/// refused by `Model::load` (non-finite values).
 pub fn plan_from_prefix(prefix: &[u8], file_length: u64, context: u32) -> TrReturn<MemoryPlan> {
+    plan_from_prefix_with(prefix, file_length, context, 0, true)
+}
+
+/// `plan_from_prefix` for a lane with `workers` (0 = unthreaded) and the given load mode.
+pub fn plan_from_prefix_with(
+    prefix: &[u8],
+    file_length: u64,
+    context: u32,
+    workers: u32,
+    load_copy: bool,
+) -> TrReturn<MemoryPlan> {
     let config = parse_header_of_length(prefix, file_length)?;
     let entries = parse_directory_of_length(prefix, &config, file_length)?;
     // M_weights = the file plus its f32 tensors decoded once (Model::resident_bytes).
@@ -31,5 +43,7 @@ pub fn plan_from_prefix(prefix: &[u8], file_length: u64, context: u32) -> TrRetu
         floats = add64(floats, mul64(e.rows as u64, e.cols as u64)?)?;
     }
     let weights = add64(file_length, mul64(floats, 4)?)?;
-    memory::plan(&config, weights, context)
+    let inputs =
+        PlanInputs { file_bytes: file_length, weights, tensors: entries.len() as u64, context, workers, load_copy };
+    memory::plan_with(&config, &inputs)
 }

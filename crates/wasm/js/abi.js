@@ -90,7 +90,7 @@ export async function newSession(rt, model, cfg = {}) {
     const v = view(rt, ptr, 48);
     writeSessionConfig(v, cfg);
     await check(rt, 'tr_session_new', model, ptr, 40, ptr + 40);
-    return v.getBigUint64(40, true);
+    return view(rt, ptr + 40, 8).getBigUint64(0, true); // re-read: the session may grow memory
   });
 }
 
@@ -353,5 +353,63 @@ export async function selfTestDetail(rt) {
       rows.push({ category: v.getUint32(at, true), result: v.getInt32(at + 4, true), name: new TextDecoder().decode(raw.subarray(0, end < 0 ? 24 : end)) });
     }
     return { code, overall: v.getUint32(0, true), rows };
+  });
+}
+
+/** The memory plan's parts in record order (crates/core/src/memory.rs PART_NAMES). */
+export const PLAN_PARTS = Object.freeze(['weights', 'metadata', 'tokenizer', 'kv', 'activations', 'logits', 'decode_scratch', 'stacks_tls', 'transfer', 'load_copy', 'allocator']);
+
+/**
+ * tr_plan_header: the itemized memory plan of a model of `size` bytes from its header and
+ * directory, on a lane with `workers` (0 = unthreaded), loaded in place when `inPlace`.
+ * { code, parts, peakLoad, peakPrefill, steadyDecode, peak, largest } (bytes; largest = a part name).
+ * @param {Runtime} rt
+ * @param {Uint8Array} prefix
+ * @param {number} size
+ * @param {number} context
+ * @param {number} workers
+ * @param {boolean} inPlace
+ */
+export async function planHeader(rt, prefix, size, context, workers, inPlace) {
+  const n = 8 * (PLAN_PARTS.length + 4);
+  return withWindow(rt, prefix.length + n, async (ptr) => {
+    rt.bytes(ptr, prefix.length).set(prefix);
+    const code = await rt.call('tr_plan_header', ptr, prefix.length, BigInt(size), context, workers, inPlace ? 1 : 0, ptr + prefix.length);
+    const v = view(rt, ptr + prefix.length, n);
+    const at = (/** @type {number} */ i) => Number(v.getBigUint64(8 * i, true));
+    /** @type {Record<string, number>} */
+    const parts = {};
+    PLAN_PARTS.forEach((name, i) => { parts[name] = at(i); });
+    const k = PLAN_PARTS.length;
+    const [peakLoad, peakPrefill, steadyDecode] = [at(k), at(k + 1), at(k + 2)];
+    const largest = PLAN_PARTS[at(k + 3)] ?? 'weights';
+    return { code, parts, peakLoad, peakPrefill, steadyDecode, peak: Math.max(peakLoad, peakPrefill, steadyDecode), largest };
+  });
+}
+
+/**
+ * tr_model_adopt (load in place): the window `ptr` of exactly `len` bytes becomes the model's
+ * bytes and is gone whatever the result; the handle is written to `out` (another window).
+ * @param {Runtime} rt
+ * @param {number} ptr
+ * @param {number} len
+ * @param {number} out
+ */
+export async function modelAdoptAt(rt, ptr, len, out) {
+  const code = await rt.call('tr_model_adopt', ptr, len, out);
+  return { code, handle: code === 0 ? view(rt, out, 8).getBigUint64(0, true) : 0n };
+}
+
+/**
+ * tr_heap_stats: the allocator's live bytes and high-water mark, the static base
+ * (`__heap_base`: data, stacks) and the memory's size (its window is counted too).
+ * @param {Runtime} rt
+ */
+export async function heapStats(rt) {
+  return withWindow(rt, 32, async (ptr) => {
+    await check(rt, 'tr_heap_stats', ptr);
+    const v = view(rt, ptr, 32);
+    const at = (/** @type {number} */ i) => Number(v.getBigUint64(8 * i, true));
+    return { live: at(0), peak: at(1), staticBase: at(2), memoryBytes: at(3) };
   });
 }

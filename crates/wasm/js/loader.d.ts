@@ -269,10 +269,24 @@ export interface Receipt {
   fetched: FetchRecord[];
 }
 
-/** The preflight's memory plan (bytes). */
+/** A part of the memory plan (crates/core/src/memory.rs PART_NAMES). */
+export type PlanPart =
+  | 'weights' | 'metadata' | 'tokenizer' | 'kv' | 'activations' | 'logits' | 'decode_scratch'
+  | 'stacks_tls' | 'transfer' | 'load_copy' | 'allocator';
+
+/** The admission's memory plan (bytes), itemized, per lane and worker count. */
 export interface Plan {
   peakPrefill: number;
   steadyDecode: number;
+  /** While the model loads (with `load_copy` when the runtime copies it in). */
+  peakLoad: number;
+  /** The highest of the three peaks: what is compared with the budget. */
+  peak: number;
+  parts: Record<PlanPart, number>;
+  largest: PlanPart;
+  /** 0 on an unthreaded lane. */
+  workers: number;
+  /** min(memoryBudget or the default, 4 GiB for wasm32). */
   budget: number;
 }
 

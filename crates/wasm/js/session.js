@@ -2,7 +2,7 @@
 // admitted and streamed into Wasm memory (step 8), and `Loaded`, what an integrator uses (10).
 import { instantiate, memoryImport, HostError, TR_CANCELLED, TR_WORKER_FAILURE, sha256Hex } from './host.js';
 import {
-  encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, preflightHeader,
+  encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, planHeader,
   modelLoadAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
 } from './abi.js';
 import {
@@ -32,6 +32,8 @@ import { TIER_SELECTION } from './receipt.js';
 
 /** Memory bound of a lane whose module owns its memory (scalar, simd128), unless overridden. */
 export const DEFAULT_MEMORY_BUDGET = 1 << 30;
+/** The budget no wasm32 lane can exceed, whatever the integrator sets: its 4 GiB address space. */
+export const WASM32_BUDGET = 2 ** 32;
 const PAGE = 65536;
 
 /**
@@ -440,6 +442,11 @@ export function checkModelTier(header) {
  * @param {() => number} budgetFor
  */
 export async function admitAndLoad(o, rt, store, model, budgetFor) {
+  // before any request: tr_model_load holds the file twice (weights >= size, load_copy = size)
+  const floor = Math.min(budgetFor(), WASM32_BUDGET);
+  if (2 * model.size > floor) {
+    throw new LoaderError('ModelTooLarge', `model of ${model.size} bytes needs at least ${2 * model.size} bytes while it loads (weights and load_copy), over the budget of ${floor} bytes; the largest part is weights (at least ${model.size} bytes)`, { budget: floor, largest: 'weights', peak: 2 * model.size });
+  }
   // bytes null: the streamed kind (a cast, as the lint's non-strict pass does not narrow on null)
   let source = model.bytes === null ? await openModel(o, store, /** @type {StreamedModel} */ (model)) : null;
   let head = model.bytes ? model.bytes : await readHead(/** @type {Source} */ (source), MODEL_HEADER_BYTES, new Uint8Array(0));
@@ -498,12 +505,16 @@ async function openModel(o, store, model) {
 async function preflight(o, rt, model, prefix, budgetFor) {
   const facts = modelFacts(prefix, LAYOUTS, MODEL_TIERS);
   const context = o.context || facts.maxContext;
-  const budget = budgetFor();
-  const p = await preflightHeader(rt, prefix, model.size, context, budget);
-  const plan = { peakPrefill: p.peakPrefill, steadyDecode: p.steadyDecode, budget };
-  if (p.code === 9) throw new LoaderError('ModelTooLarge', `model + context ${context} need ${plan.peakPrefill} bytes (prefill) / ${plan.steadyDecode} (decode), over the budget of ${budget}`, plan);
+  const budget = Math.min(budgetFor(), WASM32_BUDGET); // no wasm32 lane addresses more
+  const workers = rt.workers || 0;
+  const p = await planHeader(rt, prefix, model.size, context, workers, false); // tr_model_load copies
   if (p.code === 3) throw new LoaderError('UnsupportedModelTier', 'this runtime module refuses the model\'s format/tier (TrResult UnsupportedFeature): it predates the model\'s kernel tier or flags', { code: p.code });
-  if (p.code !== 0) throw new LoaderError('ModelInvalid', `tr_preflight_header refused the model (TrResult ${p.code})`, { code: p.code });
+  if (p.code !== 0) throw new LoaderError('ModelInvalid', `tr_plan_header refused the model (TrResult ${p.code})`, { code: p.code });
+  const plan = { peakPrefill: p.peakPrefill, steadyDecode: p.steadyDecode, peakLoad: p.peakLoad, peak: p.peak, parts: p.parts, largest: p.largest, workers, budget };
+  if (p.peak > budget) {
+    const largest = `${p.largest} (${p.parts[p.largest]} bytes)`;
+    throw new LoaderError('ModelTooLarge', `model + context ${context} need ${p.peak} bytes at their peak (load ${p.peakLoad}, prefill ${p.peakPrefill}, decode ${p.steadyDecode}), over the budget of ${budget} bytes; the largest part is ${largest}`, plan);
+  }
   return { facts, plan, context };
 }
 

@@ -11,15 +11,20 @@ mod handles;
 #[cfg(target_feature = "atomics")]
 mod heap;
 pub mod loader_abi;
+pub mod memplan;
 #[cfg(target_feature = "atomics")]
 pub mod threads;
 mod windows;
 
 // The threads lane's memory is imported with initial == maximum: std's allocator only grows
 // memory, so this lane allocates from the fixed heap instead (heap.rs).
+// Every wasm32 lane counts its allocator's bytes (memplan.rs: the measured high-water mark).
 #[cfg(target_feature = "atomics")]
 #[global_allocator]
-static HEAP: heap::SharedHeap = heap::SharedHeap::new();
+static HEAP: memplan::Counting<heap::SharedHeap> = memplan::Counting::new(heap::SharedHeap::new());
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static HEAP: memplan::Counting<std::alloc::System> = memplan::Counting::new(std::alloc::System);
 
 use std::cell::UnsafeCell;
 use std::rc::Rc;

@@ -41,10 +41,11 @@ use tinyrustlm_core::{TrResult, TrReturn};
 use crate::{code, Runtime};
 
 /// Most workers a pool admits (one stack region each).
-pub const MAX_WORKERS: usize = 8;
+pub const MAX_WORKERS: usize = tinyrustlm_core::memory::MAX_WORKERS as usize;
 /// Stack of one worker. Worker 0 runs whole operations (the forward pass, the sampler, the
 /// self-test); a canary at the bottom is checked after every command.
-const WORKER_STACK_BYTES: usize = 512 * 1024;
+/// The memory plan counts these regions (tinyrustlm_core::memory::WORKER_STACK_BYTES).
+const WORKER_STACK_BYTES: usize = tinyrustlm_core::memory::WORKER_STACK_BYTES as usize;
 /// Rows a worker computes between two cancellation checks.
 const ROW_TILE: usize = 512;
 /// Polls of a watched word before blocking in `memory.atomic.wait32` (waking a blocked thread

@@ -56,6 +56,17 @@ impl Windows {
         Ok(())
     }
 
+    /// Removes the window that is exactly `len` bytes at `addr` and hands its bytes over
+    /// (`tr_model_adopt`); InvalidArgument when no window is exactly that.
+    pub fn take(&mut self, addr: u32, len: u32) -> TrReturn<Box<[u8]>> {
+        let index = self
+            .live
+            .iter()
+            .position(|w| w.addr == addr && w.data.len() == len as usize)
+            .ok_or(TrResult::InvalidArgument)?;
+        Ok(self.live.swap_remove(index).data)
+    }
+
     /// `len` bytes at `addr`, entirely inside one live window; otherwise Bounds.
     pub fn get_mut(&mut self, addr: u32, len: u32) -> TrReturn<&mut [u8]> {
         let end = addr.checked_add(len).ok_or(TrResult::Bounds)?;
