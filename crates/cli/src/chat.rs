@@ -17,7 +17,7 @@ use crate::args::Args;
 use crate::error::{outln, CliError, EXIT_OK};
 use crate::generate::text_of;
 use crate::model_file::{read_file, read_model};
-use crate::{commands, json, sha256};
+use crate::{json, session_flags, sha256};
 
 /// The native lane this binary is (the lane ids of manifests/lanes.toml).
 fn native_lane() -> &'static str {
@@ -129,7 +129,7 @@ pub fn command(args: &Args) -> Result<u8, CliError> {
     let path = args.required("turns")?;
     let text = String::from_utf8(read_file(&path)?)
         .map_err(|_| CliError::input(format!("error[input.turns]: {path}: not UTF-8")))?;
-    let (config, max_tokens): (SessionConfig, u32) = commands::session_config(args, &model)?;
+    let (config, max_tokens): (SessionConfig, u32) = session_flags::session_config(args, &model)?;
     let reuse = !args.switch("no-reuse");
     let id = identity(&model, &digest);
     let mut session = Session::new(&model, config).map_err(|c| CliError::runtime("session", c))?;

@@ -5,15 +5,13 @@ use std::time::Instant;
 use tinyrustlm_core::kernels;
 use tinyrustlm_core::memory;
 use tinyrustlm_core::model::{kind_name, Model};
-use tinyrustlm_core::sampler::SamplerConfig;
-use tinyrustlm_core::session::SessionConfig;
 use tinyrustlm_core::{selftest, TrResult, ABI_VERSION, RUNTIME_SEMANTICS};
 
 use crate::args::{self, Args};
 use crate::error::{outln, CliError, EXIT_CHECK_FAILED, EXIT_OK};
 use crate::generate::{generate, text_of};
 use crate::model_file::{read_file, read_model};
-use crate::{chat, golden, json, sha256};
+use crate::{chat, golden, json, session_flags, sha256};
 
 const USAGE: &str = "usage: tinyrustlm COMMAND
   self-test                       run the embedded startup self-test (one line per test)
@@ -209,46 +207,10 @@ const RUN_VALUED: &[&str] = &[
     "context",
 ];
 
-/// The session config and token budget of `run` and `chat` from their flags (validated against
-/// the model's context).
-pub fn session_config(args: &Args, model: &Model) -> Result<(SessionConfig, u32), CliError> {
-    let sampler = SamplerConfig {
-        temperature: args.get("temperature", 0.0f32)?,
-        top_k: args.get("top-k", 0u32)?,
-        top_p: args.get("top-p", 1.0f32)?,
-        repetition_penalty: args.get("repetition-penalty", 1.0f32)?,
-    };
-    sampler.validate().map_err(|c| CliError::usage(format!("sampler settings: {}", c.name())))?;
-    // The context must be one the model holds; no run can emit more tokens than it.
-    let max_context = model.config.max_context;
-    let context = args.optional::<u32>("context")?.unwrap_or(max_context);
-    if context == 0 || context > max_context {
-        return Err(CliError::usage(format!(
-            "error[usage.context]: --context {context}: must be between 1 and the model's \
-             max_context {max_context}"
-        )));
-    }
-    let max_tokens = args.get("max-tokens", 16u32)?;
-    if max_tokens > context {
-        return Err(CliError::usage(format!(
-            "error[usage.max-tokens]: --max-tokens {max_tokens}: more than the context of \
-             {context} tokens can hold"
-        )));
-    }
-    let config = SessionConfig {
-        seed: args.get("seed", 0u64)?,
-        stream: args.get("stream", 0u64)?,
-        sampler,
-        context,
-        mask: Vec::new(),
-    };
-    Ok((config, max_tokens))
-}
-
 fn run(args: &Args) -> Result<u8, CliError> {
     let (model, digest) = read_model(&args.required("model")?)?;
     let prompt = args.required("prompt")?;
-    let (config, max_tokens) = session_config(args, &model)?;
+    let (config, max_tokens) = session_flags::session_config(args, &model)?;
     let sampler = config.sampler;
     let out = generate(&model, config.clone(), &prompt, max_tokens)?;
     let decode_total: f64 = out.decode_ms.iter().sum();

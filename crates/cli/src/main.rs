@@ -19,6 +19,7 @@ mod generate;
 mod golden;
 mod json;
 mod model_file;
+mod session_flags;
 mod sha256;
 
 use std::io::Write;
