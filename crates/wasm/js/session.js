@@ -3,7 +3,7 @@
 import { instantiate, memoryImport, HostError, TR_CANCELLED, TR_WORKER_FAILURE, sha256Hex } from './host.js';
 import {
   encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, planHeader,
-  modelLoadAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
+  modelAdoptAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
 } from './abi.js';
 import {
   KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS, KV_LAYOUT_VERSION, NORMALIZATION_VERSION, TOKENIZER_BYTES,
@@ -432,8 +432,9 @@ export function checkModelTier(header) {
 /**
  * Step 8: the kernel tier checked on the header (nothing has entered the runtime; a streamed
  * model is not downloaded further), preflight from the header and directory against `budget`, then the model streamed
- * into a window of Wasm memory (hashed while it arrives, bounded by its declared size; no whole
- * JS copy), then tr_model_load — only when the hash is the expected one. Returns { handle, facts,
+ * into its final window of Wasm memory (exactly its size; hashed while it arrives or where it
+ * landed, bounded by its declared size; no whole JS copy), then tr_model_adopt makes that window
+ * the model's bytes (no copy) — only when the hash is the expected one (else it is freed). Returns { handle, facts,
  * plan, context }.
  * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress' | 'onCacheError' | 'context'>} o
  * @param {Runtime} rt
@@ -442,10 +443,10 @@ export function checkModelTier(header) {
  * @param {() => number} budgetFor
  */
 export async function admitAndLoad(o, rt, store, model, budgetFor) {
-  // before any request: tr_model_load holds the file twice (weights >= size, load_copy = size)
+  // before any request: loaded in place, the model's bytes are its weights (>= size)
   const floor = Math.min(budgetFor(), WASM32_BUDGET);
-  if (2 * model.size > floor) {
-    throw new LoaderError('ModelTooLarge', `model of ${model.size} bytes needs at least ${2 * model.size} bytes while it loads (weights and load_copy), over the budget of ${floor} bytes; the largest part is weights (at least ${model.size} bytes)`, { budget: floor, largest: 'weights', peak: 2 * model.size });
+  if (model.size > floor) {
+    throw new LoaderError('ModelTooLarge', `model of ${model.size} bytes needs at least ${model.size} bytes (its weights), over the budget of ${floor} bytes; the largest part is weights (at least ${model.size} bytes)`, { budget: floor, largest: 'weights', peak: model.size });
   }
   // bytes null: the streamed kind (a cast, as the lint's non-strict pass does not narrow on null)
   let source = model.bytes === null ? await openModel(o, store, /** @type {StreamedModel} */ (model)) : null;
@@ -458,18 +459,21 @@ export async function admitAndLoad(o, rt, store, model, budgetFor) {
     if (source && prefixLen > head.length && prefixLen <= model.size) head = await readHead(source, prefixLen, head);
     if (prefixLen === 0 || prefixLen > model.size || prefixLen > head.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
     const { facts, plan, context } = await preflight(o, rt, model, head.subarray(0, prefixLen), budgetFor);
-    // admitted: now, and only now, the model's bytes enter the runtime
-    const handle = await withWindow(rt, model.size + 8, async (ptr) => {
+    // admitted: now, and only now, the model's bytes enter the runtime, in place: the window
+    // they stream into (exactly the file's size) becomes the model's bytes (tr_model_adopt), the
+    // handle comes back in another window; a model whose hash is not the expected one is freed
+    const handle = await withWindow(rt, 8, (out) => withModelWindow(rt, model.size, async (window) => {
+      const ptr = window.ptr;
       if (model.bytes) {
-        rt.bytes(ptr, model.size).set(model.bytes);
+        rt.bytes(ptr, model.size).set(model.bytes); // the integrator's bytes, copied once
       } else {
         const first = head.subarray(0, Math.min(head.length, model.size));
         const rest = await drainInto(o, rt, ptr, /** @type {Source} */ (source), model, first);
         source = null;
         await keepStreamed(o, rt, store, model, ptr, rest);
       }
-      return loadAt(rt, ptr, model.size);
-    });
+      return adoptAt(rt, window, out);
+    }));
     return { handle, facts, plan, context };
   } finally {
     if (source) source.cancel();
@@ -507,7 +511,7 @@ async function preflight(o, rt, model, prefix, budgetFor) {
   const context = o.context || facts.maxContext;
   const budget = Math.min(budgetFor(), WASM32_BUDGET); // no wasm32 lane addresses more
   const workers = rt.workers || 0;
-  const p = await planHeader(rt, prefix, model.size, context, workers, false); // tr_model_load copies
+  const p = await planHeader(rt, prefix, model.size, context, workers, true); // loaded in place: no load copy
   if (p.code === 3) throw new LoaderError('UnsupportedModelTier', 'this runtime module refuses the model\'s format/tier (TrResult UnsupportedFeature): it predates the model\'s kernel tier or flags', { code: p.code });
   if (p.code !== 0) throw new LoaderError('ModelInvalid', `tr_plan_header refused the model (TrResult ${p.code})`, { code: p.code });
   const plan = { peakPrefill: p.peakPrefill, steadyDecode: p.steadyDecode, peakLoad: p.peakLoad, peak: p.peak, parts: p.parts, largest: p.largest, workers, budget };
@@ -541,16 +545,41 @@ async function keepStreamed(o, rt, store, model, ptr, rest) {
 }
 
 /**
- * tr_model_load of the `size` bytes at `ptr`: the model handle, or ModelInvalid.
+ * The model's final window, exactly `size` bytes: `fn(window)` fills it and adopts it (from
+ * tr_model_adopt on the window is the runtime's, whatever its result); freed here otherwise.
+ * @template T
  * @param {Runtime} rt
- * @param {number} ptr
  * @param {number} size
+ * @param {(window: ModelWindow) => Promise<T>} fn
+ * @returns {Promise<T>}
  */
-async function loadAt(rt, ptr, size) {
+async function withModelWindow(rt, size, fn) {
+  const ptr = await rt.call('tr_alloc', size);
+  if (ptr === 0) throw new HostError(`tr_alloc(${size}) failed`, 9);
+  /** @type {ModelWindow} */
+  const window = { ptr, size, owned: true };
+  try {
+    return await fn(window);
+  } finally {
+    if (window.owned) await rt.call('tr_free', ptr, size);
+  }
+}
+
+/** @typedef {{ ptr: number, size: number, owned: boolean }} ModelWindow */
+
+/**
+ * tr_model_adopt of the model's window (the handle written to `out`, another window): the model
+ * handle, or ModelInvalid. The window is the runtime's from here on.
+ * @param {Runtime} rt
+ * @param {ModelWindow} window
+ * @param {number} out
+ */
+async function adoptAt(rt, window, out) {
   stats.modelLoads++;
-  const loaded = await modelLoadAt(rt, ptr, size);
-  if (loaded.code !== 0) throw new LoaderError('ModelInvalid', `tr_model_load refused the model (TrResult ${loaded.code})`, { code: loaded.code });
-  return loaded.handle;
+  window.owned = false;
+  const adopted = await modelAdoptAt(rt, window.ptr, window.size, out);
+  if (adopted.code !== 0) throw new LoaderError('ModelInvalid', `tr_model_adopt refused the model (TrResult ${adopted.code})`, { code: adopted.code });
+  return adopted.handle;
 }
 
 /**
