@@ -448,15 +448,31 @@ export async function admitAndLoad(o, rt, store, model, budgetFor) {
   if (model.size > floor) {
     throw new LoaderError('ModelTooLarge', `model of ${model.size} bytes needs at least ${model.size} bytes (its weights), over the budget of ${floor} bytes; the largest part is weights (at least ${model.size} bytes)`, { budget: floor, largest: 'weights', peak: model.size });
   }
-  // bytes null: the streamed kind (a cast, as the lint's non-strict pass does not narrow on null)
-  let source = model.bytes === null ? await openModel(o, store, /** @type {StreamedModel} */ (model)) : null;
-  let head = model.bytes ? model.bytes : await readHead(/** @type {Source} */ (source), MODEL_HEADER_BYTES, new Uint8Array(0));
+  // bytes null: the streamed kind (a cast, as the lint's non-strict pass does not narrow on null).
+  // From the network (or a file) only the header and directory are asked for before admission
+  // (bounded Range requests); a cached copy is read from its start, as it is local
+  const streamed = model.bytes === null ? /** @type {StreamedModel} */ (model) : null;
+  let source = streamed && streamed.cached ? await openModel(o, store, streamed) : null;
+  let ranged = false; // the server answers parts: the directory and the rest are asked for apart
+  if (streamed && !source) {
+    if (o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
+    source = await openResumable(o, streamed.url, 'model', model.size, undefined, { from: 0, to: Math.min(MODEL_HEADER_BYTES, model.size) });
+    overDeclared(source, streamed);
+    ranged = source.ranged === true; // else the whole model is coming: read on as far as admitted
+  }
+  let head = model.bytes ? model.bytes : await readHead(/** @type {Source} */ (source), Math.min(MODEL_HEADER_BYTES, model.size), new Uint8Array(0));
+  if (ranged && source) {
+    source.cancel();
+    source = null;
+  }
   try {
     if (head.length > model.size) throw new LoaderError('BoundExceeded', `model ${model.url} is larger than its declared size of ${model.size} bytes; the download was stopped there`, { url: String(model.url), limit: model.size });
     const header = head.subarray(0, Math.min(MODEL_HEADER_BYTES, head.length));
     checkModelTier(header); // first: an unknown tier is refused before the runtime sees a byte
     const prefixLen = await modelPrefixBytes(rt, header);
-    if (source && prefixLen > head.length && prefixLen <= model.size) head = await readHead(source, prefixLen, head);
+    if (streamed && prefixLen > head.length && prefixLen <= model.size) {
+      head = source ? await readHead(source, prefixLen, head) : concat(head, await readPart(o, streamed, head.length, prefixLen));
+    }
     if (prefixLen === 0 || prefixLen > model.size || prefixLen > head.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
     const { facts, plan, context } = await preflight(o, rt, model, head.subarray(0, prefixLen), budgetFor);
     // admitted: now, and only now, the model's bytes enter the runtime, in place: the window
@@ -467,6 +483,8 @@ export async function admitAndLoad(o, rt, store, model, budgetFor) {
       if (model.bytes) {
         rt.bytes(ptr, model.size).set(model.bytes); // the integrator's bytes, copied once
       } else {
+        // admitted: the rest of the model, from the prefix's end (a cached copy: already open)
+        if (!source) source = await openRest(o, /** @type {StreamedModel} */ (streamed), head.length);
         const first = head.subarray(0, Math.min(head.length, model.size));
         const rest = await drainInto(o, rt, ptr, /** @type {Source} */ (source), model, first);
         source = null;
@@ -495,6 +513,65 @@ async function openModel(o, store, model) {
   }
   if (o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
   return source;
+}
+
+/**
+ * `a` then `b`, one array.
+ * @param {Uint8Array} a
+ * @param {Uint8Array} b
+ */
+function concat(a, b) {
+  const joined = new Uint8Array(a.length + b.length);
+  joined.set(a);
+  joined.set(b, a.length);
+  return joined;
+}
+
+/**
+ * The model's bytes [from, to) from a server that answers parts, before it is admitted: a
+ * bounded Range request (an answer of the whole is read to `to` and cancelled). Its whole length
+ * over the declared size is refused before a byte is read.
+ * @param {Pick<ResolvedOptions, 'fetch'>} o
+ * @param {StreamedModel} model
+ * @param {number} from
+ * @param {number} to
+ */
+async function readPart(o, model, from, to) {
+  const source = await openResumable(o, model.url, 'model', model.size, undefined, { from, to });
+  try {
+    overDeclared(source, model);
+    const got = await readHead(source, to - from, new Uint8Array(0));
+    return got.subarray(0, Math.min(got.length, to - from));
+  } finally {
+    source.cancel();
+  }
+}
+
+/**
+ * The admitted model's bytes from `from` (the prefix's end) to its end, one request (Range;
+ * from a server that ignores it the prefix is read again and skipped).
+ * @param {Pick<ResolvedOptions, 'fetch'>} o
+ * @param {StreamedModel} model
+ * @param {number} from
+ */
+async function openRest(o, model, from) {
+  const source = await openResumable(o, model.url, 'model', model.size, undefined, { from });
+  overDeclared(source, model);
+  return source;
+}
+
+/**
+ * A body whose Content-Length (or Content-Range total) is over the model's declared size is
+ * refused (and cancelled) before any byte of it is read.
+ * @param {Source} source
+ * @param {StreamedModel} model
+ */
+function overDeclared(source, model) {
+  const total = source.total ?? null;
+  if (total !== null && total > model.size) {
+    source.cancel();
+    throw new LoaderError('BoundExceeded', `model ${model.url} is ${total} bytes, over its declared size of ${model.size}`, { url: String(model.url), limit: model.size });
+  }
 }
 
 /**

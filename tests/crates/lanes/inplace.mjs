@@ -75,6 +75,7 @@ const doc = { mode, source: sourceKind, size: file.length, workers };
 try {
   const spec = await modelSpec(o, null);
   await rt.call('tr_heap_reset_peak');
+  doc.prefixBytes = await abi.modelPrefixBytes(rt, file.subarray(0, abi.MODEL_HEADER_BYTES));
   const before = await abi.heapStats(rt);
   try {
     const { handle, plan, context } = await admitAndLoad(o, rt, null, spec, budgetFor);

@@ -65,9 +65,16 @@ def test_the_model_loads_in_place_within_its_plan(
 ) -> None:
     doc = drive(wasm_lanes[lane], workers, small_model, "load", source, script=SCRIPT)
     _check_in_place(doc, f"{lane} workers={workers} source={source}")
-    if source != "bytes":  # the whole model was sent once (the prefix may be asked for twice)
-        body = [r for r in doc["requests"] if r["sent"] > 0]
-        assert sum(r["sent"] for r in body) <= doc["size"] + 4096 + 2 * HEADER, doc["requests"]
+    requests = doc.get("requests", [])
+    ranges = [r["range"] for r in requests]
+    if source == "http":  # header, directory, then the rest: each byte of the model sent once
+        prefix = doc["prefixBytes"]
+        asked = [f"bytes=0-{HEADER - 1}", f"bytes={HEADER}-{prefix - 1}", f"bytes={prefix}-"]
+        assert ranges == asked, requests
+        assert sum(r["sent"] for r in requests) == doc["size"], requests
+    if source == "http-norange":  # one answer of the whole model, read on once admitted
+        assert ranges == [f"bytes=0-{HEADER - 1}"], requests
+        assert [r["status"] for r in requests] == [200] and requests[0]["sent"] == doc["size"]
 
 
 @pytest.mark.parametrize(("lane", "workers"), RUNS, ids=IDS)
@@ -79,3 +86,59 @@ def test_a_model_whose_hash_is_wrong_is_freed_not_adopted(
     assert doc["error"]["code"] == "HashMismatch", doc["error"]
     # its window was freed: nothing the load allocated is still live
     assert doc["heap"]["live"] == doc["heap"]["liveBefore"], doc["heap"]
+
+
+def _model_bytes_sent(doc: dict[str, Any]) -> int:
+    return sum(r["sent"] for r in doc["requests"])
+
+
+@pytest.mark.parametrize(("lane", "workers"), RUNS, ids=IDS)
+def test_an_over_budget_model_is_refused_on_its_header_and_directory_alone(
+    lane: str, workers: int, wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
+) -> None:
+    size = small_model.stat().st_size
+    budget = size + 4096  # over the declared size (so it is asked for), under the plan's peak
+    doc = drive(wasm_lanes[lane], workers, small_model, "refuse", "http", budget, script=SCRIPT)
+    assert not doc["loaded"]
+    error = doc["error"]
+    assert error["code"] == "ModelTooLarge", error
+    detail = error["detail"]
+    assert detail["budget"] == budget, detail
+    assert detail["largest"] == max(detail["parts"], key=detail["parts"].__getitem__), detail
+    assert f"budget of {budget} bytes" in error["message"], error["message"]
+    assert f"largest part is {detail['largest']}" in error["message"], error["message"]
+    prefix = doc["prefixBytes"]
+    assert HEADER < prefix < size
+    # every request was a bounded Range inside the header and directory; nothing else was sent
+    ranges = [r["range"] for r in doc["requests"]]
+    assert ranges == [f"bytes=0-{HEADER - 1}", f"bytes={HEADER}-{prefix - 1}"], doc["requests"]
+    assert all(r["status"] == 206 for r in doc["requests"]), doc["requests"]
+    assert _model_bytes_sent(doc) == prefix, doc["requests"]
+
+
+@pytest.mark.parametrize(("lane", "workers"), RUNS, ids=IDS)
+def test_a_server_that_ignores_range_is_cancelled_after_the_prefix(
+    lane: str, workers: int, wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
+) -> None:
+    size = small_model.stat().st_size
+    budget = size + 4096
+    doc = drive(
+        wasm_lanes[lane], workers, small_model, "refuse", "http-norange", budget, script=SCRIPT
+    )
+    assert doc["error"]["code"] == "ModelTooLarge", doc["error"]
+    # the header's request was answered with the whole model: the header and directory were
+    # read from it, then it was cancelled; never another request
+    assert [r["range"] for r in doc["requests"]] == [f"bytes=0-{HEADER - 1}"], doc["requests"]
+    assert [r["status"] for r in doc["requests"]] == [200], doc["requests"]
+
+
+@pytest.mark.parametrize(("lane", "workers"), RUNS[:1], ids=IDS[:1])
+def test_a_declared_size_over_the_budget_is_refused_before_any_request(
+    lane: str, workers: int, wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
+) -> None:
+    size = small_model.stat().st_size
+    doc = drive(wasm_lanes[lane], workers, small_model, "refuse", "http", size - 1, script=SCRIPT)
+    error = doc["error"]
+    assert error["code"] == "ModelTooLarge", error
+    assert error["detail"]["budget"] == size - 1 and error["detail"]["largest"] == "weights"
+    assert doc["requests"] == [], doc["requests"]
