@@ -23,7 +23,12 @@ const CHUNK = 1 << 20;
 /** @typedef {import('./loader.js').ProgressPhase} ProgressPhase */
 /** One read of a Source: a chunk, or the end. */
 /** @typedef {{ done: true, value?: Uint8Array }| { done: false, value: Uint8Array }} Chunk */
-/** @typedef {{ read(): Promise<Chunk>, cancel(): void, length: number | null }} Source */
+/**
+ * A body being read: `length` the bytes it will yield when known; `total` (when known) the whole
+ * resource's length, for a Source over a part of it (a Range answer's Content-Range); `ranged`
+ * whether it is only the part asked for (a server that honoured the Range).
+ * @typedef {{ read(): Promise<Chunk>, cancel(): void, length: number | null, total?: number | null, ranged?: boolean }} Source
+ */
 /**
  * The content-addressed store: entries by SHA-256 (`kind` says which store it is).
  * @typedef {{ kind: string, get(sha256: string): Promise<Source | null>, put(sha256: string, body: Uint8Array | ReadableStream<Uint8Array>): Promise<void>, drop(sha256: string): Promise<void> }} Store
@@ -86,6 +91,33 @@ export function responseSource(response, abort = null) {
 }
 
 /**
+ * A local file (node, the default fetch) as a Source of its bytes [start, end) (end null: to
+ * its end); a FIFO or a device has no size: it is read like a body without Content-Length.
+ * @param {URL} url
+ * @param {string} what
+ * @param {number} [start]
+ * @param {number | null} [end]
+ * @returns {Promise<Source>}
+ */
+async function openFile(url, what, start = 0, end = null) {
+  const fs = await import('node:fs');
+  const { fileURLToPath } = await import('node:url');
+  const path = fileURLToPath(url);
+  let st;
+  try {
+    st = await fs.promises.stat(path);
+  } catch (e) {
+    throw new LoaderError('FetchFailed', `${what} ${url}: ${messageOf(e)}`, { url: String(url) });
+  }
+  if (!st.isFile()) return nodeSource(fs.createReadStream(path, { highWaterMark: 1 << 16 }), null);
+  const stop = end === null ? st.size : Math.min(end, st.size);
+  if (start === 0 && end === null) return { ...nodeSource(fs.createReadStream(path, { highWaterMark: 1 << 16 }), st.size), total: st.size };
+  const length = Math.max(0, stop - start);
+  if (length === 0) return { length: 0, total: st.size, ranged: true, read: async () => /** @type {Chunk} */ ({ done: true }), cancel: () => {} };
+  return { ...nodeSource(fs.createReadStream(path, { highWaterMark: 1 << 16, start, end: stop - 1 }), length), total: st.size, ranged: true };
+}
+
+/**
  * Opens `url` for reading: a Source, or a FetchFailed LoaderError.
  * @param {Pick<ResolvedOptions, 'fetch'>} o
  * @param {URL} url
@@ -93,19 +125,7 @@ export function responseSource(response, abort = null) {
  * @returns {Promise<Source>}
  */
 export async function open(o, url, what) {
-  if (isNode && url.protocol === 'file:' && o.fetch === defaultFetch) {
-    const fs = await import('node:fs');
-    const { fileURLToPath } = await import('node:url');
-    const path = fileURLToPath(url);
-    let st;
-    try {
-      st = await fs.promises.stat(path);
-    } catch (e) {
-      throw new LoaderError('FetchFailed', `${what} ${url}: ${messageOf(e)}`, { url: String(url) });
-    }
-    // a FIFO or a device has no size: it is read like a body without Content-Length, bounded
-    return nodeSource(fs.createReadStream(path, { highWaterMark: 1 << 16 }), st.isFile() ? st.size : null);
-  }
+  if (isNode && url.protocol === 'file:' && o.fetch === defaultFetch) return openFile(url, what);
   const abort = new AbortController();
   let response;
   try {
@@ -145,20 +165,23 @@ class Attempt extends Error {
 }
 
 /**
- * One try at `url` from byte `start`: { source, skip } (skip: bytes a 200 answer repeats).
+ * One try at `url` for its bytes [start, end) (end null: to its end): { source, skip } (skip:
+ * bytes a 200 answer, which ignored the Range, repeats; source.ranged: the answer is the part).
  * @param {Pick<ResolvedOptions, 'fetch'>} o
  * @param {URL} url
  * @param {string} what
  * @param {number} start
+ * @param {number | null} end
  * @returns {Promise<{ source: Source, skip: number }>}
  */
-async function openFrom(o, url, what, start) {
+async function openFrom(o, url, what, start, end) {
   const detail = { url: String(url) };
   const abort = new AbortController();
   const signal = abort.signal;
+  const ranged = start > 0 || end !== null;
   let response;
   try {
-    response = await o.fetch(url, start > 0 ? { headers: { Range: `bytes=${start}-` }, signal } : { signal });
+    response = await o.fetch(url, ranged ? { headers: { Range: `bytes=${start}-${end === null ? '' : end - 1}` }, signal } : { signal });
   } catch (e) {
     throw new Attempt(new LoaderError('FetchFailed', `${what} ${url}: ${messageOf(e)}`, detail), true);
   }
@@ -167,16 +190,18 @@ async function openFrom(o, url, what, start) {
     if (response.body) response.body.cancel().catch(() => {});
     throw new Attempt(error, RETRY_STATUSES.has(response.status));
   }
-  if (start > 0 && response.status === 206) {
+  if (ranged && response.status === 206) {
     const range = (response.headers && response.headers.get('content-range')) || '';
     const m = /^bytes (\d+)-\d+\/(\d+|\*)$/.exec(range.trim());
     if (!m || Number(m[1]) !== start) {
       if (response.body) response.body.cancel().catch(() => {});
-      throw new Attempt(new LoaderError('FetchFailed', `${what} ${url}: asked for bytes ${start}- and got ${JSON.stringify(range)}`, detail), false);
+      const asked = `${start}-${end === null ? '' : end - 1}`;
+      throw new Attempt(new LoaderError('FetchFailed', `${what} ${url}: asked for bytes ${asked} and got ${JSON.stringify(range)}`, detail), false);
     }
-    return { source: responseSource(response, abort), skip: 0 };
+    return { source: { ...responseSource(response, abort), total: m[2] === '*' ? null : Number(m[2]), ranged: true }, skip: 0 };
   }
-  return { source: responseSource(response, abort), skip: start }; // a server without ranges: from 0
+  const source = responseSource(response, abort); // a server without ranges: from 0
+  return { source: { ...source, total: source.length, ranged: false }, skip: start };
 }
 
 /**
@@ -184,15 +209,22 @@ async function openFrom(o, url, what, start) {
  * body breaks off or ends before `size` bytes, asks for the rest (`Range: bytes=N-`) and goes
  * on. It trusts nothing: every byte it yields is hashed by the caller against the expected
  * SHA-256, as before; once no try is left, an early end ends the Source (the hash refuses it).
+ * `part` asks for the bytes [from, to) only (`Range: bytes=from-(to-1)`, to null: to `size`):
+ * a server that honours it answers that part (`ranged`, the Source ends at `to`); one that
+ * ignores it answers the whole resource: the bytes before `from` are skipped and the Source
+ * goes on to `size` (its reader reads what it needs and cancels it). `total`: the whole
+ * resource's length when known.
  * @param {Pick<ResolvedOptions, 'fetch'>} o
  * @param {URL} url
  * @param {string} what
  * @param {number | null} size
  * @param {(ms: number) => Promise<void>} [sleep]
+ * @param {{ from?: number, to?: number | null }} [part]
  * @returns {Promise<Source>}
  */
-export async function openResumable(o, url, what, size, sleep = (ms) => new Promise((r) => setTimeout(r, ms))) {
-  if (isNode && url.protocol === 'file:' && o.fetch === defaultFetch) return open(o, url, what);
+export async function openResumable(o, url, what, size, sleep = (ms) => new Promise((r) => setTimeout(r, ms)), { from = 0, to = null } = {}) {
+  if (isNode && url.protocol === 'file:' && o.fetch === defaultFetch) return openFile(url, what, from, to);
+
   let failures = 0;
   const failed = async (/** @type {Attempt} */ attempt) => {
     failures++;
@@ -202,17 +234,22 @@ export async function openResumable(o, url, what, size, sleep = (ms) => new Prom
   const tryFrom = async (/** @type {number} */ start) => {
     for (;;) {
       try {
-        return await openFrom(o, url, what, start);
+        return await openFrom(o, url, what, start, ranged ? to : null);
       } catch (e) {
         if (!(e instanceof Attempt)) throw e;
         await failed(e);
       }
     }
   };
-  let { source, skip } = await tryFrom(0);
-  let received = 0;
+  let ranged = to !== null; // asked for a part, until an answer says the server ignores it
+  let { source, skip } = await tryFrom(from);
+  ranged = source.ranged === true;
+  const end = ranged ? to ?? size : size;
+  let received = from;
   return {
-    length: source.length,
+    length: source.length === null ? null : source.length - skip,
+    total: source.total ?? null,
+    ranged,
     cancel: () => source.cancel(),
     /** @returns {Promise<Chunk>} */
     async read() {
@@ -237,7 +274,7 @@ export async function openResumable(o, url, what, size, sleep = (ms) => new Prom
           received += chunk.length;
           return { done: false, value: chunk };
         }
-        if (step && (size === null || received >= size)) return { done: true };
+        if (step && (end === null || received >= end)) return { done: true };
         source.cancel();
         const why = broke ? `: ${messageOf(broke)}` : ` of ${size}`;
         const attempt = new Attempt(new LoaderError('FetchFailed', `${what} ${url}: broke off after ${received} bytes${why}`, { url: String(url) }), true);

@@ -18,8 +18,8 @@
 //               5  threadsPreconditions  the spec's seven, in order (threads lane only)
 //               6  selfTest              per-category result and the failing test id
 //               7  (load)                a failure in 4-6 is recorded and the next lane is tried
-//               8  admitAndLoad          tr_preflight_header, then the model streamed into Wasm
-//                                        memory (hashed, bounded), tr_model_load only if intact
+//               8  admitAndLoad          tr_plan_header (in place), then the model streamed into
+//                                        its final window (hashed, bounded), tr_model_adopt only if intact
 //   receipt.js  9  buildReceipt          tinyrustlm.capability-receipt.v1 from observations only
 //   session.js 10  Loaded                prefill, streaming decode, turn (KV prefix reuse), cancel, close
 //   abi.js         the one place that knows the ABI's records

@@ -3,7 +3,7 @@
 import { instantiate, memoryImport, HostError, TR_CANCELLED, TR_WORKER_FAILURE, sha256Hex } from './host.js';
 import {
   encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, planHeader,
-  modelLoadAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
+  modelAdoptAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
 } from './abi.js';
 import {
   KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS, KV_LAYOUT_VERSION, NORMALIZATION_VERSION, TOKENIZER_BYTES,
@@ -432,8 +432,9 @@ export function checkModelTier(header) {
 /**
  * Step 8: the kernel tier checked on the header (nothing has entered the runtime; a streamed
  * model is not downloaded further), preflight from the header and directory against `budget`, then the model streamed
- * into a window of Wasm memory (hashed while it arrives, bounded by its declared size; no whole
- * JS copy), then tr_model_load — only when the hash is the expected one. Returns { handle, facts,
+ * into its final window of Wasm memory (exactly its size; hashed while it arrives or where it
+ * landed, bounded by its declared size; no whole JS copy), then tr_model_adopt makes that window
+ * the model's bytes (no copy) — only when the hash is the expected one (else it is freed). Returns { handle, facts,
  * plan, context }.
  * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress' | 'onCacheError' | 'context'>} o
  * @param {Runtime} rt
@@ -442,34 +443,55 @@ export function checkModelTier(header) {
  * @param {() => number} budgetFor
  */
 export async function admitAndLoad(o, rt, store, model, budgetFor) {
-  // before any request: tr_model_load holds the file twice (weights >= size, load_copy = size)
+  // before any request: loaded in place, the model's bytes are its weights (>= size)
   const floor = Math.min(budgetFor(), WASM32_BUDGET);
-  if (2 * model.size > floor) {
-    throw new LoaderError('ModelTooLarge', `model of ${model.size} bytes needs at least ${2 * model.size} bytes while it loads (weights and load_copy), over the budget of ${floor} bytes; the largest part is weights (at least ${model.size} bytes)`, { budget: floor, largest: 'weights', peak: 2 * model.size });
+  if (model.size > floor) {
+    throw new LoaderError('ModelTooLarge', `model of ${model.size} bytes needs at least ${model.size} bytes (its weights), over the budget of ${floor} bytes; the largest part is weights (at least ${model.size} bytes)`, { budget: floor, largest: 'weights', peak: model.size });
   }
-  // bytes null: the streamed kind (a cast, as the lint's non-strict pass does not narrow on null)
-  let source = model.bytes === null ? await openModel(o, store, /** @type {StreamedModel} */ (model)) : null;
-  let head = model.bytes ? model.bytes : await readHead(/** @type {Source} */ (source), MODEL_HEADER_BYTES, new Uint8Array(0));
+  // bytes null: the streamed kind (a cast, as the lint's non-strict pass does not narrow on null).
+  // From the network (or a file) only the header and directory are asked for before admission
+  // (bounded Range requests); a cached copy is read from its start, as it is local
+  const streamed = model.bytes === null ? /** @type {StreamedModel} */ (model) : null;
+  let source = streamed && streamed.cached ? await openModel(o, store, streamed) : null;
+  let ranged = false; // the server answers parts: the directory and the rest are asked for apart
+  if (streamed && !source) {
+    if (o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
+    source = await openResumable(o, streamed.url, 'model', model.size, undefined, { from: 0, to: Math.min(MODEL_HEADER_BYTES, model.size) });
+    overDeclared(source, streamed);
+    ranged = source.ranged === true; // else the whole model is coming: read on as far as admitted
+  }
+  let head = model.bytes ? model.bytes : await readHead(/** @type {Source} */ (source), Math.min(MODEL_HEADER_BYTES, model.size), new Uint8Array(0));
+  if (ranged && source) {
+    source.cancel();
+    source = null;
+  }
   try {
     if (head.length > model.size) throw new LoaderError('BoundExceeded', `model ${model.url} is larger than its declared size of ${model.size} bytes; the download was stopped there`, { url: String(model.url), limit: model.size });
     const header = head.subarray(0, Math.min(MODEL_HEADER_BYTES, head.length));
     checkModelTier(header); // first: an unknown tier is refused before the runtime sees a byte
     const prefixLen = await modelPrefixBytes(rt, header);
-    if (source && prefixLen > head.length && prefixLen <= model.size) head = await readHead(source, prefixLen, head);
+    if (streamed && prefixLen > head.length && prefixLen <= model.size) {
+      head = source ? await readHead(source, prefixLen, head) : concat(head, await readPart(o, streamed, head.length, prefixLen));
+    }
     if (prefixLen === 0 || prefixLen > model.size || prefixLen > head.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
     const { facts, plan, context } = await preflight(o, rt, model, head.subarray(0, prefixLen), budgetFor);
-    // admitted: now, and only now, the model's bytes enter the runtime
-    const handle = await withWindow(rt, model.size + 8, async (ptr) => {
+    // admitted: now, and only now, the model's bytes enter the runtime, in place: the window
+    // they stream into (exactly the file's size) becomes the model's bytes (tr_model_adopt), the
+    // handle comes back in another window; a model whose hash is not the expected one is freed
+    const handle = await withWindow(rt, 8, (out) => withModelWindow(rt, model.size, async (window) => {
+      const ptr = window.ptr;
       if (model.bytes) {
-        rt.bytes(ptr, model.size).set(model.bytes);
+        rt.bytes(ptr, model.size).set(model.bytes); // the integrator's bytes, copied once
       } else {
+        // admitted: the rest of the model, from the prefix's end (a cached copy: already open)
+        if (!source) source = await openRest(o, /** @type {StreamedModel} */ (streamed), head.length);
         const first = head.subarray(0, Math.min(head.length, model.size));
         const rest = await drainInto(o, rt, ptr, /** @type {Source} */ (source), model, first);
         source = null;
         await keepStreamed(o, rt, store, model, ptr, rest);
       }
-      return loadAt(rt, ptr, model.size);
-    });
+      return adoptAt(rt, window, out);
+    }));
     return { handle, facts, plan, context };
   } finally {
     if (source) source.cancel();
@@ -494,6 +516,65 @@ async function openModel(o, store, model) {
 }
 
 /**
+ * `a` then `b`, one array.
+ * @param {Uint8Array} a
+ * @param {Uint8Array} b
+ */
+function concat(a, b) {
+  const joined = new Uint8Array(a.length + b.length);
+  joined.set(a);
+  joined.set(b, a.length);
+  return joined;
+}
+
+/**
+ * The model's bytes [from, to) from a server that answers parts, before it is admitted: a
+ * bounded Range request (an answer of the whole is read to `to` and cancelled). Its whole length
+ * over the declared size is refused before a byte is read.
+ * @param {Pick<ResolvedOptions, 'fetch'>} o
+ * @param {StreamedModel} model
+ * @param {number} from
+ * @param {number} to
+ */
+async function readPart(o, model, from, to) {
+  const source = await openResumable(o, model.url, 'model', model.size, undefined, { from, to });
+  try {
+    overDeclared(source, model);
+    const got = await readHead(source, to - from, new Uint8Array(0));
+    return got.subarray(0, Math.min(got.length, to - from));
+  } finally {
+    source.cancel();
+  }
+}
+
+/**
+ * The admitted model's bytes from `from` (the prefix's end) to its end, one request (Range;
+ * from a server that ignores it the prefix is read again and skipped).
+ * @param {Pick<ResolvedOptions, 'fetch'>} o
+ * @param {StreamedModel} model
+ * @param {number} from
+ */
+async function openRest(o, model, from) {
+  const source = await openResumable(o, model.url, 'model', model.size, undefined, { from });
+  overDeclared(source, model);
+  return source;
+}
+
+/**
+ * A body whose Content-Length (or Content-Range total) is over the model's declared size is
+ * refused (and cancelled) before any byte of it is read.
+ * @param {Source} source
+ * @param {StreamedModel} model
+ */
+function overDeclared(source, model) {
+  const total = source.total ?? null;
+  if (total !== null && total > model.size) {
+    source.cancel();
+    throw new LoaderError('BoundExceeded', `model ${model.url} is ${total} bytes, over its declared size of ${model.size}`, { url: String(model.url), limit: model.size });
+  }
+}
+
+/**
  * The preflight of the model's header and directory (`prefix`) at the options' context against
  * the budget: its facts and memory plan, or the refusal (too large, unsupported tier, invalid).
  * @param {Pick<ResolvedOptions, 'context'>} o
@@ -507,7 +588,7 @@ async function preflight(o, rt, model, prefix, budgetFor) {
   const context = o.context || facts.maxContext;
   const budget = Math.min(budgetFor(), WASM32_BUDGET); // no wasm32 lane addresses more
   const workers = rt.workers || 0;
-  const p = await planHeader(rt, prefix, model.size, context, workers, false); // tr_model_load copies
+  const p = await planHeader(rt, prefix, model.size, context, workers, true); // loaded in place: no load copy
   if (p.code === 3) throw new LoaderError('UnsupportedModelTier', 'this runtime module refuses the model\'s format/tier (TrResult UnsupportedFeature): it predates the model\'s kernel tier or flags', { code: p.code });
   if (p.code !== 0) throw new LoaderError('ModelInvalid', `tr_plan_header refused the model (TrResult ${p.code})`, { code: p.code });
   const plan = { peakPrefill: p.peakPrefill, steadyDecode: p.steadyDecode, peakLoad: p.peakLoad, peak: p.peak, parts: p.parts, largest: p.largest, workers, budget };
@@ -541,16 +622,41 @@ async function keepStreamed(o, rt, store, model, ptr, rest) {
 }
 
 /**
- * tr_model_load of the `size` bytes at `ptr`: the model handle, or ModelInvalid.
+ * The model's final window, exactly `size` bytes: `fn(window)` fills it and adopts it (from
+ * tr_model_adopt on the window is the runtime's, whatever its result); freed here otherwise.
+ * @template T
  * @param {Runtime} rt
- * @param {number} ptr
  * @param {number} size
+ * @param {(window: ModelWindow) => Promise<T>} fn
+ * @returns {Promise<T>}
  */
-async function loadAt(rt, ptr, size) {
+async function withModelWindow(rt, size, fn) {
+  const ptr = await rt.call('tr_alloc', size);
+  if (ptr === 0) throw new HostError(`tr_alloc(${size}) failed`, 9);
+  /** @type {ModelWindow} */
+  const window = { ptr, size, owned: true };
+  try {
+    return await fn(window);
+  } finally {
+    if (window.owned) await rt.call('tr_free', ptr, size);
+  }
+}
+
+/** @typedef {{ ptr: number, size: number, owned: boolean }} ModelWindow */
+
+/**
+ * tr_model_adopt of the model's window (the handle written to `out`, another window): the model
+ * handle, or ModelInvalid. The window is the runtime's from here on.
+ * @param {Runtime} rt
+ * @param {ModelWindow} window
+ * @param {number} out
+ */
+async function adoptAt(rt, window, out) {
   stats.modelLoads++;
-  const loaded = await modelLoadAt(rt, ptr, size);
-  if (loaded.code !== 0) throw new LoaderError('ModelInvalid', `tr_model_load refused the model (TrResult ${loaded.code})`, { code: loaded.code });
-  return loaded.handle;
+  window.owned = false;
+  const adopted = await modelAdoptAt(rt, window.ptr, window.size, out);
+  if (adopted.code !== 0) throw new LoaderError('ModelInvalid', `tr_model_adopt refused the model (TrResult ${adopted.code})`, { code: adopted.code });
+  return adopted.handle;
 }
 
 /**
