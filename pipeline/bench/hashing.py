@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from pipeline.bench.errors import BenchError
 from pipeline.bench.stats import spread
 from pipeline.conformance import browsers, harness
 from pipeline.errors import PipelineError
+from pipeline.io import process
 from pipeline.io.atomic import write_atomic
 from pipeline.toolchain import nodejs
 
@@ -61,12 +61,10 @@ def run_node(plan: dict[str, Any]) -> dict[str, Any]:
         shutil.copy(SHA256_JS, Path(tmp) / "js/sha256.js")
         shutil.copy(PAGE / "measure.mjs", Path(tmp) / "page/measure.mjs")
         exe = str(nodejs.executable())
-        done = subprocess.run(
-            [exe, "--input-type=module", "-e", _NODE_DRIVER, "--",
-             (Path(tmp) / "page/measure.mjs").as_uri(), json.dumps(plan)],
-            capture_output=True, text=True, timeout=TIMEOUT_SECONDS, check=False,
-        )  # fmt: skip
-        version = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False)
+        page = (Path(tmp) / "page/measure.mjs").as_uri()
+        argv = [exe, "--input-type=module", "-e", _NODE_DRIVER, "--", page, json.dumps(plan)]
+        done = process.run(argv, timeout=TIMEOUT_SECONDS)
+        version = process.run([exe, "--version"])
     if done.returncode != 0:
         raise BenchError(f"the node hash bench failed: {done.stderr[-2000:]}", where="node")
     return {"version": version.stdout.strip(), "figures": _figures(json.loads(done.stdout)["rows"])}
