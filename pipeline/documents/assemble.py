@@ -41,8 +41,7 @@ from verify.bundle.layout import (
     SBOM,
 )
 from verify.bundle.page.inputs import page_inputs
-from verify.bundle.page.page import render_page
-from verify.bundle.page.previous import check_previous
+from verify.bundle.page.page import shipped_page
 from verify.formats.manifest import CompilerVersions, KeyClass, MemoryRules, ModuleManifest
 from verify.formats.report import VerificationReport, report_bytes
 from verify.placeholders import absolute_paths_outside
@@ -126,7 +125,7 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
     )
     check_sbom(files[SBOM])
     files.update(material.previous or {})
-    files[REPORT_PAGE] = report_page(files)
+    files[REPORT_PAGE] = shipped_page(page_inputs(files), files)
     subjects = [(url, _sha(files[url])) for url, _ in manifest.listed_files()]
     attested = (*ATTESTED_FIXED_FILES, *(n for n in OPTIONAL_ATTESTED_FILES if n in files))
     subjects += [(name, _sha(files[name])) for name in attested]
@@ -146,16 +145,6 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
     )
     _refuse_builder_paths({**files, PROVENANCE_STATEMENT: statement})
     return Documents(manifest, files, statement)
-
-
-def report_page(files: Mapping[str, bytes]) -> bytes:
-    """report.html, from the documents in `files` (the verifier's own renderer: `verify bundle`
-    step 15 renders it again and compares); a previous release that is not an earlier one
-    whose documents belong together is refused here, as the verifier would refuse it."""
-    inputs = page_inputs(files)
-    if inputs.previous is not None:
-        check_previous(inputs.previous, inputs.release)
-    return render_page(inputs, files)
 
 
 def _refuse_builder_paths(documents: Mapping[str, bytes]) -> None:

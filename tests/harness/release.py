@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 
-from pipeline.documents.assemble import report_page
 from pipeline.documents.keys import KeyFiles, generate_key_files
 from pipeline.lanebuild.built import Built, built_from_index
 from pipeline.lanebuild.records import BuildIndex
@@ -48,6 +47,8 @@ from verify.bundle.layout import (
     tarball_name,
 )
 from verify.bundle.opened import read_bundle_folder
+from verify.bundle.page.inputs import page_inputs
+from verify.bundle.page.page import shipped_page
 from verify.bundle.report_check import Deriver
 from verify.bundle.tarball import HARD_LIMITS, ReadLimits, deterministic_tarball
 from verify.bundle.trusted_keys import load_trust_root
@@ -340,7 +341,8 @@ def repack(bundle: Path) -> None:
 def rederive_page(bundle: Path, statement: dict[str, Any]) -> None:
     """report.html made again from the bundle's documents by the release writer's function
     (after a test changed one of them), and its subject in `statement` (to be re-signed)."""
-    page = report_page(read_bundle_folder(bundle))
+    files = read_bundle_folder(bundle)
+    page = shipped_page(page_inputs(files), files)
     (bundle / REPORT_PAGE).write_bytes(page)
     (subject,) = (s for s in statement["subject"] if s["name"] == REPORT_PAGE)
     subject["digest"] = {"sha256": hashlib.sha256(page).hexdigest()}

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from verify.bundle.errors import PageMismatch
 from verify.bundle.layout import REPORT_PAGE
 from verify.bundle.page.inputs import page_inputs
-from verify.bundle.page.page import render_page
-from verify.bundle.page.previous import check_previous
+from verify.bundle.page.page import shipped_page
 
 
 def first_difference(a: bytes, b: bytes) -> int:
     """The offset of the first byte where `a` and `b` differ (the shorter length if one is a
-    prefix of the other)."""
+    prefix of the other). verify.section_diff names sections too, but it loads lief: not here,
+    where every verification passes."""
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             return i
@@ -29,9 +29,7 @@ def first_difference(a: bytes, b: bytes) -> int:
 
 def check_page(files: Mapping[str, bytes]) -> str:
     inputs = page_inputs(files)
-    if inputs.previous is not None:
-        check_previous(inputs.previous, inputs.release)
-    derived = render_page(inputs, files)
+    derived = shipped_page(inputs, files)
     shipped = files[REPORT_PAGE]
     if shipped != derived:
         raise PageMismatch(

@@ -111,19 +111,6 @@ fn identity_json(id: &CacheIdentity) -> String {
     json::object(&fields, false)
 }
 
-pub const VALUED: &[&str] = &[
-    "model",
-    "turns",
-    "seed",
-    "stream",
-    "max-tokens",
-    "temperature",
-    "top-k",
-    "top-p",
-    "repetition-penalty",
-    "context",
-];
-
 pub fn command(args: &Args) -> Result<u8, CliError> {
     let (model, digest) = read_model(&args.required("model")?)?;
     let path = args.required("turns")?;

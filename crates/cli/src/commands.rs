@@ -30,8 +30,10 @@ pub fn dispatch(argv: &[String]) -> Result<u8, CliError> {
     match argv.first().map(String::as_str) {
         Some("self-test") => self_test(),
         Some("inspect-model") => inspect_model(&args::parse(rest, &["context", "workers"], &["json", "plan"])?),
-        Some("run") => run(&args::parse(rest, RUN_VALUED, &["json"])?),
-        Some("chat") => chat::command(&args::parse(rest, chat::VALUED, &["json", "no-reuse"])?),
+        Some("run") => run(&args::parse(rest, &session_flags::with(&["model", "prompt"]), &["json"])?),
+        Some("chat") => {
+            chat::command(&args::parse(rest, &session_flags::with(&["model", "turns"]), &["json", "no-reuse"])?)
+        }
         Some("golden") => golden::command(&args::parse(rest, golden::VALUED, &[])?),
         Some("-h") | Some("--help") => {
             outln!("{USAGE}");
@@ -193,19 +195,6 @@ fn print_plan(model: &Model, args: &Args) -> Result<u8, CliError> {
     outln!("{}", json::object(&fields, true));
     Ok(EXIT_OK)
 }
-
-const RUN_VALUED: &[&str] = &[
-    "model",
-    "prompt",
-    "seed",
-    "stream",
-    "max-tokens",
-    "temperature",
-    "top-k",
-    "top-p",
-    "repetition-penalty",
-    "context",
-];
 
 fn run(args: &Args) -> Result<u8, CliError> {
     let (model, digest) = read_model(&args.required("model")?)?;

@@ -7,6 +7,15 @@ use tinyrustlm_core::session::SessionConfig;
 use crate::args::Args;
 use crate::error::CliError;
 
+/// The valued flags `session_config` reads.
+pub const VALUED: &[&str] =
+    &["seed", "stream", "max-tokens", "temperature", "top-k", "top-p", "repetition-penalty", "context"];
+
+/// A command's own valued flags and the session's.
+pub fn with(own: &[&'static str]) -> Vec<&'static str> {
+    [own, VALUED].concat()
+}
+
 /// The session config and token budget of `run` and `chat` from their flags (validated against
 /// the model's context).
 pub fn session_config(args: &Args, model: &Model) -> Result<(SessionConfig, u32), CliError> {

@@ -29,8 +29,9 @@ fn load_tiny(rt: &mut Runtime) -> u64 {
     read_u64(rt, out)
 }
 
-#[test]
-fn end_to_end_matches_the_self_test_tokens() {
+/// A runtime with the tiny model, a greedy session, and BOS + "tiny" prefilled: (runtime,
+/// session handle, a 24-byte output window, the prompt's token window).
+fn tiny_session_prefilled() -> (Runtime, u64, u32, u32) {
     let mut rt = Runtime::default();
     let model = load_tiny(&mut rt);
     let cfg = put(&mut rt, &greedy_config(0));
@@ -40,6 +41,12 @@ fn end_to_end_matches_the_self_test_tokens() {
     let prompt: Vec<u8> = [256u32, 116, 105, 110, 121].iter().flat_map(|t| t.to_le_bytes()).collect();
     let tokens = put(&mut rt, &prompt);
     assert_eq!(rt.prefill(session, tokens, 5), Ok(()));
+    (rt, session, out, tokens)
+}
+
+#[test]
+fn end_to_end_matches_the_self_test_tokens() {
+    let (mut rt, session, out, _) = tiny_session_prefilled();
     let mut got = Vec::new();
     for _ in 0..8 {
         assert_eq!(rt.decode(session, out), Ok(()));
@@ -187,15 +194,7 @@ fn header_preflight_equals_preflight_of_the_loaded_model() {
 
 #[test]
 fn rewind_keeps_a_prefix_and_refuses_beyond_the_position() {
-    let mut rt = Runtime::default();
-    let model = load_tiny(&mut rt);
-    let cfg = put(&mut rt, &greedy_config(0));
-    let out = rt.alloc(24);
-    assert_eq!(rt.session_new(model, cfg, 40, out), Ok(()));
-    let session = read_u64(&mut rt, out);
-    let prompt: Vec<u8> = [256u32, 116, 105, 110, 121].iter().flat_map(|t| t.to_le_bytes()).collect();
-    let tokens = put(&mut rt, &prompt);
-    assert_eq!(rt.prefill(session, tokens, 5), Ok(()));
+    let (mut rt, session, out, tokens) = tiny_session_prefilled();
     assert_eq!(rt.decode(session, out), Ok(()));
     assert_eq!(rt.session_rewind(session, 6), Err(TrResult::InvalidArgument), "the pending token is not cached");
     assert_eq!(rt.session_rewind(session, 4), Ok(()));

@@ -108,17 +108,20 @@ def _json(data: bytes, where: str) -> Any:
         raise PageInputInvalid(exc.message, where=where, offset=exc.offset) from exc
 
 
+def _invalid(exc: ValidationError, what: str, where: str) -> PageInputInvalid:
+    """The first validation error, named by `where` and the field's path."""
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    place = f"{where}: {field}" if field else where
+    return PageInputInvalid(f"{what}: {first['msg']}", where=place)
+
+
 def _model(cls: type[BaseModel], data: bytes, where: str, strict: bool) -> Any:
     doc = _json(data, where)
     try:
         return cls.model_validate(doc, strict=strict)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise PageInputInvalid(
-            f"not what the page reads: {first['msg']}",
-            where=f"{where}: {field}" if field else where,
-        ) from exc
+        raise _invalid(exc, "not what the page reads", where) from exc
 
 
 def release_of(files: Mapping[str, bytes], prefix: str = "") -> Release:
@@ -161,11 +164,7 @@ def page_inputs(files: Mapping[str, bytes], previous: Release | None = None) -> 
         except MalformedJson as exc:
             raise PageInputInvalid(exc.message, where=CONFORMANCE, offset=exc.offset) from exc
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(part) for part in first["loc"])
-            raise PageInputInvalid(
-                f"not a conformance report: {first['msg']}", where=f"{CONFORMANCE}: {field}"
-            ) from exc
+            raise _invalid(exc, "not a conformance report", CONFORMANCE) from exc
     return PageInputs(
         release=release_of(files),
         conformance=conformance,

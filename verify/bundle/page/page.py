@@ -27,6 +27,7 @@ from verify.bundle.page.inputs import PageInputs, Release
 from verify.bundle.page.lanes import lanes_section
 from verify.bundle.page.matrix import matrix_section
 from verify.bundle.page.measured import memory_section, speed_section
+from verify.bundle.page.previous import check_previous
 from verify.bundle.page.style import CSP, CSS
 from verify.bundle.page.supply import provenance_section, sbom_section
 from verify.bundle.step_titles import ON_REQUEST_STEPS, STEP_TITLES
@@ -194,3 +195,13 @@ def render_page(
         ),
     )
     return page_bytes(el("html", head, body, lang="en"))
+
+
+def shipped_page(inputs: PageInputs, files: Mapping[str, bytes]) -> bytes:
+    """report.html as a bundle ships it, from `inputs` (`page_inputs(files)`): the release
+    writes it (`pipeline.documents.assemble`) and `verify bundle` step 15 renders it again to
+    compare. A carried previous release that is not an earlier one whose documents belong
+    together is refused here (`PreviousInvalid`)."""
+    if inputs.previous is not None:
+        check_previous(inputs.previous, inputs.release)
+    return render_page(inputs, files)
