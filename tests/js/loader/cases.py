@@ -115,3 +115,25 @@ LANES = (THREADS_LANE, SIMD_LANE, SCALAR_LANE)
 
 # the bundle co-signed by two development keys (`sign`), loaded under a 2-of-2 v2 policy
 COSIGNED = Case("co-signed 2 of 2", variant="cosigned", keys="cosigned-2of2")
+
+
+# A worker of the threads lane killed mid-prefill, then load() twice more on the same page
+# against the same site: the next load skips the failed lane (`LaneFailed`) and runs simd128 to
+# the golden tokens; `retryFailedLanes` runs the threads lane again (and the page's failure
+# record is then forgotten, so later cases see every lane).
+WORKER_DIES = "a worker dies mid-prefill"
+AFTER_DEATH = "the next load after a worker died"
+RETRY_AFTER_DEATH = "retryFailedLanes after a worker died"
+
+
+def worker_death_cases(prompt: str) -> list[Case]:
+    return [
+        Case(WORKER_DIES, prompt=prompt, options={"prefillChunk": 1}, extra={"killWorkerAt": 5}),
+        Case(AFTER_DEATH, prompt=prompt),
+        Case(
+            RETRY_AFTER_DEATH,
+            prompt=prompt,
+            options={"retryFailedLanes": True},
+            extra={"forgetLaneFailures": True},
+        ),
+    ]

@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyclonedx
 
+from tests.js.loader.cases import AFTER_DEATH, RETRY_AFTER_DEATH, WORKER_DIES
 from verify.formats.receipt import CapabilityReceipt
 
 SCHEMA = (
@@ -46,3 +47,23 @@ def check_ran(
     assert receipt.module.artifact_id == lane
     assert receipt.attempts[-1].outcome == "selected"
     return receipt
+
+
+def check_worker_death_fallback(
+    results: dict[str, dict[str, Any]], tokens: list[int], threads: str, simd: str
+) -> None:
+    """A worker killed mid-prefill on a page: a typed `WorkerFailure` recorded against the threads
+    lane; the next `load()` of the same site skips it (`LaneFailed`) and simd128 gives the golden
+    tokens; `retryFailedLanes` runs the threads lane again to the same tokens."""
+    died = results[WORKER_DIES]
+    assert "error" not in died, died["error"]
+    assert died["lane"] == threads
+    killed = died["killed"]
+    assert not killed["ok"], killed
+    assert (killed["name"], killed["code"]) == ("LoaderError", "WorkerFailure"), killed
+    assert died["record"][threads]["code"] == "WorkerFailure", died["record"]
+    assert died["stats"]["live"] == 0  # the dead lane's runtime was closed
+    receipt = check_ran(results[AFTER_DEATH], simd, tokens)
+    skipped = receipt.attempts[0]
+    assert (skipped.artifact_id, skipped.error_code) == (threads, "LaneFailed"), receipt.attempts
+    check_ran(results[RETRY_AFTER_DEATH], threads, tokens)

@@ -86,7 +86,22 @@ async function runOnce(c, loader) {
     }
     out.lane = lm.receipt.module.artifact_id;
     out.receipt = lm.receipt;
-    if (c.prompt !== undefined) {
+    if (c.killWorkerAt !== undefined) {
+      // worker 0 killed once `killWorkerAt` tokens are in: the prefill fails typed, and the lane
+      // is in the page's failure record for the next load()
+      /** @type {Promise<void> | null} */
+      let killed = null;
+      const prompt = [256, ...new TextEncoder().encode(c.prompt)];
+      const kill = (n) => {
+        if (n >= c.killWorkerAt && killed === null) killed = lm.rt.kill(0);
+      };
+      out.killed = await lm.prefill(prompt, { onProgress: kill }).then(
+        (v) => ({ ok: true, value: v }),
+        (e) => ({ ok: false, name: e.name, code: e.code ?? null, detail: e.detail ?? null }),
+      );
+      await killed;
+      out.record = loader.laneFailureRecord();
+    } else if (c.prompt !== undefined) {
       const tokens = [];
       const prompt = [256, ...new TextEncoder().encode(c.prompt)];
       let fed = 0;
@@ -120,6 +135,7 @@ async function runOnce(c, loader) {
   } finally {
     if (lm) await lm.close();
   }
+  if (c.forgetLaneFailures) loader.forgetLaneFailures();
   if (c.progress) out.progress = progress;
   if (globalThis.process) out.maxRssBytes = globalThis.process.resourceUsage().maxRSS * 1024;
   out.elapsedMs = performance.now() - t0;

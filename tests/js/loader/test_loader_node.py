@@ -14,8 +14,20 @@ import pytest
 
 from pipeline.serve import Site
 from pipeline.toolchain import nodejs
-from tests.js.loader.cases import AFTER_INSTANTIATION, COSIGNED, REFUSALS, Case, Env
-from tests.js.loader.checks import by_name, check_ran, check_refused
+from tests.js.loader.cases import (
+    AFTER_INSTANTIATION,
+    COSIGNED,
+    REFUSALS,
+    Case,
+    Env,
+    worker_death_cases,
+)
+from tests.js.loader.checks import (
+    by_name,
+    check_ran,
+    check_refused,
+    check_worker_death_fallback,
+)
 from tests.js.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
 
 pytestmark = pytest.mark.integration
@@ -55,6 +67,7 @@ def node_cases(prompt: str) -> list[Case]:
         ),
         Case("threads disabled by the manifest", variant="threads-disabled", prompt=prompt),
         dataclasses.replace(COSIGNED, prompt=prompt),
+        *worker_death_cases(prompt),
     ]
     return cases
 
@@ -197,3 +210,9 @@ def test_a_cosigned_bundle_loads_under_a_two_of_two_policy(
     check_ran(results[COSIGNED.name], THREADS_LANE, golden["tokens"])
     short = results["co-signed 2 of 3 required"]["error"]["message"]
     assert "2 of 3 required signatures on the manifest" in short
+
+
+def test_a_worker_dies_and_the_next_load_of_the_site_falls_back(
+    results: dict[str, dict[str, Any]], golden: dict[str, Any]
+) -> None:
+    check_worker_death_fallback(results, golden["tokens"], THREADS_LANE, SIMD_LANE)
