@@ -7,6 +7,7 @@ lane id written into code fails here.
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -82,6 +83,33 @@ def test_no_lane_id_in_code_outside_tests() -> None:
         if not path.startswith("tests/")
         for number, line in enumerate((REPO_ROOT / path).read_text().splitlines(), 1)
         if pattern.search(line)
+    ]
+    assert spelled == []
+
+
+def hand_canonical_json(source: str) -> list[int]:
+    """Lines of `json.dumps(..., sort_keys=True, separators=(",", ":"))`: canonical JSON
+    written by hand (sorted, compact) instead of through `verify.canonical` (RFC 8785)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "dumps"
+        and any(k.arg == "sort_keys" for k in node.keywords)
+        and any(
+            k.arg == "separators" and ast.literal_eval(k.value) == (",", ":") for k in node.keywords
+        )
+    ]
+
+
+def test_one_canonical_json_outside_tests() -> None:
+    """Every digest or signature over sorted, compact JSON goes through verify.canonical."""
+    spelled = [
+        f"{path}:{line}"
+        for path in tracked_python()
+        if not path.startswith("tests/") and path != "verify/canonical.py"
+        for line in hand_canonical_json((REPO_ROOT / path).read_text(encoding="utf-8"))
     ]
     assert spelled == []
 

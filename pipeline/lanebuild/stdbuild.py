@@ -37,6 +37,7 @@ from pipeline.io.digest import sha256_file
 from pipeline.io.process import CommandUnstartable
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane
+from verify.canonical import canonical_json
 
 CACHE_ENV = "TINYRUSTLM_STD_CACHE"
 STAMP = "stamp.json"
@@ -100,8 +101,7 @@ def key_of(lane: Lane, lock: ToolchainLock) -> str:
         "profile": PROFILE,
         "command": [argv, env],
     }
-    text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(facts)).hexdigest()
 
 
 def _libdir(root: Path, target: str) -> Path:

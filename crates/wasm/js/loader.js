@@ -1,5 +1,7 @@
 // TinyRustLM loader: verify, probe, choose, self-test, fall back, and account for what ran.
 // ES module, no dependencies beyond its siblings; the same files run in browsers and node >= 20.
+// No dependencies on purpose: the bundle's js/ is signed file by file and served as signed (no
+// bundler or npm install between the signature and the page), so what `verify` checked runs.
 // Types of the whole public API: loader.d.ts (the npm package's `types`).
 //
 //   import { load } from './js/loader.js';
