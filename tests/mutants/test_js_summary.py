@@ -135,7 +135,7 @@ def test_the_run_fails_when_a_file_is_under_its_floor(
     monkeypatch.setattr(js_run, "REPORT", report)
     monkeypatch.setattr(js_run, "FLOORS", floors)
     monkeypatch.setattr(js_run, "js_equivalents", dict)
-    monkeypatch.setattr(js_run.subprocess, "run", stryker)
+    monkeypatch.setattr("tests.mutants.js_run.subprocess.run", stryker)
     status, result = js_run.run(1)
     out = capsys.readouterr().out
     assert status == 1

@@ -15,7 +15,8 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline import paths
-from pipeline.lanebuild import driver, smoke_reuse
+from pipeline.lanebuild import driver, smoke, smoke_reuse
+from pipeline.lanebuild.inputs import tree_inputs
 from pipeline.lanebuild.records import SmokeResult
 from pipeline.lanebuild.smoke_reuse import VERDICT_FILE, runner_identity, smoke_once
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
@@ -182,12 +183,12 @@ def test_an_unchanged_rebuild_says_the_smoke_verdict_was_reused(
     reused (naming the artifact and the runner) and runs no smoke; new bytes are smoke-tested.
     The driver itself, with cargo, std and the runner replaced (this tree, built in tmp_path)."""
     real = read_tree(REPO_ROOT)
-    inputs = driver.tree_inputs(real.lanes, real.workspace, real.lock_sha256)
+    inputs = tree_inputs(real.lanes, real.workspace, real.lock_sha256)
     tree = dataclasses.replace(real, root=tmp_path)
     lane = real.lanes.lane[0]
     produced = tmp_path / "cargo-output"
     runs = Runs()
-    monkeypatch.setattr(driver, "tree_inputs", lambda *_: inputs)
+    monkeypatch.setattr("pipeline.lanebuild.driver.tree_inputs", lambda *_: inputs)
     monkeypatch.setattr(driver, "_prepare_std", lambda *_: None)
     monkeypatch.setattr(
         driver, "ensure_sysroot", lambda *_: SimpleNamespace(root=None, built=False, key="k" * 16)
@@ -199,7 +200,7 @@ def test_an_unchanged_rebuild_says_the_smoke_verdict_was_reused(
     monkeypatch.setattr(
         driver, "as_recorded", lambda *_: SimpleNamespace(argv=["cargo"], post_link=[], env={})
     )
-    monkeypatch.setattr(driver.smoke, "smoke", lambda *_: runs())
+    monkeypatch.setattr(smoke, "smoke", lambda *_: runs())
 
     def build(data: bytes) -> list[str]:
         produced.write_bytes(data)
