@@ -1,6 +1,6 @@
 // Thin async wrappers over the tr_* ABI (record layouts: crates/core/CONTRACT.md), for any
 // runtime made by host.js `instantiate` (same code for every lane). ES module, no dependencies.
-import { HostError, instantiate, memoryImport, planner } from './host.js';
+import { HostError, TR_OUT_OF_MEMORY, instantiate, memoryImport, planner } from './host.js';
 
 /** @typedef {import('./host.js').Runtime} Runtime */
 /** @typedef {import('./host.js').WasmArg} WasmArg */
@@ -33,7 +33,7 @@ async function check(rt, name, ...args) {
  */
 async function withWindow(rt, len, fn) {
   const ptr = await rt.call('tr_alloc', len);
-  if (ptr === 0) throw new HostError(`tr_alloc(${len}) failed`, 9);
+  if (ptr === 0) throw new HostError(`tr_alloc(${len}) failed`, TR_OUT_OF_MEMORY);
   try {
     return await fn(ptr);
   } finally {

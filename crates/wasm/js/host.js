@@ -32,6 +32,7 @@ export class HostError extends Error {
 
 /** TrResult codes the host itself produces or acts on (crates/core/src/result.rs). */
 export const TR_OK = 0;
+export const TR_OUT_OF_MEMORY = 9;
 export const TR_CANCELLED = 15;
 export const TR_WORKER_FAILURE = 16;
 /** An argument of a tr_* export: i32 as a number, i64 (handles, sizes) as a bigint. */

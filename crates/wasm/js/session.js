@@ -1,6 +1,6 @@
 // TinyRustLM loader, the session room: a lane started and self-tested (steps 4-6), the model
 // admitted and streamed into Wasm memory (step 8), and `Loaded`, what an integrator uses (10).
-import { instantiate, memoryImport, planner, sharedMemoryPages, fixedSharedMemory, HostError, TR_CANCELLED, TR_WORKER_FAILURE, sha256Hex } from './host.js';
+import { instantiate, memoryImport, planner, sharedMemoryPages, fixedSharedMemory, HostError, TR_CANCELLED, TR_OUT_OF_MEMORY, TR_WORKER_FAILURE, sha256Hex } from './host.js';
 import {
   encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, planHeader,
   modelAdoptAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
@@ -768,7 +768,7 @@ async function keepStreamed(o, rt, store, model, ptr, rest) {
  */
 async function withModelWindow(rt, size, fn) {
   const ptr = await rt.call('tr_alloc', size);
-  if (ptr === 0) throw new HostError(`tr_alloc(${size}) failed`, 9);
+  if (ptr === 0) throw new LoaderError('RuntimeError', `tr_alloc(${size}) failed: the model's window does not fit the runtime's ${rt.memory.buffer.byteLength}-byte memory (OutOfMemory)`, { code: TR_OUT_OF_MEMORY });
   /** @type {ModelWindow} */
   const window = { ptr, size, owned: true };
   try {
@@ -956,6 +956,10 @@ export class Loaded {
     const threads = rt.workers > 0;
     const prefillChunk = o.prefillChunk || (threads ? 1 : 16);
     const made = await sessionNew(rt, handle, { ...o.session, context });
+    if (made.code === TR_OUT_OF_MEMORY) {
+      // the threads lane's memory never grows: a session whose plan does not fit it is refused
+      throw new LoaderError('RuntimeError', `tr_session_new returned ${made.code} (OutOfMemory): a session of ${context || 'the model\'s'} tokens does not fit the runtime's ${rt.memory.buffer.byteLength}-byte memory`, { code: made.code, memoryBytes: rt.memory.buffer.byteLength });
+    }
     if (made.code !== 0) throw new LoaderError('RuntimeError', `tr_session_new returned ${made.code}`, { code: made.code });
     // The windows every later call uses, allocated now so nothing allocates after activation.
     const tokenWindow = await rt.call('tr_alloc', 4 * Math.max(prefillChunk, 1));
