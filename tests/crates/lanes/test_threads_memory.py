@@ -73,9 +73,7 @@ def _with_memory_limits(module: bytes, minimum: int, maximum: int) -> bytes:
             assert module[entry] == 0x02 and module[entry + 1] & 0x03 == 0x03  # shared, max
             limits = bytes([module[entry + 1]]) + _uleb(minimum) + _uleb(maximum)
             rebuilt = module[start:entry + 1] + limits  # fmt: skip
-            return (
-                module[:at] + bytes([2]) + _uleb(len(rebuilt)) + rebuilt + module[start + size :]
-            )
+            return module[:at] + bytes([2]) + _uleb(len(rebuilt)) + rebuilt + module[start + size :]
         at = start + size
     raise AssertionError("no import section")
 
@@ -109,7 +107,8 @@ def test_an_import_sized_otherwise_is_refused_by_verify(
 def _planned(plan: dict[str, Any]) -> int:
     """The bytes of the memory the host creates for a plan: page-rounded, never below the
     module's declared minimum."""
-    return max(_limits()[0], -(-plan["peak"] // PAGE)) * PAGE
+    pages: int = max(_limits()[0], -(-plan["peak"] // PAGE))
+    return pages * PAGE
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -132,9 +131,7 @@ def test_the_loader_creates_the_plans_memory_and_the_largest_context_runs_in_it(
 def test_one_page_under_the_plan_is_a_typed_out_of_memory_not_a_trap(
     wasm_lanes: dict[str, Path], small_model: Path, drive: Drive, pages_less: int
 ) -> None:
-    doc = drive(
-        "short", wasm_lanes[THREADS], 2, small_model, pages_less, script=HERE / "sized.mjs"
-    )
+    doc = drive("short", wasm_lanes[THREADS], 2, small_model, pages_less, script=HERE / "sized.mjs")
     assert doc["planned"] == _planned({"peak": doc["plan"]})
     assert doc["memoryBytes"] == doc["planned"] - pages_less * PAGE
     assert doc["loaded"] is True, doc.get("error")

@@ -86,6 +86,7 @@ async function runOnce(c, loader) {
     }
     out.lane = lm.receipt.module.artifact_id;
     out.receipt = lm.receipt;
+    out.plan = lm.plan;
     if (c.prompt !== undefined) {
       const tokens = [];
       const prompt = [256, ...new TextEncoder().encode(c.prompt)];
