@@ -2,11 +2,12 @@
 // (tr_plan_header) beside what one real lane measures while the model loads in place
 // (tr_model_adopt), a prompt is prefilled in one chunk and tokens are decoded: the allocator's
 // high-water mark per phase (tr_heap_stats, reset between phases) over the static base
-// (`__heap_base`: data and stacks), and the Wasm memory's size. Prints one JSON document.
+// (`__heap_base`: data and stacks), and the Wasm memory's size (the threads lane's: created at
+// the plan's peak, so the prefill at the largest context runs in exactly the planned memory).
+// Prints one JSON document.
 //
 //   node memplan.mjs LANE.wasm WORKERS MODEL CONTEXT[,CONTEXT...]
 import { readFileSync } from 'node:fs';
-import { instantiate } from '../../../crates/wasm/js/host.js';
 import * as abi from '../../../crates/wasm/js/abi.js';
 
 const [lanePath, workersArg, modelPath, contextsArg] = process.argv.slice(2);
@@ -20,12 +21,10 @@ async function phase(rt) {
 }
 
 async function measure(context) {
-  const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
+  const model = readFileSync(modelPath);
+  // the threads lane's shared memory is created at the plan's peak (a planner asked first)
+  const { rt, plan } = await abi.instantiateFor({ bytes: readFileSync(lanePath), workers }, model, { context, inPlace: true });
   try {
-    const model = readFileSync(modelPath);
-    const prefixLen = await abi.modelPrefixBytes(rt, model.subarray(0, 64));
-    const plan = await abi.planHeader(rt, model.subarray(0, prefixLen), model.length, context, workers, true);
-    if (plan.code !== 0) throw new Error(`tr_plan_header returned ${plan.code}`);
     // load in place: the window the model is written to becomes the model's bytes
     await rt.call('tr_heap_reset_peak');
     const ptr = await rt.call('tr_alloc', model.length);
