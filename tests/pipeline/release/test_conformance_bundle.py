@@ -19,7 +19,10 @@ from typing import Any
 import pytest
 
 from pipeline.cli import main as release_main
-from pipeline.release import steps
+from pipeline.conformance.matrix import Options
+from pipeline.conformance.subject import Subject
+from pipeline.release import conformance as release_conformance
+from pipeline.release import matrix_cache, steps
 from pipeline.release.conformance import RELEASE_ENGINES, covered
 from tests.harness.conformance import Row, as_v2, report_v3, token_row
 from tests.harness.receipts import receipt_sha256
@@ -35,7 +38,7 @@ from verify.bundle.errors import (
 )
 from verify.bundle.layout import CONFORMANCE, MANIFEST, parse_checksums
 from verify.cli import main as verify_main
-from verify.formats.conformance import CONFORMANCE_SCHEMA_V1, MODEL_TIERS
+from verify.formats.conformance import CONFORMANCE_SCHEMA_V1, MODEL_TIERS, ConformanceReport
 from verify.formats.manifest import ModuleManifest
 
 TIERS = MODEL_TIERS
@@ -427,3 +430,41 @@ def test_every_release_runs_the_matrix_on_node_over_every_lane_and_tier() -> Non
         "d" * 64,
     )
     assert covered(report) == "2 rows, engines node, tiers f32/int8, 3 cases, 0 failing"
+
+
+def test_the_default_matrix_is_node_over_every_lane_isolation_and_tier(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default step 6 asks the matrix for nothing narrowed (verify accepts a report of
+    fewer lanes, so only this can tell), ships its report and says what it covered."""
+    asked: list[tuple[Options, tuple[str, ...], list[str]]] = []
+
+    def matrix(
+        subject: Subject, opts: Options, tiers: tuple[str, ...] = MODEL_TIERS
+    ) -> ConformanceReport:
+        asked.append((opts, tiers, [w.lane for w in subject.wasm]))
+        manifest = dict(subject.signed_files)[MANIFEST].read_bytes()
+        lanes = [(w.lane, w.sha256) for w in subject.wasm]
+        rows: list[Row] = [("node", None, "pass", t) for t in tiers]
+        sha = hashlib.sha256(manifest).hexdigest()
+        return report_v3(subject.version, subject.source_revision, lanes, rows, sha)
+
+    monkeypatch.setattr(release_conformance, "conformance", matrix)
+    monkeypatch.setattr(matrix_cache, "harness_digests", lambda repo_root: {})  # a fake tree
+    with_matrix = replace(harness, steps=replace(harness.steps, conformance=steps.release_matrix))
+    bundle = with_matrix.release().bundle
+    manifest = ModuleManifest.model_validate_json((bundle / MANIFEST).read_bytes())
+    ((opts, tiers, lanes),) = asked
+    assert (tuple(opts.engines), tuple(opts.lanes), tiers) == (RELEASE_ENGINES, (), MODEL_TIERS)
+    assert tuple(opts.isolation) == tuple(Options().isolation)
+    assert lanes == [a.id for a in manifest.artifacts]
+    assert (bundle / CONFORMANCE).is_file()
+    says = f"engines node, tiers {'/'.join(MODEL_TIERS)}"
+    first = [line for line in harness.log if line.startswith("[6/")]
+    assert says in first[-1] and "reused" not in first[-1], first
+    # an unchanged re-release reuses the report and says so
+    again = with_matrix.release(dist=harness.tmp / "dist-again").bundle
+    assert len(asked) == 1
+    assert (again / CONFORMANCE).read_bytes() == (bundle / CONFORMANCE).read_bytes()
+    second = [line for line in harness.log if line.startswith("[6/")][len(first) :]
+    assert says in second[-1] and "(reused: " in second[-1], second

@@ -51,7 +51,8 @@ class Attest:
 
     signer: str
     # "", "digest", "release", "revision", "resign-other", "manifest" (the rebuilt manifest
-    # differs: artifacts reproduced, documents not), "no-documents" (documents not compared)
+    # differs: artifacts reproduced, documents not), "provenance" (the rebuilt provenance
+    # statement differs, the manifest not), "no-documents" (documents not compared)
     tamper: str = ""
 
 
@@ -80,6 +81,8 @@ def _write(spec: Attest, bundle: Path, folder: Path, index: int) -> Path:
         artifacts[0] = Compared(first.name, "0" * 64, "0" * 64)
     if spec.tamper == "manifest":  # e.g. the release changed js/loader.js or disabled_lanes
         documents[0] = Compared(MANIFEST, documents[0].expected_sha256, "2" * 64)
+    if spec.tamper == "provenance":  # the manifest reproduced, the provenance statement not
+        documents[1] = Compared(PROVENANCE_STATEMENT, documents[1].expected_sha256, "2" * 64)
     statement = rebuild_statement(manifest, artifacts, documents, _key(spec.signer).keyid)
     if spec.tamper in ("release", "revision"):  # a rebuild of another build id / commit
         doc = statement.model_dump(mode="json", by_alias=True)
@@ -115,6 +118,10 @@ CASES: dict[str, tuple[tuple[Attest, ...], int, tuple[str, ...], bool, int]] = {
     "documents not compared": ((Attest("alice"), Attest("bob", "no-documents")), 2, (), False, 1),
     "manifest not reproduced, scope artifacts": (
         (Attest("alice"), Attest("bob", "manifest")), 2, ("--rebuild-scope", "artifacts"), True, 2
+    ),
+    "provenance not reproduced": ((Attest("alice"), Attest("bob", "provenance")), 2, (), False, 1),
+    "provenance not reproduced, scope artifacts": (
+        (Attest("alice"), Attest("bob", "provenance")), 2, ("--rebuild-scope", "artifacts"), True, 2
     ),
     # scope artifacts: the same commit's binaries, whatever the build id (a re-release) ...
     "another build id, scope artifacts": (
