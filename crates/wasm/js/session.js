@@ -572,12 +572,13 @@ export class ModelHead {
  * @param {Pick<ResolvedOptions, 'context'>} o
  * @param {Runtime} rt
  * @param {ModelHead} head
- * @param {number} workers 0 = an unthreaded lane
+ * @param {number | null} [workers] 0 = an unthreaded lane; null: `rt`'s own (asked only once the
+ *   header's tier is known: an unknown one is refused before the runtime is touched)
  * @returns {Promise<Admission>}
  */
-export async function admit(o, rt, head, workers) {
+export async function admit(o, rt, head, workers = null) {
   const prefix = await head.prefix(rt);
-  return preflight(o, rt, head.model, prefix, head.budget, workers);
+  return preflight(o, rt, head.model, prefix, head.budget, workers ?? (rt.workers || 0));
 }
 
 /**
@@ -626,7 +627,7 @@ export async function loadAdmitted(o, rt, store, head) {
 export async function admitAndLoad(o, rt, store, model, budgetFor) {
   const head = new ModelHead(o, store, model, Math.min(budgetFor(), WASM32_BUDGET));
   try {
-    const admitted = await admit(o, rt, head, rt.workers || 0);
+    const admitted = await admit(o, rt, head);
     return { handle: await loadAdmitted(o, rt, store, head), ...admitted };
   } finally {
     head.cancel();
