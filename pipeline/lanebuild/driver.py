@@ -26,7 +26,12 @@ from pipeline.lanebuild import smoke
 from pipeline.lanebuild.cargo import CargoRun, CompileError, as_recorded, plan_run, run_cargo
 from pipeline.lanebuild.inputs import LaneBuildError, tree_inputs
 from pipeline.lanebuild.records import BuildIndex, BuildOutput, BuildRecord, IndexEntry
-from pipeline.lanebuild.smoke_reuse import identity_digest, runner_identity, smoke_once
+from pipeline.lanebuild.smoke_reuse import (
+    VERDICT_FILE,
+    identity_digest,
+    runner_identity,
+    smoke_once,
+)
 from pipeline.lanebuild.stdbuild import ensure_sysroot, key_of
 from pipeline.toolchain.lockfile import ToolchainLock
 from pipeline.tree.lanes import Lane
@@ -98,13 +103,14 @@ def _check_claimed_features(lane: Lane, produced: Path) -> None:
 
 
 def _publish(lane: Lane, produced: Path, lane_dir: Path) -> tuple[Path, str, int]:
-    """Copy cargo's output to its content-addressed name atomically; drop stale artifacts."""
+    """Copy cargo's output to its content-addressed name atomically; drop stale artifacts (the
+    record and the smoke verdict stay: a verdict for the same bytes is reused)."""
     data = produced.read_bytes()
     sha = sha256_file(produced)
     final = lane_dir / artifact_name(lane, sha)
     write_atomic(final, data, mode=0o755 if lane.kind == "native" else 0o644)
     for old in lane_dir.iterdir():
-        if old != final and old.name != RECORD:
+        if old != final and old.name not in (RECORD, VERDICT_FILE):
             old.unlink()
     return final, sha, len(data)
 

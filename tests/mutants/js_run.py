@@ -10,6 +10,10 @@ count against it; CompileError, RuntimeError and Ignored are not mutants of the 
 surviving mutant reviewed as equivalent is listed in tests/mutants/equivalent.toml as a
 `[[js_mutant]]` named "FILE: MUTATOR `ORIGINAL` -> `REPLACEMENT`" (the mutated text, not its line,
 so the name survives edits elsewhere in the file) with its reason, and counted apart.
+
+Each mutated file has a floor (tests/mutants/js/floors.json, data): a file whose score is under
+its floor, a mutated file without a floor or a floored file Stryker did not mutate fails the run,
+naming the file, its score and its floor.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ PACKAGE = Path(__file__).with_name("js")
 CONFIG = PACKAGE / "stryker.config.json"
 REPORT = REPO_ROOT / "mutants" / "js" / "mutation.json"
 EQUIVALENT = Path(__file__).with_name("equivalent.toml")
+FLOORS = PACKAGE / "floors.json"
 DETECTED = {"Killed", "Timeout"}
 NOT_MUTANTS = {"CompileError", "RuntimeError", "Ignored"}
 
@@ -50,6 +55,40 @@ def js_equivalents(path: Path = EQUIVALENT) -> dict[str, str]:
     if len(found) != len(rows) or not all(r.strip() for r in found.values()):
         raise SystemExit(f"{path}: every js_mutant once, each with its reason")
     return found
+
+
+def js_floors(path: Path | None = None) -> dict[str, float]:
+    """File -> the lowest score it may have (a percentage: a number in [0, 100], not a bool)."""
+    path = path or FLOORS
+    floors = json.loads(path.read_text(encoding="utf-8")).get("floors")
+    if not isinstance(floors, dict) or not all(
+        isinstance(f, int | float) and not isinstance(f, bool) and 0 <= f <= 100
+        for f in floors.values()
+    ):
+        raise SystemExit(f"{path}: floors is a table of file -> percentage (0 to 100)")
+    return {str(name): float(f) for name, f in floors.items()}
+
+
+def under_floor(files: dict[str, dict[str, Any]], floors: dict[str, float]) -> list[str]:
+    """Why the run fails its floors (none: it holds them): a file under its floor, a mutated
+    file without one, a floored file that was not mutated."""
+    failing = []
+    for path, floor in sorted(floors.items()):
+        row = files.get(path)
+        if row is None:
+            failing.append(f"{path}: not mutated, but it has a floor of {floor:g}%")
+        elif row["score"] < floor:
+            failing.append(
+                f"{path}: {row['score']:.1f}% is under its floor of {floor:g}% "
+                f"({len(row['survivors'])} surviving; kill them, or list a reviewed equivalent "
+                f"in {EQUIVALENT.name})"
+            )
+    failing += [
+        f"{p}: mutated, but it has no floor in {FLOORS.name}"
+        for p in sorted(files)
+        if p not in floors
+    ]
+    return failing
 
 
 def mutant_name(path: str, source: str, mutant: dict[str, Any]) -> str:
@@ -120,9 +159,16 @@ def run(concurrency: int) -> tuple[int, dict[str, Any]]:
             print(f"\nsurviving in {path} ({len(row['survivors'])}):")
             for name in row["survivors"]:
                 print(f"  {name}")
+    status = 0
     if result["stale_equivalents"]:
         print(f"\nlisted as equivalent but killed or gone (remove from {EQUIVALENT.name}):")
         for name in result["stale_equivalents"]:
             print(f"  {name}")
-        return 1, result
-    return 0, result
+        status = 1
+    result["under_floor"] = under_floor(result["files"], js_floors())
+    if result["under_floor"]:
+        print(f"\nunder the mutation floor ({FLOORS}):")
+        for why in result["under_floor"]:
+            print(f"  {why}")
+        status = 1
+    return status, result

@@ -233,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                 "tool": "stryker",
                 "wall_seconds": loader["wall_seconds"],
                 "stale_equivalents": loader["stale_equivalents"],
+                "under_floor": loader["under_floor"],
             }
         SUMMARY.write_text(json.dumps(summary, indent=1) + "\n")
     return status

@@ -68,7 +68,7 @@ function nodeSource(stream, length) {
  */
 export function responseSource(response, abort = null) {
   const header = response.headers && response.headers.get('content-length');
-  const length = header !== null && header !== undefined && /^\d+$/.test(header) ? Number(header) : null;
+  const length = /^\d+$/.test(String(header)) ? Number(header) : null; // absent: 'null', no digits
   if (!response.body) {
     // a fetch without streams: one chunk (the caller still bounds it)
     let sent = false;
@@ -264,13 +264,10 @@ export async function openResumable(o, url, what, size, sleep = (ms) => new Prom
           broke = e;
         }
         if (step && !step.done) {
-          let chunk = step.value;
-          if (skip > 0) {
-            const dropped = Math.min(skip, chunk.length);
-            chunk = chunk.subarray(dropped);
-            skip -= dropped;
-            if (chunk.length === 0) continue;
-          }
+          const dropped = Math.min(skip, step.value.length);
+          const chunk = step.value.subarray(dropped);
+          skip -= dropped;
+          if (chunk.length === 0) continue; // repeated bytes skipped whole, or an empty chunk
           received += chunk.length;
           return { done: false, value: chunk };
         }
@@ -534,6 +531,57 @@ export async function fetchSigned(o, store, { url, what, sha256, size, phase }) 
   const hex = /** @type {string} */ (got.sha256); // drain's own hash: it hashed every byte
   if (hex === sha256 && got.length === size && store) await storeQuietly(o, store, record, bytes);
   return { bytes, sha256: hex, record };
+}
+
+// ---- the model's cached copy (session.js streams the model; these decide the store's part) ----
+
+/**
+ * Whether `store` (null: none) holds an intact copy of the model `record` (its `size` bytes): read
+ * whole and re-hashed before any lane starts; a poisoned copy is dropped (record.cache 'poisoned').
+ * @param {Pick<ResolvedOptions, 'onProgress'>} o
+ * @param {Store | null} store
+ * @param {FetchRecord} record
+ * @returns {Promise<boolean>}
+ */
+export async function modelCached(o, store, record) {
+  return (await fromStore(o, store, record, { limit: record.size, phase: null, sink: () => {} })) === true;
+}
+
+/**
+ * The streamed model's bytes as a Source: the store's copy when `modelCached` found it intact,
+ * else the network (`openResumable`, bounded by the declared size). A copy gone since is a miss.
+ * @param {Pick<ResolvedOptions, 'fetch'>} o
+ * @param {Store | null} store
+ * @param {import('./session.js').StreamedModel} model
+ * @returns {Promise<Source>}
+ */
+export async function modelSource(o, store, model) {
+  if (model.cached && store) {
+    const source = await store.get(model.sha256).catch(() => null);
+    if (source) return source;
+    model.record.cache = 'miss';
+  }
+  return openResumable(o, model.url, 'model', model.size);
+}
+
+/**
+ * The store's part once a streamed model has landed whole in Wasm memory: `intact` (its hash
+ * and size are the expected ones) or not. A cached copy that was not intact is dropped; a
+ * downloaded intact one is stored (copied out of `memory` from `ptr` in chunks); else nothing.
+ * @param {Pick<ResolvedOptions, 'onCacheError'>} o
+ * @param {Store | null} store
+ * @param {{ sha256: string, size: number, record: FetchRecord, cached?: boolean }} model
+ * @param {boolean} intact
+ * @param {WebAssembly.Memory} memory
+ * @param {number} ptr
+ */
+export async function settleModelCache(o, store, model, intact, memory, ptr) {
+  if (!store) return;
+  if (!intact) {
+    if (model.cached) await store.drop(model.sha256).catch(() => {});
+  } else if (!model.cached) {
+    await storeQuietly(o, store, model.record, memoryStream(memory, ptr, model.size));
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import {
 } from './constants.js';
 import { LoaderError, LaneFailure, messageOf, recordLaneFailure, stats } from './errors.js';
 import { isolated } from './choice.js';
-import { drain, fetchSigned, fromStore, memoryStream, openResumable, storeQuietly, streamingHashChecked } from './fetch.js';
+import { drain, fetchSigned, modelCached, modelSource, openResumable, settleModelCache, streamingHashChecked } from './fetch.js';
 import { Sha256, engineSubtle, isShared, sha256Whole } from './sha256.js';
 import { TIER_SELECTION } from './receipt.js';
 
@@ -418,23 +418,7 @@ export async function modelSpec(o, store) {
   /** @type {import('./loader.js').FetchRecord} */
   const record = { what: 'model', url: String(url), sha256: spec.sha256, size, cache: store ? 'miss' : 'off' };
   // a cached copy is checked whole before any lane starts: only an intact one is used
-  const intact = store ? await fromStore(o, store, record, { limit: size, phase: null, sink: () => {} }) : null;
-  return { bytes: null, url, size, sha256: spec.sha256, record, cached: intact === true };
-}
-
-/**
- * Opens the model's bytes as a Source (the cache's copy, else the network).
- * @param {Pick<ResolvedOptions, 'fetch'>} o
- * @param {Store | null} store
- * @param {StreamedModel} model
- */
-async function modelSource(o, store, model) {
-  if (model.cached && store) {
-    const source = await store.get(model.sha256).catch(() => null);
-    if (source) return source;
-    model.record.cache = 'miss';
-  }
-  return openResumable(o, model.url, 'model', model.size);
+  return { bytes: null, url, size, sha256: spec.sha256, record, cached: await modelCached(o, store, record) };
 }
 
 /**
@@ -750,12 +734,12 @@ async function keepStreamed(o, rt, store, model, ptr, rest) {
   // not hashed while it streamed (drainInto): the whole model, where it landed, before any use
   const whole = rest.sha256 === null && rest.length === model.size;
   const sha256 = whole ? (await sha256Whole(rt.bytes(ptr, model.size))).hex : rest.sha256;
-  if (sha256 !== model.sha256 || rest.length !== model.size) {
-    if (model.cached && store) await store.drop(model.sha256).catch(() => {});
+  const intact = sha256 === model.sha256 && rest.length === model.size;
+  await settleModelCache(o, store, model, intact, rt.memory, ptr); // a bad cached copy dropped, a good download stored
+  if (!intact) {
     const got = sha256 === null ? 'not hashed' : `${sha256.slice(0, 16)}…`;
     throw new LoaderError('HashMismatch', `model SHA-256 ${got} (${rest.length} bytes) is not the expected ${model.sha256.slice(0, 16)}… (${model.size} bytes)`, { sha256 });
   }
-  if (store && !model.cached) await storeQuietly(o, store, model.record, memoryStream(rt.memory, ptr, model.size));
 }
 
 /**

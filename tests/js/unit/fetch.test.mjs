@@ -13,7 +13,7 @@ import * as fetchJs from '../../../crates/wasm/js/fetch.js';
 
 // The loader's functions typed loosely (any): these tests hand them fakes (a Source, a Response,
 // options holding only the fields a function reads) and hostile values, on purpose.
-const { CACHE_NAME, MANIFEST_CAP, MODEL_RETRY, SIGNATURE_CAP, defaultFetch, drain, fetchCapped, fetchSigned, fromStore, memoryStream, open, openResumable, openStore, responseSource, sha256Hex, storeQuietly } = /** @type {any} */ (fetchJs);
+const { CACHE_NAME, MANIFEST_CAP, MODEL_RETRY, SIGNATURE_CAP, defaultFetch, drain, fetchCapped, fetchSigned, fromStore, memoryStream, modelCached, modelSource, open, openResumable, openStore, responseSource, settleModelCache, sha256Hex, storeQuietly } = /** @type {any} */ (fetchJs);
 
 const sha256 = (/** @type {Uint8Array} */ data) => createHash('sha256').update(data).digest('hex');
 const URL_A = new URL('https://cdn.invalid/a.wasm');
@@ -808,4 +808,257 @@ test('memoryStream: copies of at most 1 MiB each, from ptr, len bytes', async ()
   assert.equal(sha256(joined), sha256(view.subarray(ptr, ptr + len)));
   const empty = memoryStream({ buffer }, 0, 0).getReader();
   assert.deepEqual(await empty.read(), { done: true, value: undefined });
+});
+
+// ---- parts, files, signals and odd answers (issue 36: fetch.js in mutation scope) ----------
+
+test('openResumable on a file (node, the default fetch): the whole file, or the part [from, to) alone', async () => {
+  const dir = tmp();
+  const data = bytesOf(200_000);
+  writeFileSync(join(dir, 'm.bin'), data);
+  const url = pathToFileURL(join(dir, 'm.bin'));
+  const whole = await openResumable({ fetch: defaultFetch }, url, 'model', 200_000);
+  assert.deepEqual([whole.length, whole.total, whole.ranged], [200_000, 200_000, undefined]);
+  assert.deepEqual(await readAll(whole), data);
+  /** @type {[number, number | null, Uint8Array][]} */
+  const parts = [[3, 10, data.slice(3, 10)], [0, 5, data.slice(0, 5)], [150_000, null, data.slice(150_000)], [199_990, 300_000, data.slice(199_990)]];
+  for (const [from, to, want] of parts) {
+    const part = await openResumable({ fetch: defaultFetch }, url, 'model', 200_000, undefined, { from, to });
+    assert.deepEqual([part.length, part.total, part.ranged], [want.length, 200_000, true], `${from}-${to}`);
+    assert.deepEqual(await readAll(part), want, `${from}-${to}`);
+  }
+  // a part past the end, or empty: no bytes, and nothing to close
+  for (const [from, to] of [[200_000, null], [250_000, null], [7, 7], [9, 4]]) {
+    const none = await openResumable({ fetch: defaultFetch }, url, 'model', 200_000, undefined, { from, to });
+    assert.deepEqual([none.length, none.total, none.ranged], [0, 200_000, true], `${from}-${to}`);
+    assert.deepEqual(await none.read(), { done: true });
+    assert.equal(none.cancel(), undefined);
+  }
+});
+
+test('a file Source stops reading when it is cancelled', async () => {
+  const dir = tmp();
+  writeFileSync(join(dir, 'm.bin'), bytesOf(1 << 20));
+  const source = await open({ fetch: defaultFetch }, pathToFileURL(join(dir, 'm.bin')), 'model');
+  const first = await source.read();
+  assert.equal(first.value.length, 1 << 16);
+  source.cancel();
+  const after = await source.read().then((/** @type {any} */ step) => step.done, () => true);
+  assert.equal(after, true); // ended (or failed): no further chunk of the file
+});
+
+test('the default fetch with an http(s) URL goes to the network, not the file system', async () => {
+  const original = globalThis.fetch;
+  const seen = /** @type {string[]} */ ([]);
+  globalThis.fetch = /** @type {any} */ (async (/** @type {URL} */ url) => (seen.push(url.href), new Response(bytesOf(4))));
+  try {
+    assert.deepEqual(await readAll(await open({ fetch: defaultFetch }, URL_A, 'module')), bytesOf(4));
+    assert.deepEqual(await readAll(await openResumable({ fetch: defaultFetch }, URL_A, 'model', 4, sleeps().sleep)), bytesOf(4));
+  } finally {
+    globalThis.fetch = original;
+  }
+  assert.deepEqual(seen, [URL_A.href, URL_A.href]);
+});
+
+test('responseSource: a cancel cancels the body stream too', async () => {
+  let cancelled = 0;
+  const stream = new ReadableStream({ pull: (c) => c.enqueue(bytesOf(1)), cancel: () => void cancelled++ });
+  const source = responseSource(new Response(stream));
+  source.cancel();
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(cancelled, 1);
+});
+
+/** A fetch answering try n with `answers[n](range)` (range: the Range header asked, or null). */
+function ranges(/** @type {((range: string | null) => any)[]} */ answers) {
+  const asked = /** @type {(string | null)[]} */ ([]);
+  const fetch = async (/** @type {URL} */ _url, /** @type {any} */ init) => {
+    const range = init.headers ? init.headers.Range : null;
+    asked.push(range);
+    const answer = answers[asked.length - 1];
+    if (!answer) throw new Error(`try ${asked.length} was not expected`);
+    return answer(range);
+  };
+  return { asked, fetch };
+}
+
+/** A 206 answer: `bytes` with Content-Range `range` (and their Content-Length). */
+const answer206 = (/** @type {Uint8Array} */ bytes, /** @type {string} */ range, error = /** @type {Error | null} */ (null)) =>
+  body([bytes], error, { 'content-range': range, 'content-length': String(bytes.length) }, 206);
+
+test('openResumable: a part from a server that honours Range is that part alone', async () => {
+  const data = bytesOf(40);
+  /** @type {[number, number | null, string, string, number | null][]} */
+  const cases = [
+    [0, 4, 'bytes=0-3', 'bytes 0-3/40', 40],
+    [4, 8, 'bytes=4-7', 'bytes 4-7/40', 40],
+    [14, 30, 'bytes=14-29', 'bytes 14-29/40', 40],
+    [4, null, 'bytes=4-', 'bytes 4-39/40', 40],
+    [4, null, 'bytes=4-', 'bytes 4-39/*', null],
+  ];
+  for (const [from, to, range, content, total] of cases) {
+    const t = ranges([() => answer206(data.slice(from, to ?? 40), content)]);
+    const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 40, sleeps().sleep, { from, to });
+    assert.deepEqual([source.length, source.total, source.ranged], [(to ?? 40) - from, total, true], content);
+    assert.deepEqual(await readAll(source), data.slice(from, to ?? 40), content);
+    assert.deepEqual(t.asked, [range], content); // the part ends the Source: nothing more is asked
+  }
+  // a part that breaks off is resumed within the part
+  const t = ranges([() => answer206(data.slice(0, 3), 'bytes 0-7/40', new Error('reset')), () => answer206(data.slice(3, 8), 'bytes 3-7/40')]);
+  const s = sleeps();
+  assert.deepEqual(await readAll(await openResumable({ fetch: t.fetch }, URL_A, 'model', 40, s.sleep, { from: 0, to: 8 })), data.slice(0, 8));
+  assert.deepEqual([t.asked, s.waited], [['bytes=0-7', 'bytes=3-7'], [250]]);
+});
+
+test('openResumable: a part from a server that ignores Range skips what precedes it and goes on to the size', async () => {
+  const data = bytesOf(10);
+  const t = ranges([() => body([data.slice(0, 2), data.slice(2)], null, { 'content-length': '10' })]);
+  const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 10, sleeps().sleep, { from: 3, to: 6 });
+  assert.deepEqual([source.length, source.total, source.ranged], [7, 10, false]);
+  assert.deepEqual(await readAll(source), data.slice(3));
+  assert.deepEqual(t.asked, ['bytes=3-5']);
+  // without a Content-Length: no length, no total
+  const bare = ranges([() => body([data])]);
+  const unsized = await openResumable({ fetch: bare.fetch }, URL_A, 'model', 10, sleeps().sleep, { from: 4 });
+  assert.deepEqual([unsized.length, unsized.total, unsized.ranged], [null, null, false]);
+  assert.deepEqual(await readAll(unsized), data.slice(4));
+  assert.deepEqual(bare.asked, ['bytes=4-']);
+});
+
+test('openResumable: a 206 for a part must name it exactly; the answer is refused at once otherwise', async () => {
+  const data = bytesOf(10);
+  for (const range of ['bytes 4-7/10x', 'bytes 5-7/10', 'bytes 4-7/']) {
+    const t = ranges([() => answer206(data.slice(4, 8), range)]);
+    const s = sleeps();
+    await assert.rejects(openResumable({ fetch: t.fetch }, URL_A, 'model', 10, s.sleep, { from: 4, to: 8 }), {
+      message: `FetchFailed: model ${URL_A.href}: asked for bytes 4-7 and got ${JSON.stringify(range)}`,
+    });
+    assert.deepEqual([t.asked, s.waited], [['bytes=4-7'], []], range);
+  }
+  // answers that are no Response: a header with spaces around it, and no body to cancel
+  const spaced = ranges([() => ({ ok: true, status: 206, headers: { get: (/** @type {string} */ n) => (n === 'content-range' ? ' bytes 4-7/10 ' : null) }, body: new Response(data.slice(4, 8)).body })]);
+  assert.deepEqual(await readAll(await openResumable({ fetch: spaced.fetch }, URL_A, 'model', 10, sleeps().sleep, { from: 4, to: 8 })), data.slice(4, 8));
+  const bodiless = ranges([() => ({ ok: true, status: 206, headers: new Headers({ 'content-range': 'bytes 0-3/10' }), body: null })]);
+  await assert.rejects(openResumable({ fetch: bodiless.fetch }, URL_A, 'model', 10, sleeps().sleep, { from: 4, to: 8 }), {
+    message: `FetchFailed: model ${URL_A.href}: asked for bytes 4-7 and got "bytes 0-3/10"`,
+  });
+});
+
+test('openResumable: an error that is not a failed try (a broken answer object) is thrown at once', async () => {
+  const t = ranges([() => ({ ok: true, status: 200, headers: new Headers(), body: { getReader: () => { throw new Error('no reader'); } } })]);
+  const s = sleeps();
+  await assert.rejects(openResumable({ fetch: t.fetch }, URL_A, 'model', 4, s.sleep), { message: 'no reader' });
+  assert.deepEqual([t.asked.length, s.waited], [1, []]);
+});
+
+test('openResumable: an empty chunk is never yielded', async () => {
+  const data = bytesOf(6);
+  const t = ranges([() => body([data.slice(0, 2), new Uint8Array(0), data.slice(2)])]);
+  const source = await openResumable({ fetch: t.fetch }, URL_A, 'model', 6, sleeps().sleep);
+  assert.deepEqual(await source.read(), { done: false, value: data.slice(0, 2) });
+  assert.deepEqual(await source.read(), { done: false, value: data.slice(2) });
+  assert.deepEqual(await source.read(), { done: true });
+});
+
+test('drain with hash: null hashes nothing; resumed bytes come gathered without the start', async () => {
+  const parts = [bytesOf(3), bytesOf(4, 5)];
+  const got = await drain({}, chunked(parts), { what: 'm', url: URL_A, limit: 12, phase: 'x', start: 5, hash: null });
+  assert.deepEqual(got, { bytes: Uint8Array.from([...parts[0], ...parts[1]]), length: 12, sha256: null });
+});
+
+// ---- the model's cached copy (modelCached, modelSource, settleModelCache) -----------------
+
+const modelRecord = (/** @type {Uint8Array} */ data, cache = 'miss') => ({ what: 'model', url: URL_A.href, sha256: sha256(data), size: data.length, cache });
+
+test('modelCached: true only for an intact copy of the record\'s size; a poisoned one is dropped; silent', async () => {
+  const data = bytesOf(64);
+  const p = progressLog();
+  let record = modelRecord(data);
+  assert.equal(await modelCached(p, null, record), false);
+  assert.equal(record.cache, 'miss');
+  assert.equal(await modelCached(p, memoryStore(), record), false);
+  assert.equal(record.cache, 'miss');
+  const store = memoryStore({ [sha256(data)]: data });
+  assert.equal(await modelCached(p, store, record), true);
+  assert.equal(record.cache, 'hit');
+  for (const entry of [bytesOf(64, 9), Uint8Array.from([...data, 1]), data.slice(0, 63)]) {
+    const bad = memoryStore({ [sha256(data)]: entry });
+    record = modelRecord(data);
+    assert.equal(await modelCached(p, bad, record), false);
+    assert.equal(record.cache, 'poisoned');
+    assert.deepEqual(bad.entries, {});
+  }
+  assert.deepEqual(p.events, []); // progress reports the copy that is used, later
+});
+
+test('modelSource: the store\'s copy when it was found intact, else the network', async () => {
+  const data = bytesOf(10);
+  const model = (/** @type {boolean} */ cached) => ({ url: URL_A, size: 10, sha256: sha256(data), cached, record: modelRecord(data, cached ? 'hit' : 'miss') });
+  const stored = () => memoryStore({ [sha256(data)]: data });
+  // cached: read from the store, no request
+  let net = ranges([]);
+  let m = model(true);
+  assert.deepEqual(await readAll(await modelSource({ fetch: net.fetch }, stored(), m)), data);
+  assert.deepEqual([net.asked, m.record.cache], [[], 'hit']);
+  // not found intact (or no store): the network, even when the store holds it now
+  for (const [cached, store] of /** @type {[boolean, any][]} */ ([[false, stored()], [true, null]])) {
+    net = ranges([() => body([data])]);
+    m = model(cached);
+    assert.deepEqual(await readAll(await modelSource({ fetch: net.fetch }, store, m)), data);
+    assert.deepEqual([net.asked, m.record.cache], [[null], cached ? 'hit' : 'miss']);
+  }
+  // cached, but gone (or unreadable) since: a miss, from the network
+  for (const store of [memoryStore(), memoryStore({}, { get: new Error('blocked') })]) {
+    net = ranges([() => body([data])]);
+    m = model(true);
+    assert.deepEqual(await readAll(await modelSource({ fetch: net.fetch }, store, m)), data);
+    assert.deepEqual([net.asked, m.record.cache], [[null], 'miss']);
+  }
+  // the network copy is the model's download: named 'model', resumed up to its size
+  net = ranges([() => body([data.slice(0, 4)]), () => answer206(data.slice(4), 'bytes 4-9/10')]);
+  const source = await modelSource({ fetch: net.fetch }, null, model(false));
+  assert.deepEqual(await readAll(source), data);
+  assert.deepEqual(net.asked, [null, 'bytes=4-']);
+  const gone = ranges([() => new Response('x', { status: 404 })]);
+  await assert.rejects(modelSource({ fetch: gone.fetch }, null, model(false)), { message: `FetchFailed: model ${URL_A.href}: HTTP 404` });
+});
+
+test('settleModelCache: a downloaded intact model is stored from memory; a bad cached copy dropped; else nothing', async () => {
+  const buffer = new ArrayBuffer(100);
+  const view = new Uint8Array(buffer);
+  view.set(bytesOf(100, 3));
+  const data = view.slice(20, 84);
+  const model = (/** @type {boolean} */ cached) => ({ sha256: sha256(data), size: 64, cached, record: modelRecord(data, cached ? 'hit' : 'miss') });
+  /** A store whose put reads the stream it is given. */
+  const reading = (/** @type {Record<string, Uint8Array>} */ entries = {}, /** @type {any} */ fail = {}) => {
+    const store = memoryStore(entries, fail);
+    const put = store.put;
+    store.put = async (/** @type {string} */ key, /** @type {any} */ stream) => put(key, new Uint8Array(await new Response(stream).arrayBuffer()));
+    return store;
+  };
+  let store = reading();
+  let m = model(false);
+  await settleModelCache({}, store, m, true, { buffer }, 20);
+  assert.deepEqual(store.entries, { [sha256(data)]: data });
+  assert.equal(m.record.cache, 'stored');
+  // intact and cached already: nothing to do
+  store = reading({ [sha256(data)]: data });
+  await settleModelCache({}, store, model(true), true, { buffer }, 20);
+  assert.deepEqual(store.calls, []);
+  // not intact: a cached copy is dropped (a failing drop ignored); a download is not stored
+  for (const fail of [{}, { drop: new Error('x') }]) {
+    store = reading({ [sha256(data)]: data }, fail);
+    await settleModelCache({}, store, model(true), false, { buffer }, 20);
+    assert.deepEqual([store.calls, store.entries], [[`drop ${sha256(data).slice(0, 4)}`], {}]);
+  }
+  store = reading();
+  await settleModelCache({}, store, model(false), false, { buffer }, 20);
+  assert.deepEqual(store.calls, []);
+  // no store: nothing, whatever the model
+  for (const [cached, intact] of [[false, true], [true, false]]) await settleModelCache({}, null, model(cached), intact, { buffer }, 20);
+  // a failing write is reported, never thrown
+  const reported = /** @type {any[]} */ ([]);
+  m = model(false);
+  await settleModelCache({ onCacheError: (/** @type {any} */ e) => reported.push(e.code) }, reading({}, { put: new Error('ro') }), m, true, { buffer }, 20);
+  assert.deepEqual([reported, m.record.cache], [['CacheFailed'], 'write-failed']);
 });

@@ -4,18 +4,23 @@ was not `pass` or a damaged verdict file runs the self-test again."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib.metadata
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from pipeline import paths
-from pipeline.lanebuild import smoke_reuse
+from pipeline.lanebuild import driver, smoke, smoke_reuse
+from pipeline.lanebuild.inputs import tree_inputs
 from pipeline.lanebuild.records import SmokeResult
 from pipeline.lanebuild.smoke_reuse import VERDICT_FILE, runner_identity, smoke_once
 from pipeline.toolchain.lockfile import ToolchainLock, load_lock
+from pipeline.tree.snapshot import read_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SHA_A = "a" * 64
@@ -169,3 +174,49 @@ def test_the_smoke_code_itself_is_part_of_every_runner(
     with (tmp_path / smoke_reuse.RUNNER_CODE).open("a") as f:
         f.write("# changed\n")
     assert runner_identity(runner, lock, tmp_path) != before  # type: ignore[arg-type]
+
+
+def test_an_unchanged_rebuild_says_the_smoke_verdict_was_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`build --force` twice over the same bytes: the second build's line says the verdict was
+    reused (naming the artifact and the runner) and runs no smoke; new bytes are smoke-tested.
+    The driver itself, with cargo, std and the runner replaced (this tree, built in tmp_path)."""
+    real = read_tree(REPO_ROOT)
+    inputs = tree_inputs(real.lanes, real.workspace, real.lock_sha256)
+    tree = dataclasses.replace(real, root=tmp_path)
+    lane = real.lanes.lane[0]
+    produced = tmp_path / "cargo-output"
+    runs = Runs()
+    monkeypatch.setattr("pipeline.lanebuild.driver.tree_inputs", lambda *_: inputs)
+    monkeypatch.setattr(driver, "_prepare_std", lambda *_: None)
+    monkeypatch.setattr(
+        driver, "ensure_sysroot", lambda *_: SimpleNamespace(root=None, built=False, key="k" * 16)
+    )
+    monkeypatch.setattr(driver, "lane_run", lambda *_: SimpleNamespace(final=produced))
+    monkeypatch.setattr(driver, "run_cargo", lambda *_: None)
+    monkeypatch.setattr(driver, "_check_claimed_features", lambda *_: None)
+    monkeypatch.setattr(driver, "runner_identity", lambda *_: "id-1")
+    monkeypatch.setattr(
+        driver, "as_recorded", lambda *_: SimpleNamespace(argv=["cargo"], post_link=[], env={})
+    )
+    monkeypatch.setattr(smoke, "smoke", lambda *_: runs())
+
+    def build(data: bytes) -> list[str]:
+        produced.write_bytes(data)
+        lines: list[str] = []
+        driver.build_lanes(tree, lanes=[lane.id], force=True, say=lines.append)
+        return [line for line in lines if "compiled in" in line]
+
+    first = build(b"the artifact")
+    assert len(first) == 1 and first[0].endswith("; smoke-tested"), first
+    again = build(b"the artifact")
+    sha = hashlib.sha256(b"the artifact").hexdigest()
+    assert (
+        len(again) == 1
+        and (f"; smoke verdict reused: artifact {sha[:16]} and runner {lane.smoke} (") in again[0]
+    ), again
+    assert again[0].endswith(") unchanged since it passed"), again
+    assert runs.count == 1
+    changed = build(b"another artifact")
+    assert changed[0].endswith("; smoke-tested") and runs.count == 2, changed
