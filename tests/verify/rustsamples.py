@@ -62,10 +62,13 @@ fn main() {
 }
 """
 
+# The lanes' pinned wasm-ld (rustc's default, rust-lld, is not part of Debian's rustc).
+_WASM_LINKER = load_lanes(REPO / "manifests" / "lanes.toml").select(["scalar-wasm32"])[0].linker
 # --strip-debug keeps target_features (--strip-all would drop it); the name and producers
 # sections are then removed with `wasm-tools strip -d name -d producers`.
 _WASM = ["--target", "wasm32-unknown-unknown", "--crate-type", "cdylib", "-O",
-         "-C", "target-cpu=mvp", "-C", "link-arg=--strip-debug"]  # fmt: skip
+         "-C", "target-cpu=mvp", "-C", f"linker={_WASM_LINKER}",
+         "-C", "link-arg=--strip-debug"]  # fmt: skip
 _NATIVE = ["-O", "-C", "strip=debuginfo"]
 # sample name -> (source, rustc arguments after the source file, output file name)
 SAMPLES: dict[str, tuple[str, list[str], str]] = {
