@@ -34,6 +34,7 @@ from typing import Any, Final, get_args
 
 from pipeline.bench.environment import BrowserFacts, FetchCache, LoaderFetched, LoaderState
 from pipeline.bench.errors import BenchError
+from pipeline.bench.memory import loader_memory_row
 from pipeline.conformance import browsers, harness
 from pipeline.conformance.matrix import Trust, bundle_files
 from pipeline.conformance.subject import Subject, from_bundle
@@ -262,6 +263,11 @@ class ChromiumBench:
             self.docs.setdefault(name, []).append(doc)
             samples.append(page_sample(name, doc))
         return samples
+
+    def memory_rows(self) -> list[dict[str, Any]]:
+        """The first-load run's plan beside what it measured (bytes: its first repetition)."""
+        docs = self.docs.get(ENGINE, [])
+        return [loader_memory_row(ENGINE, ENGINE, docs[0])] if docs else []
 
     def facts(self) -> dict[str, BrowserFacts]:
         return {name: facts_of(name, self.version, docs) for name, docs in self.docs.items()}

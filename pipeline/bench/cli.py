@@ -14,6 +14,7 @@ from typing import Any
 from pipeline.bench.document import BenchDocument
 from pipeline.bench.errors import BenchError
 from pipeline.bench.lanes import MIN_REPS, REPO_ROOT, run_bench
+from pipeline.bench.memory import memory_table
 from pipeline.bench.stats import compare, compare_table
 from pipeline.bench.summary import table
 from pipeline.errors import PipelineError
@@ -55,6 +56,8 @@ def run(args: argparse.Namespace) -> Outcome:
     write_atomic(out / f"lanes-{stamp}.json", text)
     write_atomic(out / "lanes-latest.json", text)
     print(table(doc))
+    print()
+    print(memory_table(doc))
     if old is not None:
         print(f"\ncompared with {args.compare}:")
         print(compare_table(compare(old, doc)))

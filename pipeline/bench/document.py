@@ -1,4 +1,4 @@
-"""`tinyrustlm.bench.v3`: what `nox -s bench` measured (pipeline/bench/cli.py writes it; the
+"""`tinyrustlm.bench.v4`: what `nox -s bench` measured (pipeline/bench/cli.py writes it; the
 pipeline's own format, registered in pipeline/formats.py).
 
 Every figure is the median of `method.reps` interleaved repetitions, stored with its min, max
@@ -8,7 +8,11 @@ probe thread count), `modules` (SHA-256 of every module measured). New in v3: ev
 prefill run's `ran_on` (pipeline/bench/environment.py): engine and version, OS, architecture,
 module and model digests, tier, context, workers and cache state; the browser runs
 (pipeline/bench/browser.py: Chromium through js/loader.js, first load and cached) also name the
-lane the loader chose, and their prefill runs the loader's `load_ms`.
+lane the loader chose, and their prefill runs the loader's `load_ms`. New in v4
+(pipeline/bench/memory.py): `memory`, the itemized plan (its eleven parts, for a chart that
+stacks them by context) beside the measured high-water marks of loading, prefill and decode, per
+lane and context (node, with the load by copy from before issue 33; Chromium through the
+loader), and `kv_reuse`, the time to first token of a follow-up turn with and without KV reuse.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from pipeline.bench.environment import RanOn
+from pipeline.bench.memory import KvReuseSection, MemorySection
 from verify.formats.base import Frozen, Sha256Hex
 
-BENCH_SCHEMA = "tinyrustlm.bench.v3"
+BENCH_SCHEMA = "tinyrustlm.bench.v4"
 
 
 class Machine(Frozen):
@@ -131,8 +136,8 @@ class TargetRow(Frozen):
 
 
 class BenchDocument(Frozen):
-    schema_: Literal["tinyrustlm.bench.v3"] = Field(alias="schema")
-    version: Literal[3]
+    schema_: Literal["tinyrustlm.bench.v4"] = Field(alias="schema")
+    version: Literal[4]
     generated_utc: str
     machine: Machine
     model: BenchModel
@@ -150,3 +155,5 @@ class BenchDocument(Frozen):
     runs: list[DecodeRun]
     prefill_runs: list[PrefillRun]
     targets: list[TargetRow]
+    memory: MemorySection
+    kv_reuse: KvReuseSection

@@ -9,8 +9,11 @@ gives the roofline (bandwidth / weight bytes read per token). Every figure is th
 `--reps` (>= 5) interleaved repetitions — each repetition measures every figure once, in a fixed
 order — with its min-max. Both kernel tiers run in the same repetitions: the `bench-int8` model
 (the same weights in format v2, CONTRACT.md §10) on every lane as runs named `*-int8`, and the
-harnesses' integer q8 matvec as shapes `*-int8`. `run_bench` returns the `tinyrustlm.bench.v3`
-document (pipeline/bench/document.py); the node runner that measures the wasm lanes is lanes.mjs.
+harnesses' integer q8 matvec as shapes `*-int8`. Beside them (pipeline/bench/memory.py): the
+memory plan and the measured peaks per wasm lane at contexts 128, 512 and the maximum (bytes,
+measured once), and the time to first token of a follow-up turn with and without KV reuse (one
+sample per lane, after the repetitions). `run_bench` returns the `tinyrustlm.bench.v4` document
+(pipeline/bench/document.py); the node runner that measures the wasm lanes is lanes.mjs.
 """
 
 from __future__ import annotations
@@ -30,13 +33,22 @@ from pipeline.bench.document import BENCH_SCHEMA
 from pipeline.bench.environment import INT8_SUFFIX, host, stamp_runs
 from pipeline.bench.errors import BenchError
 from pipeline.bench.harness_build import build_kernel_harness
+from pipeline.bench.memory import (
+    KV_REUSE_PRESET,
+    WasmRun,
+    kv_reuse_repetition,
+    kv_reuse_section,
+    measure_memory,
+    memory_contexts,
+    memory_section,
+)
 from pipeline.bench.summary import summarize
 from pipeline.io import process
 from pipeline.io.atomic import write_atomic
 from pipeline.io.digest import sha256_file
 from pipeline.io.inputs import parse_output
 from pipeline.lanebuild.driver import build_lanes
-from pipeline.modelpack import PRESETS, pack, tensor_plan
+from pipeline.modelpack import PRESETS, Preset, pack, tensor_plan
 from pipeline.toolchain import nodejs
 from pipeline.tree.lanes import Lane
 from pipeline.tree.snapshot import read_tree
@@ -87,11 +99,12 @@ def _model_bytes(path: Path) -> bytes:
         raise BenchError(f"{exc.message} [{exc.error_id}]", where=str(path)) from None
 
 
-def bench_model(repo_root: Path, preset: str = MODEL_PRESET) -> tuple[Path, str]:
+def bench_model(repo_root: Path, preset: str | Preset = MODEL_PRESET) -> tuple[Path, str]:
     """build/models/PRESET.trlm (re-packed when missing or not the preset's bytes)."""
-    data = pack(PRESETS[preset], MODEL_SEED)
+    shape = PRESETS[preset] if isinstance(preset, str) else preset
+    data = pack(shape, MODEL_SEED)
     digest = hashlib.sha256(data).hexdigest()
-    path = repo_root / "build" / "models" / f"{preset}.trlm"
+    path = repo_root / "build" / "models" / f"{shape.name}.trlm"
     if not path.is_file() or hashlib.sha256(_model_bytes(path)).hexdigest() != digest:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data)
@@ -171,6 +184,18 @@ def _runner_config(
         "probe_bytes": 256 << 20,
         "probe_threads": list(PROBE_THREADS),
         "wasm_lanes": [lane.id for lane in wasm_lanes],
+        # the f32 runs again, for the memory and KV-reuse sections (pipeline/bench/memory.py)
+        "wasm_runs": [
+            {
+                "name": run.name,
+                "lane": lane.id,
+                "module": str(artifacts[lane.id]),
+                "workers": run.workers,
+            }
+            for lane in wasm_lanes
+            if lane.bench is not None
+            for run in lane.bench.runs
+        ],
     }
     digests = {tier: digest for tier, (_, digest) in models.items()}
     digests["rustc"] = f"rustc {tree.lock.rustc.release} (LLVM {tree.lock.rustc.llvm_version})"
@@ -220,10 +245,19 @@ def run_bench(
     config, native_lane, native_binary, digests = _runner_config(repo_root, tokens)
     assert native_lane.bench is not None  # measured_lanes picked it for its `bench`
     native_name = native_lane.bench.runs[0].name
+    wasm_runs = [
+        WasmRun(r["name"], r["lane"], Path(r["module"]), r["workers"]) for r in config["wasm_runs"]
+    ]
+    kv_model = bench_model(repo_root, KV_REUSE_PRESET)
     samples: list[dict[str, Any]] = []
+    preset = PRESETS[MODEL_PRESET]
+    contexts = memory_contexts(preset.max_context)
     with tempfile.TemporaryDirectory() as tmp:
         chromium = _browser_bench(repo_root, config, digests, Path(tmp), say) if browser else None
         load_before = os.getloadavg()
+        # bytes, the same every time: measured once, before the timed repetitions
+        say(f"memory: plan and measured per lane at contexts {contexts} ...")
+        memory_rows = measure_memory(wasm_runs, Path(config["models"]["f32"]), contexts)
         cfg_path = Path(tmp) / "bench.json"
         cfg_path.write_text(json.dumps(config))
         try:
@@ -239,6 +273,11 @@ def run_bench(
                     raw["runs"] += chromium.repetition()
                 samples.append(raw)
             browser_runs = chromium.facts() if chromium is not None else {}
+            if chromium is not None:
+                memory_rows += chromium.memory_rows()
+            # once, after the repetitions: a 528-token prefill from scratch takes 15-75 s a lane
+            say("KV reuse: time to first token of a follow-up turn, with and without reuse ...")
+            kv_samples = [kv_reuse_repetition(wasm_runs, kv_model[0])]
         finally:
             if chromium is not None:
                 chromium.close()
@@ -248,11 +287,10 @@ def run_bench(
     modules[native_name + INT8_SUFFIX] = modules[native_name]  # one binary runs both tiers
     for run in samples[0]["runs"]:
         run.setdefault("module_sha256", modules.get(run["name"]))
-    preset = PRESETS[MODEL_PRESET]
     rustc = digests.pop("rustc")
     doc = {
         "schema": SCHEMA,
-        "version": 3,
+        "version": 4,
         "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {
             "platform": platform.platform(),
@@ -280,6 +318,17 @@ def run_bench(
             "probe_threads": config["probe_threads"],
         },
         **summarize(samples, weights, len(config["prompt_tokens"])),
+        "memory": memory_section(
+            {
+                "preset": MODEL_PRESET,
+                "sha256": digests["f32"],
+                "file_bytes": Path(config["models"]["f32"]).stat().st_size,
+                "max_context": preset.max_context,
+            },
+            contexts,
+            memory_rows,
+        ),
+        "kv_reuse": kv_reuse_section(kv_model[1], kv_samples, modules),
     }
     node = samples[0]["node"] + (f" (V8 {samples[0]['v8']})" if samples[0].get("v8") else "")
     return stamp_runs(

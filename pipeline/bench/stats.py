@@ -88,6 +88,10 @@ def figures_of(doc: dict[str, Any]) -> dict[str, Figure]:
         for key, name in (("tokens_per_s", "prefill"), ("ttft_ms", "ttft")):
             if (f := fig(run, key)) is not None:
                 out[f"{name}:{run['name']}"] = f
+    for run in (doc.get("kv_reuse") or {}).get("runs", []):  # v4: times, like ttft
+        for key in ("reuse", "scratch"):
+            if (f := fig(run, f"{key}_ttft_ms")) is not None:
+                out[f"ttft:kv-{key}:{run['name']}"] = f
     for threads, m in (doc.get("bandwidth") or {}).items():
         if (f := fig(m, "gbps")) is not None:
             out[f"bandwidth:{threads}-thread"] = f

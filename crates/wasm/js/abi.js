@@ -442,16 +442,26 @@ export async function modelAdoptAt(rt, ptr, len, out) {
   return { code, handle: code === 0 ? view(rt, out, 8).getBigUint64(0, true) : 0n };
 }
 
+/** Bytes of the record tr_heap_stats writes (crates/wasm/src/memplan.rs HEAP_RECORD_BYTES). */
+export const HEAP_RECORD_BYTES = 32;
+
 /**
  * tr_heap_stats: the allocator's live bytes and high-water mark, the static base
  * (`__heap_base`: data, stacks) and the memory's size (its window is counted too).
  * @param {Runtime} rt
  */
 export async function heapStats(rt) {
-  return withWindow(rt, 32, async (ptr) => {
-    await check(rt, 'tr_heap_stats', ptr);
-    const v = view(rt, ptr, 32);
-    const at = (/** @type {number} */ i) => Number(v.getBigUint64(8 * i, true));
-    return { live: at(0), peak: at(1), staticBase: at(2), memoryBytes: at(3) };
-  });
+  return withWindow(rt, HEAP_RECORD_BYTES, (ptr) => heapStatsAt(rt, ptr));
+}
+
+/**
+ * tr_heap_stats into a window the caller holds (>= HEAP_RECORD_BYTES): nothing allocated.
+ * @param {Runtime} rt
+ * @param {number} ptr
+ */
+export async function heapStatsAt(rt, ptr) {
+  await check(rt, 'tr_heap_stats', ptr);
+  const v = view(rt, ptr, HEAP_RECORD_BYTES);
+  const at = (/** @type {number} */ i) => Number(v.getBigUint64(8 * i, true));
+  return { live: at(0), peak: at(1), staticBase: at(2), memoryBytes: at(3) };
 }

@@ -290,6 +290,21 @@ export interface Plan {
   budget: number;
 }
 
+/**
+ * One phase's memory beside the plan (CONTRACT.md §5): the allocator's high-water mark over the
+ * static base, and the Wasm memory's size.
+ */
+export interface MemoryMeasured {
+  /** The allocator's high-water mark in the phase (bytes live at its peak, as requested). */
+  heapPeak: number;
+  /** `__heap_base`: the module's data and stacks (the threads lane's worker regions too). */
+  staticBase: number;
+  /** staticBase + heapPeak: what the plan's peak of the phase is compared with. */
+  highWater: number;
+  /** The Wasm memory's size at the phase's end (unthreaded it only grows; threads: fixed). */
+  memoryBytes: number;
+}
+
 export interface Token {
   token: number;
   text: string;
@@ -332,6 +347,8 @@ export class Loaded {
   private constructor();
   readonly receipt: Receipt;
   readonly plan: Plan;
+  /** What loading the model in place measured, from admission to adoption (beside `plan.peakLoad`). */
+  readonly loadMemory: MemoryMeasured;
   /** The kernel set that runs ('scalar-v1', 'simd128-v1', 'simd128-threads-v1'). */
   readonly lane: string;
   readonly threads: boolean;
@@ -354,6 +371,8 @@ export class Loaded {
   /** One turn with KV prefix reuse: the exact-prefix rule under an equal cache identity; then decode() equals a fresh session's. */
   turn(prompt: string | number[], options?: { onProgress?: ((committed: number, total: number) => void) | null }): Promise<TurnResult>;
   cancel(): void;
+  /** The memory of the phase since the previous call (the first: since the model loaded), then a new phase begins; allocates nothing. */
+  memorySince(): Promise<MemoryMeasured>;
   pathCounters(): Promise<PathCounters>;
   close(): Promise<void>;
 }

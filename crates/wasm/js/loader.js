@@ -22,9 +22,11 @@
 //               7  (load)                a failure in 4-6 is recorded and the next lane is tried
 //               8  admit, loadAdmitted   tr_plan_header (in place; the threads lane's before its
 //                                        memory exists, created at the plan), then the model streamed
-//                                        into its final window (hashed, bounded), tr_model_adopt only if intact
+//                                        into its final window (hashed, bounded), tr_model_adopt only if intact;
+//                                        what it peaked at beside the plan (lm.loadMemory)
 //   receipt.js  9  buildReceipt          tinyrustlm.capability-receipt.v1 from observations only
-//   session.js 10  Loaded                prefill, streaming decode, turn (KV prefix reuse), cancel, close
+//   session.js 10  Loaded                prefill, streaming decode, turn (KV prefix reuse), cancel, close,
+//                                        memorySince (each phase's peak beside the plan)
 //   abi.js         the one place that knows the ABI's records
 import { HostError, isNode } from './host.js';
 import { LoaderError, LaneFailure, loaderStats, laneFailureRecord, forgetLaneFailures } from './errors.js';
@@ -33,6 +35,7 @@ import { runProbes, chooseLanes } from './choice.js';
 import { defaultFetch, openStore, MANIFEST_CAP, SIGNATURE_CAP, CACHE_NAME } from './fetch.js';
 import {
   startLane, selfTest, threadsPreconditions, modelSpec, ModelHead, admit, loadAdmitted, readCounters, closeRuntime, Loaded, DEFAULT_MEMORY_BUDGET, WASM32_BUDGET, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
+  phaseMemory,
 } from './session.js';
 import { buildReceipt, RECEIPT_SCHEMA } from './receipt.js';
 
@@ -145,8 +148,10 @@ export async function load(opts) {
     const { rt, test, memoryMode, lane } = started;
     try {
       const fixed = memoryMode === 'wasm32-shared-fixed';
+      await phaseMemory(rt); // the load's own high-water mark starts here (lm.loadMemory)
       const { facts, plan, context } = started.admitted ?? (await admit(o, rt, head, 0)); // 8
       const handle = await loadAdmitted(o, rt, store, head);
+      const loadMemory = await phaseMemory(rt);
       fetched.push(model.record);
       const loaded = await Loaded.activate(rt, handle, context, o, lane, plan.budget);
       const counters = await readCounters(rt);
@@ -158,6 +163,7 @@ export async function load(opts) {
       };
       loaded.receipt = await buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model: facts, fetched }); // 9
       loaded.plan = plan;
+      loaded.loadMemory = loadMemory;
       loaded.artifactId = artifact.id; // a worker failure records this lane (the next load skips it)
       loaded.identity = await cacheIdentity({ modelSha256: model.sha256, tier: facts.tier, lane: artifact.id }); // KV reuse (CONTRACT.md §11)
       return loaded;

@@ -3,7 +3,8 @@
 import { instantiate, memoryImport, planner, sharedMemoryPages, fixedSharedMemory, HostError, TR_CANCELLED, TR_OUT_OF_MEMORY, TR_WORKER_FAILURE, sha256Hex } from './host.js';
 import {
   encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, planHeader,
-  modelAdoptAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
+  modelAdoptAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, heapStats, heapStatsAt, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
+  HEAP_RECORD_BYTES,
 } from './abi.js';
 import {
   KERNEL_SETS, CATEGORIES, LAYOUTS, MODEL_MAGIC, MODEL_TIERS, REQUIRED_EXPORTS, THREADS_EXPORTS, KV_LAYOUT_VERSION, NORMALIZATION_VERSION, TOKENIZER_BYTES,
@@ -819,6 +820,25 @@ async function drainInto(o, rt, ptr, source, model, first) {
   });
 }
 
+// ---- memory beside the plan (CONTRACT.md §5) ---------------------------------------------------
+
+/** @typedef {import('./loader.js').MemoryMeasured} MemoryMeasured */
+
+/**
+ * The memory of the phase that ends now, and a new phase begins: the allocator's high-water
+ * mark since the previous mark (tr_heap_reset_peak) over the static base (`__heap_base`: data,
+ * stacks, the threads lane's worker regions) and the Wasm memory's size. `window` (>= 32
+ * bytes) holds the record; without one a window is allocated for it (before activation).
+ * @param {Runtime} rt
+ * @param {number | null} [window]
+ * @returns {Promise<MemoryMeasured>}
+ */
+export async function phaseMemory(rt, window = null) {
+  const s = window === null ? await heapStats(rt) : await heapStatsAt(rt, window);
+  await rt.call('tr_heap_reset_peak');
+  return { heapPeak: s.peak, staticBase: s.staticBase, highWater: s.staticBase + s.peak, memoryBytes: rt.memory.buffer.byteLength };
+}
+
 // ---- KV prefix reuse (CONTRACT.md §11) ----------------------------------------------------------
 
 /** @typedef {import('./loader.js').CacheIdentity} CacheIdentity */
@@ -906,6 +926,8 @@ export class Loaded {
   identity = null;
   /** @type {string | null} the lane's artifact id (set by load()): a worker failure records it */
   artifactId = null;
+  /** @type {MemoryMeasured | null} what loading the model in place measured (set by load()) */
+  loadMemory = null;
   /** @type {{ tokens: number[], pending: boolean, known: boolean, under: CacheIdentity | null }} the runtime's tokens: fed, plus the sampled-not-fed one */
   cache = { tokens: [], pending: false, known: true, under: null };
 
@@ -949,7 +971,7 @@ export class Loaded {
     // The windows every later call uses, allocated now so nothing allocates after activation.
     const tokenWindow = await rt.call('tr_alloc', 4 * Math.max(prefillChunk, 1));
     const decodeWindow = await rt.call('tr_alloc', DECODE_RECORD_BYTES);
-    const digestWindow = await rt.call('tr_alloc', DIGEST_BYTES);
+    const digestWindow = await rt.call('tr_alloc', Math.max(DIGEST_BYTES, HEAP_RECORD_BYTES)); // and memorySince()'s record
     if (tokenWindow === 0 || decodeWindow === 0 || digestWindow === 0) throw new LoaderError('RuntimeError', 'tr_alloc failed during activation');
     const memoryBytes = rt.memory.buffer.byteLength; // never changes from here on
     if (memoryBytes > budget && !threads) throw new LoaderError('MemoryBudget', `memory is ${memoryBytes} bytes after activation, over the budget of ${budget}`);
@@ -1117,6 +1139,19 @@ export class Loaded {
   cancel() {
     this.cancelEpoch++;
     if (this.threads) this.rt.cancel();
+  }
+
+  /**
+   * The memory of the phase since the previous call (the first call: since the model loaded,
+   * i.e. the session's activation), beside `plan` (CONTRACT.md §5); a new phase begins.
+   * Nothing is allocated (the record goes to a window of activation).
+   * @returns {Promise<MemoryMeasured>}
+   */
+  async memorySince() {
+    if (this.closed) throw new LoaderError('Closed', 'the runtime was closed');
+    const m = await phaseMemory(this.rt, this.digestWindow);
+    this.checkMemory();
+    return m;
   }
 
   /** Executed-path evidence now (kernel calls, participating workers). */

@@ -7,7 +7,9 @@
 //                now (the time the manifest is checked at), prompt_tokens: [u32...], warmup, tokens }
 // POSTs ./start { user_agent, cross_origin_isolated }, then ./lane (the run below), then ./done.
 // Every number is wall time in this page; decode_ms is the median step after `warmup` steps
-// (step 0 only samples from the prefill's logits: it has no forward pass).
+// (step 0 only samples from the prefill's logits: it has no forward pass). `memory`: the
+// loader's plan beside what each phase peaked at (lm.loadMemory, then lm.memorySince() after
+// the prefill and after the decode; read outside the timed parts).
 import { load } from '../js/loader.js';
 
 const post = (path, doc) => fetch(path, { method: 'POST', body: JSON.stringify(doc) });
@@ -29,9 +31,11 @@ async function run(plan) {
   const loadMs = performance.now() - t0;
   try {
     const lane = await lm.rt.call('tr_lane');
+    await lm.memorySince(); // the session's activation: the prefill's phase starts here
     const t1 = performance.now();
     await lm.prefill(plan.prompt_tokens);
     const prefillMs = performance.now() - t1;
+    const prefillMemory = await lm.memorySince();
     const steps = [];
     let t = performance.now();
     for await (const token of lm.decode({ maxTokens: plan.warmup + plan.tokens })) {
@@ -40,6 +44,7 @@ async function run(plan) {
       t = n;
       if (token.done) break;
     }
+    const decodeMemory = await lm.memorySince();
     const measured = steps.slice(1 + plan.warmup);
     if (measured.length === 0) throw new Error(`decode stopped after ${steps.length} step(s): nothing measured`);
     return {
@@ -54,6 +59,10 @@ async function run(plan) {
       ttft_ms: prefillMs + steps[0],
       decode_ms: median(measured),
       decode_steps: measured.length,
+      memory: {
+        plan: lm.plan, load: lm.loadMemory, prefill: prefillMemory, decode: decodeMemory,
+        prompt_tokens: plan.prompt_tokens.length, decode_tokens: steps.length,
+      },
     };
   } finally {
     await lm.close();

@@ -2,8 +2,8 @@
 // session API (`Loaded.turn`) on one real lane; prints one JSON document, Python asserts.
 //
 //   node kvreuse.mjs check LANE.wasm WORKERS MODEL LANE_ID    every reuse and refusal case
-//   node kvreuse.mjs measure LANE.wasm WORKERS MODEL LANE_ID  time to first token of a follow-up
-//                                                              turn of 16 new tokens after 512
+// (The time to first token of a follow-up turn, with and without reuse, is the bench's:
+// pipeline/bench/kvreuse.mjs.)
 import { readFileSync } from 'node:fs';
 import { sha256Hex } from '../../../crates/wasm/js/host.js';
 import * as abi from '../../../crates/wasm/js/abi.js';
@@ -52,13 +52,11 @@ async function decode(lm, n) {
 
 /** One turn then `n` tokens: { turn (reused...), digest after the turn, tokens }. */
 async function turn(lm, prompt, n = 8) {
-  const t0 = performance.now();
   const r = await lm.turn(prompt);
   const first = await decode(lm, 1);
-  const ttftMs = performance.now() - t0;
   const d = await digest(lm); // after the first token: its K/V is not fed yet, the logits are
   const tokens = [...first, ...(await decode(lm, n - 1))];
-  return { turn: r, digest: d, tokens, ttftMs };
+  return { turn: r, digest: d, tokens };
 }
 
 /** A session after a first turn of FIRST and 5 tokens; and the conversation so far. */
@@ -103,20 +101,9 @@ async function check() {
   return out;
 }
 
-async function measure() {
-  // a 512-token conversation (a prompt of 511 and one generated token), then 16 new tokens
-  const text = 'The quick brown fox jumps over the lazy dog. '.repeat(12).slice(0, 510);
-  const lm = await activate();
-  const conversation = [...[256, ...bytes(text)], ...(await turn(lm, [256, ...bytes(text)], 2)).tokens];
-  const prompt = [...conversation.slice(0, 512), ...bytes('Then what? Tell.')];
-  await turn(lm, conversation.slice(0, 512), 1); // the conversation cached (511 of it)
-  const reuse = await turn(lm, prompt, 2);
-  const scratch = await fresh(prompt, 2);
-  return { prompt_tokens: prompt.length, reuse: { ...reuse.turn, ttft_ms: reuse.ttftMs, tokens: reuse.tokens }, scratch: { ...scratch.turn, ttft_ms: scratch.ttftMs, tokens: scratch.tokens } };
-}
-
 try {
-  const doc = mode === 'measure' ? await measure() : await check();
+  if (mode !== 'check') throw new Error(`unknown mode ${mode}`);
+  const doc = await check();
   process.stdout.write(JSON.stringify({ lane: laneId, workers, ...doc }));
 } finally {
   await rt.close();

@@ -5,6 +5,8 @@ medians with min-max, targets as ratios of the right figures, the schema'd docum
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,15 @@ from pipeline.bench.lanes import (
     measured_lanes,
     prompt_tokens,
     weight_bytes_per_token,
+)
+from pipeline.bench.memory import (
+    KV_REUSE_PRESET,
+    WasmRun,
+    kv_reuse_section,
+    loader_memory_row,
+    memory_section,
+    memory_table,
+    node_memory_rows,
 )
 from pipeline.bench.stats import compare
 from pipeline.bench.summary import TARGETS, summarize, table
@@ -63,6 +74,108 @@ FACTS: dict[str, Any] = {
 }
 
 
+# the plan's parts in record order (as tr_plan_header's record and the loader give them)
+PARTS = {
+    "weights": 1000,
+    "metadata": 10,
+    "tokenizer": 0,
+    "kv": 200,
+    "activations": 50,
+    "logits": 8,
+    "decode_scratch": 13,
+    "stacks_tls": 300,
+    "transfer": 4,
+    "load_copy": 0,
+    "allocator": 66,
+}
+
+
+def _plan(context: int, load_copy: int = 0) -> dict[str, Any]:
+    """A tr_plan_header result (abi.js planHeader) at `context` (K/V grows with it)."""
+    parts = {**PARTS, "kv": PARTS["kv"] * context // 128, "load_copy": load_copy}
+    steady = sum(parts.values()) - parts["load_copy"] - parts["transfer"]
+    load = sum(parts[k] for k in ("weights", "metadata", "stacks_tls", "load_copy", "allocator"))
+    largest = max(parts, key=parts.__getitem__)
+    peaks = {"peakLoad": load, "peakPrefill": steady + parts["transfer"], "steadyDecode": steady}
+    return {"code": 0, "parts": parts, **peaks, "peak": max(peaks.values()), "largest": largest}
+
+
+def _phase(high_water: int) -> dict[str, int]:
+    """One phase as memory.mjs prints it."""
+    return {
+        "heap": high_water - 300,
+        "staticBase": 300,
+        "measured": high_water,
+        "memoryBytes": 4096,
+    }
+
+
+def _memory_mjs(contexts: tuple[int, ...]) -> dict[str, Any]:
+    """memory.mjs's document: each phase measured 1% under its plan."""
+    runs = []
+    for c in contexts:
+        plan, before = _plan(c), _plan(c, load_copy=1000)
+        runs.append(
+            {
+                "context": c,
+                "workers": 0,
+                "decodeTokens": 8,
+                "modelBytes": 1000,
+                "plan": plan,
+                "load": _phase(plan["peakLoad"] * 99 // 100),
+                "prefill": _phase(plan["peakPrefill"] * 99 // 100),
+                "decode": _phase(plan["steadyDecode"] * 99 // 100),
+                "before": {"plan": before, "load": _phase(before["peakLoad"] * 99 // 100)},
+            }
+        )
+    return {"runs": runs}
+
+
+def _loader_phase(high_water: int) -> dict[str, int]:
+    """One phase as js/loader.js measures it (lm.loadMemory, lm.memorySince())."""
+    return {"heapPeak": high_water - 300, "staticBase": 300, "highWater": high_water,
+            "memoryBytes": 1 << 28}  # fmt: skip
+
+
+def _memory() -> dict[str, Any]:
+    run = WasmRun("simd128", "simd128-wasm32", Path("m.wasm"), 0)
+    rows = node_memory_rows(run, _memory_mjs((128, 512)))
+    page = {  # the bench page (pipeline/bench/page/main.mjs) through the loader, threads lane
+        "chosen_lane": "simd128-threads-wasm32",
+        "context": 512,
+        "memory": {
+            "plan": {**_plan(512), "workers": 2, "budget": 1 << 30},
+            "load": _loader_phase(_plan(512)["peakLoad"]),
+            "prefill": _loader_phase(_plan(512)["peakPrefill"]),
+            "decode": _loader_phase(_plan(512)["steadyDecode"]),
+            "prompt_tokens": 128,
+            "decode_tokens": 36,
+        },
+    }
+    rows.append(loader_memory_row("chromium", "chromium", page))
+    model = {"preset": "bench", "sha256": MODEL_F32, "file_bytes": 1000, "max_context": 512}
+    return memory_section(model, [128, 512], rows)
+
+
+def _kv_reuse() -> dict[str, Any]:
+    samples = [
+        [
+            {
+                "name": name,
+                "workers": workers,
+                "lane": "simd128-wasm32",
+                "prompt_tokens": 528,
+                "conversation_tokens": 512,
+                "reuse": {"reused": 512, "recomputed": 16, "ttft_ms": 20.0 / f, "tokens": [1]},
+                "scratch": {"reused": 0, "recomputed": 528, "ttft_ms": 600.0 / f, "tokens": [1]},
+            }
+            for name, workers in (("simd128", 0), ("threads-2", 2))
+        ]
+        for f in FACTORS
+    ]
+    return kv_reuse_section("b0" * 32, samples, {"simd128": SHA, "threads-2": SHA})
+
+
 def _doc() -> dict[str, Any]:
     summary = summarize([_rep(f) for f in FACTORS], weights=10**8, n_prompt=128)
     return stamp_runs(_unstamped(summary), **FACTS)
@@ -71,7 +184,7 @@ def _doc() -> dict[str, Any]:
 def _unstamped(summary: dict[str, Any]) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
-        "version": 3,
+        "version": 4,
         "generated_utc": "2026-11-30T00:00:00Z",
         "machine": {"platform": "x", "cpus": 2, "node": "v20", "load_average": [0.1] * 6},
         "model": {
@@ -92,6 +205,8 @@ def _unstamped(summary: dict[str, Any]) -> dict[str, Any]:
             "probe_threads": [1, 2],
         },
         **summary,
+        "memory": _memory(),
+        "kv_reuse": _kv_reuse(),
     }
 
 
@@ -243,3 +358,77 @@ def test_a_run_that_does_not_say_what_it_ran_on_is_not_a_bench_document(field: s
     del doc["prefill_runs"][0]["ran_on"]
     with pytest.raises(ValidationError):
         BenchDocument.model_validate(doc)
+
+
+def test_the_memory_section_stacks_every_part_by_context() -> None:
+    """Per lane and context the eleven parts (a chart stacks them) and the three peaks, beside
+    the measured high-water marks; node rows carry the load by copy (before issue 33)."""
+    doc = _doc()
+    BenchDocument.model_validate(doc)
+    memory = doc["memory"]
+    assert memory["part_names"] == list(PARTS)
+    node = [r for r in memory["runs"] if r["engine"] == "node"]
+    assert [(r["context"], r["prompt_tokens"], r["decode_tokens"]) for r in node] == [
+        (128, 120, 8),
+        (512, 504, 8),
+    ]
+    for r in memory["runs"]:
+        plan = r["plan"]
+        assert plan["peak_prefill"] == sum(plan["parts"].values()) - plan["parts"]["load_copy"]
+        assert plan["parts"]["load_copy"] == 0
+        for phase, key in (("load", "peak_load"), ("prefill", "peak_prefill")):
+            assert r["measured"][phase]["high_water"] <= plan[key]
+    assert node[1]["plan"]["parts"]["kv"] == 4 * node[0]["plan"]["parts"]["kv"]
+    assert all(r["before"]["plan"]["parts"]["load_copy"] == 1000 for r in node)
+    browser = next(r for r in memory["runs"] if r["engine"] == "chromium")
+    assert (browser["lane"], browser["workers"], "before" in browser) == (
+        "simd128-threads-wasm32",
+        2,
+        False,
+    )
+    printed = memory_table(doc)
+    assert "simd128" in printed and "chromium" in printed and "threads-2" in printed
+
+
+@pytest.mark.parametrize("where", ["a part left out", "a part of another name", "a phase"])
+def test_a_memory_row_that_cannot_be_stacked_is_not_a_bench_document(where: str) -> None:
+    doc = _doc()
+    row = doc["memory"]["runs"][1]
+    if where == "a part left out":
+        del row["plan"]["parts"]["kv"]
+    elif where == "a part of another name":
+        row["plan"]["parts"]["kv_cache"] = row["plan"]["parts"].pop("kv")
+    else:
+        del row["measured"]["decode"]
+    with pytest.raises(ValidationError):
+        BenchDocument.model_validate(doc)
+
+
+def test_a_written_bench_document_reads_back() -> None:
+    """cli.py writes sorted keys: the parts' order is `part_names`, not the JSON's."""
+    doc = json.loads(json.dumps(_doc(), sort_keys=True))
+    assert list(doc["memory"]["runs"][0]["plan"]["parts"]) == sorted(PARTS)
+    BenchDocument.model_validate(doc)
+
+
+def test_kv_reuse_times_are_medians_and_compare_as_times() -> None:
+    doc = _doc()
+    kv = doc["kv_reuse"]
+    assert (kv["conversation_tokens"], kv["new_tokens"]) == (512, 16)
+    assert kv["model"] == {
+        "preset": KV_REUSE_PRESET.name,
+        "sha256": "b0" * 32,
+        "context": KV_REUSE_PRESET.max_context,
+    }
+    simd = next(r for r in kv["runs"] if r["name"] == "simd128")
+    assert simd["reuse_ttft_ms"] == pytest.approx(20.0)  # median of 20 / (1, .9, 1.1, 1, .8)
+    assert simd["reuse_ttft_ms_max"] == pytest.approx(25.0)
+    assert simd["scratch_ttft_ms"] == pytest.approx(600.0)
+    assert (simd["reused"], simd["recomputed"]) == (512, 16)
+    slower = _doc()
+    for run in slower["kv_reuse"]["runs"]:
+        for key in ("reuse_ttft_ms", "reuse_ttft_ms_min", "reuse_ttft_ms_max"):
+            run[key] *= 3
+    rows = {r["figure"]: r for r in compare(doc, slower)}
+    assert rows["ttft:kv-reuse:simd128"]["flag"] == "worse"  # a time: higher is worse
+    assert rows["ttft:kv-scratch:simd128"]["flag"] == ""

@@ -1,9 +1,9 @@
 // Runs loader test cases the same way in node (drive.mjs) and in Chromium (page/run.mjs).
 // A case: { name, loader (URL of js/loader.js), options (passed to load, minus the parts
 // resolved here), base (bundle URL), keys (URL of a trusted-keys file), model {url, sha256},
-// prompt, maxTokens, cancelPrefillAt, cancelDecodeAt, prefillChunk, repeat }.
+// prompt, maxTokens, cancelPrefillAt, cancelDecodeAt, prefillChunk, repeat, measureMemory }.
 // Result: { name, lane, receipt, tokens, error {code, message, attempts}, stats (what the
-// loader did during this case), loadMs, firstTokenMs }.
+// loader did during this case), loadMs, firstTokenMs, memory }.
 
 async function json(url) {
   const r = await fetch(url);
@@ -14,6 +14,25 @@ async function json(url) {
 /** @param {Uint8Array} bytes */
 function flipLastBit(bytes) {
   bytes[bytes.length - 1] ^= 1;
+}
+
+/**
+ * Memory beside the plan, phase by phase (CONTRACT.md §5), through the loader: loading in place
+ * (the loader's own mark, `lm.loadMemory`), a prompt that fills the session's context but for
+ * `decode` tokens (prefilled as the loader prefills), then `decode` tokens of steady decode.
+ */
+async function measureMemory(lm, { decode }) {
+  const activation = await lm.memorySince(); // the session and its windows; prefill starts here
+  const prompt = [256, ...Array.from({ length: lm.context - decode - 1 }, (_, i) => 32 + (i % 90))];
+  const fed = await lm.prefill(prompt);
+  const prefill = await lm.memorySince();
+  const tokens = [];
+  for await (const t of lm.decode({ maxTokens: decode })) tokens.push(t.token);
+  const steady = await lm.memorySince();
+  return {
+    context: lm.context, workers: lm.plan.workers, plan: lm.plan, load: lm.loadMemory, activation, prefill, decode: steady,
+    committed: fed.committed, decoded: tokens.length, memoryUnchanged: lm.rt.memory.buffer.byteLength === lm.memoryBytes,
+  };
 }
 
 async function runOnce(c, loader) {
@@ -87,6 +106,7 @@ async function runOnce(c, loader) {
     out.lane = lm.receipt.module.artifact_id;
     out.receipt = lm.receipt;
     out.plan = lm.plan;
+    if (c.measureMemory) out.memory = await measureMemory(lm, c.measureMemory);
     if (c.killWorkerAt !== undefined) {
       // worker 0 killed once `killWorkerAt` tokens are in: the prefill fails typed, and the lane
       // is in the page's failure record for the next load()

@@ -17,6 +17,7 @@ from pipeline.bench.browser import ChromiumBench, Plan, Staged
 from pipeline.bench.document import DecodeRun, PrefillRun
 from pipeline.bench.environment import stamp_runs
 from pipeline.bench.lanes import prompt_tokens
+from pipeline.bench.memory import MemoryRun
 from pipeline.bench.summary import summarize
 from pipeline.conformance.matrix import Trust
 from pipeline.conformance.subject import from_bundle
@@ -52,10 +53,12 @@ def bench_doc(
             for _ in range(REPS)
         ]
         facts = chromium.facts()
+        memory = chromium.memory_rows()
     finally:
         chromium.close()
     assert not chromium.cached_profile.exists()
     doc = summarize(samples, weights=1, n_prompt=len(prompt_tokens()))
+    doc["_memory"] = memory
     return stamp_runs(
         doc,
         native_names=frozenset(),
@@ -90,6 +93,29 @@ def test_both_runs_ran_in_chromium_on_the_lane_the_loader_chose(
     for run in bench_doc["prefill_runs"]:
         PrefillRun.model_validate(run)
         assert len(run["load_ms_samples"]) == REPS
+
+
+def test_the_first_load_measures_memory_beside_the_loaders_plan(
+    bench_doc: dict[str, Any],
+) -> None:
+    """The bench document's browser row (`memory.runs`): the loader's plan and what its page
+    measured, each phase within the plan and at most 10% under it."""
+    [row] = [MemoryRun.model_validate(r) for r in bench_doc["_memory"]]
+    assert (row.name, row.engine, row.lane, row.workers) == (
+        "chromium",
+        "chromium",
+        THREADS_LANE,
+        2,
+    )
+    assert (row.context, row.prompt_tokens) == (PRESETS["small"].max_context, len(prompt_tokens()))
+    assert row.before is None and row.plan.parts["load_copy"] == 0
+    for phase, peak in (
+        ("load", "peak_load"),
+        ("prefill", "peak_prefill"),
+        ("decode", "steady_decode"),
+    ):
+        got, plan = getattr(row.measured, phase).high_water, getattr(row.plan, peak)
+        assert got <= plan <= 1.10 * got, (phase, plan, got)
 
 
 def test_the_first_load_fetched_and_the_cached_load_hit_the_loaders_store(
