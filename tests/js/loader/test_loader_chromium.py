@@ -31,13 +31,11 @@ from tests.js.loader.cases import (
     REFUSALS,
     Case,
     Env,
-    worker_death_cases,
 )
 from tests.js.loader.checks import (
     by_name,
     check_ran,
     check_refused,
-    check_worker_death_fallback,
 )
 from tests.js.loader.conftest import STALLED_WORKER
 from tests.js.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
@@ -130,7 +128,6 @@ def isolated(
         ),
         Case("threads disabled by the manifest", variant="threads-disabled", prompt=prompt),
         dataclasses.replace(COSIGNED, prompt=prompt),
-        *worker_death_cases(prompt),
     ]
     page = run_page(
         isolated_server, site, cases, golden["model_sha256"], tmp_path_factory.mktemp("profile")
@@ -250,10 +247,3 @@ def test_a_cosigned_bundle_loads_in_chromium_under_a_two_of_two_policy(
     assert receipt.host_reported.browser_brand != "node"
     short = isolated["co-signed 2 of 3 required"]["error"]["message"]
     assert "2 of 3 required signatures on the manifest" in short
-
-
-@needs_chromium
-def test_a_worker_dies_and_the_next_load_of_the_page_falls_back(
-    isolated: dict[str, Any], golden: dict[str, Any]
-) -> None:
-    check_worker_death_fallback(isolated, golden["tokens"], THREADS_LANE, SIMD_LANE)
