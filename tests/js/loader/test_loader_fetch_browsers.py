@@ -234,14 +234,15 @@ def test_an_endless_model_stops_at_its_declared_size(results: dict[str, Any], si
 
 
 def test_the_server_stopped_sending_endless_bodies(results: dict[str, Any]) -> None:
-    """The loader cancels each endless body at its bound (the tests above). Chromium and Firefox
-    then close the connection within SLACK. WebKit's network process reads on outside the page
-    after the page cancels (100 MB to 2.6 GB seen, varying run to run), so there only that every
-    body ended before the server's own ceiling is checked: the bound that matters, the page's, is
+    """The loader cancels each endless body at its bound (the tests above). Chromium then closes
+    the connection within SLACK. WebKit's and Firefox's network processes read on outside the
+    page after the page cancels, as far as the machine's load lets them (WebKit 100 MB to 2.6 GB
+    seen; Firefox 164 MB once, with a full test run beside it), so there only that every body
+    ended before the server's own ceiling is checked: the bound that matters, the page's, is
     checked above for every engine."""
     sent = results["_endless_sent"]
     assert len(sent) >= 4, sent
-    if results["_engine"] == "webkit":
+    if results["_engine"] in ("webkit", "firefox"):
         assert max(sent) < ENDLESS_LIMIT, sent
     else:
         assert max(sent) < MANIFEST_CAP + SLACK, sent
