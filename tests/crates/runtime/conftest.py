@@ -64,7 +64,8 @@ def build_scalar_wasm() -> Path:
     sysroot = ensure_sysroot(lane, load_lock(REPO / "toolchain.lock")).root
     cargo_build(
         ["-p", "tinyrustlm-wasm", "--target", "wasm32-unknown-unknown"],
-        f"-C target-cpu=mvp --sysroot {sysroot}",
+        # the lane's pinned wasm-ld: rustc's default, rust-lld, is not part of Debian's rustc
+        f"-C target-cpu=mvp -C linker={lane.linker} --sysroot {sysroot}",
     )
     return TARGET / "wasm32-unknown-unknown" / "release" / "tinyrustlm_wasm.wasm"
 
