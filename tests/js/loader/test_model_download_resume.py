@@ -112,8 +112,8 @@ def test_a_body_that_always_breaks_off_is_given_up(server: tuple[str, Script]) -
 
 
 def test_the_loader_opens_the_model_download_with_it() -> None:
-    """The wiring: a model that is not in the store is opened by openResumable (session.js)."""
-    session = (JS / "session.js").read_text(encoding="utf-8")
-    body = session[session.index("async function modelSource(") :].split("\n}\n", 1)[0]
+    """The wiring: a model that is not in the store is opened by openResumable (fetch.js)."""
+    fetch = (JS / "fetch.js").read_text(encoding="utf-8")
+    body = fetch[fetch.index("async function modelSource(") :].split("\n}\n", 1)[0]
     assert "return openResumable(o, model.url, 'model', model.size);" in body
     assert "open(o" not in body.replace("openResumable(o", "")

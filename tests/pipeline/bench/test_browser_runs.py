@@ -70,7 +70,7 @@ def _doc(first: list[dict[str, Any]] = FIRST, cached: list[dict[str, Any]] = CAC
     summary = summarize(reps, weights=10**8, n_prompt=128)
     doc = {
         "schema": BENCH_SCHEMA,
-        "version": 3,
+        "version": 4,
         "generated_utc": "2026-12-03T00:00:00Z",
         "machine": {"platform": "x", "cpus": 2, "node": "v24", "load_average": [0.1] * 6},
         "model": {
@@ -91,6 +91,21 @@ def _doc(first: list[dict[str, Any]] = FIRST, cached: list[dict[str, Any]] = CAC
             "probe_threads": [1, 2],
         },
         **summary,
+        # v4's memory and KV-reuse sections, empty: these tests are about the Chromium runs
+        "memory": {
+            "model": {"preset": "bench", "sha256": MODEL, "file_bytes": 1, "max_context": 512},
+            "part_names": [],
+            "contexts": [],
+            "method": "none",
+            "runs": [],
+        },
+        "kv_reuse": {
+            "model": {"preset": "bench-1k", "sha256": MODEL, "context": 1024},
+            "conversation_tokens": 512,
+            "new_tokens": 16,
+            "method": "none",
+            "runs": [],
+        },
     }
     facts = {
         "chromium": facts_of("chromium", VERSION, first),
