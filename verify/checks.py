@@ -119,12 +119,22 @@ def memory_shared(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     return Finding("", ok, f"shared flags {flags}; policy shared={policy.memory.shared}")
 
 
-def memory_fixed(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+def memory_limits(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    """The declared limits in pages: the minimum at most the policy's bound, the maximum exactly
+    the policy's (the threads lane: a small minimum and the whole wasm32 address space, so the
+    host creates the memory at the plan's size, initial == maximum, whatever the model)."""
+    most, maximum = policy.memory.initial_pages_at_most, policy.memory.maximum_pages
     sizes = [(m.limits.minimum, m.limits.maximum) for m in facts.inventory.memories]
-    if not policy.memory.fixed_size:
+    wanted = [
+        *([] if most is None else [f"initial <= {most}"]),
+        *([] if maximum is None else [f"maximum == {maximum}"]),
+    ]
+    if not wanted:
         return Finding("", True, f"(initial, maximum) {sizes}; any size allowed")
-    ok = bool(sizes) and all(lo == hi for lo, hi in sizes)
-    return Finding("", ok, f"(initial, maximum) pages {sizes}; policy: initial == maximum")
+    ok = bool(sizes) and all(
+        (most is None or lo <= most) and (maximum is None or hi == maximum) for lo, hi in sizes
+    )
+    return Finding("", ok, f"(initial, maximum) pages {sizes}; policy: {', '.join(wanted)}")
 
 
 def memory_growth(facts: WasmFacts, policy: WasmPolicy) -> Finding:
@@ -265,7 +275,7 @@ WASM_CHECKS: dict[str, tuple[Check, Applies]] = {
     "wasm.target_features.agree": (target_features_agree, always),
     "wasm.memory.source": (memory_source, always),
     "wasm.memory.shared": (memory_shared, always),
-    "wasm.memory.fixed": (memory_fixed, always),
+    "wasm.memory.limits": (memory_limits, always),
     "wasm.memory.growth": (memory_growth, always),
     "wasm.tls.per_thread": (tls_per_thread, always),
     "wasm.exports.required": (exports_required, always),

@@ -9,7 +9,7 @@
 //
 //   node kvreuse.mjs LANE.wasm WORKERS MODEL LANE_ID
 import { readFileSync } from 'node:fs';
-import { instantiate, sha256Hex } from '../../crates/wasm/js/host.js';
+import { sha256Hex } from '../../crates/wasm/js/host.js';
 import * as abi from '../../crates/wasm/js/abi.js';
 import { Loaded, cacheIdentity } from '../../crates/wasm/js/session.js';
 
@@ -22,9 +22,10 @@ const bytes = (text) => [...new TextEncoder().encode(text)];
 async function main() {
   const [lanePath, workersArg, modelPath, laneId] = process.argv.slice(2);
   const workers = Number(workersArg);
-  const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
+  const modelBytes = readFileSync(modelPath);
+  // the memory of the plan (threads lane: created at it) with both sessions alive at once
+  const { rt } = await abi.instantiateFor({ bytes: readFileSync(lanePath), workers }, modelBytes, { inPlace: false, sessions: 2 });
   try {
-    const modelBytes = readFileSync(modelPath);
     const model = await abi.loadModel(rt, modelBytes);
     const identity = await cacheIdentity({ modelSha256: await sha256Hex(modelBytes), tier: 'f32', lane: laneId });
     const laneNumber = await rt.call('tr_lane');

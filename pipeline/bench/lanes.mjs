@@ -10,7 +10,7 @@
 // Every number is wall time on this machine, in this one process.
 import { readFileSync } from 'node:fs';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { instantiate, sha256Hex } from '../../crates/wasm/js/host.js';
+import { sha256Hex } from '../../crates/wasm/js/host.js';
 import * as abi from '../../crates/wasm/js/abi.js';
 
 const median = (xs) => {
@@ -112,7 +112,8 @@ async function bandwidthGbps(path, bytes, threads) {
 
 async function laneRun(run, cfg, modelBytes) {
   const bytes = readFileSync(run.lane);
-  const rt = await instantiate({ bytes, workers: run.workers });
+  // the threads lane's shared memory is created at the model's plan (loaded by copy, one session)
+  const { rt } = await abi.instantiateFor({ bytes, workers: run.workers }, modelBytes, { inPlace: false });
   try {
     const model = await abi.loadModel(rt, modelBytes);
     // warm-up generation (tier-up, page faults), then the measured one

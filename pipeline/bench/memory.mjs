@@ -10,7 +10,6 @@
 //
 //   node memory.mjs LANE.wasm WORKERS MODEL CONTEXT[,CONTEXT...]
 import { readFileSync } from 'node:fs';
-import { instantiate } from '../../crates/wasm/js/host.js';
 import * as abi from '../../crates/wasm/js/abi.js';
 
 const DECODE = 8;
@@ -30,7 +29,8 @@ async function plan(rt, model, context, workers, inPlace) {
 }
 
 async function inPlace(bytes, workers, model, context) {
-  const rt = await instantiate({ bytes, workers });
+  // the threads lane's shared memory is created at the plan's peak (a planner asked first)
+  const { rt } = await abi.instantiateFor({ bytes, workers }, model, { context, inPlace: true });
   try {
     const planned = await plan(rt, model, context, workers, true);
     // load in place: the window the model is written to becomes the model's bytes
@@ -62,7 +62,7 @@ async function inPlace(bytes, workers, model, context) {
 
 /** The load before issue 33: tr_model_load copies the file (twice its size while loading). */
 async function byCopy(bytes, workers, model, context) {
-  const rt = await instantiate({ bytes, workers });
+  const { rt } = await abi.instantiateFor({ bytes, workers }, model, { context, inPlace: false });
   try {
     const planned = await plan(rt, model, context, workers, false);
     await rt.call('tr_heap_reset_peak');

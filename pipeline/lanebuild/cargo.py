@@ -69,9 +69,9 @@ def plan_run(
     cargo_home = scratch / "cargo-home"
     target_dir = scratch / "target" / lane.id
     link_args = list(lane.link_args)
-    if lane.shared_memory_bytes is not None:  # one number, so initial == maximum by construction
-        size = lane.shared_memory_bytes
-        link_args += [f"--initial-memory={size}", f"--max-memory={size}"]
+    if lane.shared_memory is not None:  # the import's limits; the host sizes the memory itself
+        limits = lane.shared_memory
+        link_args += [f"--initial-memory={limits.min_bytes}", f"--max-memory={limits.max_bytes}"]
     std_sources, std_target = std_source_roots(lock), source_remap(lock)
     # Each flag beside its value.
     # fmt: off

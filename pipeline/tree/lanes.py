@@ -44,6 +44,31 @@ class BenchRole(StrictFrozen):
     parser_input: bool = Field(False, description="seed module of the Wasm parser benchmark")
 
 
+WASM_PAGE = 65536
+WASM32_MAX_BYTES = 1 << 32  # 65536 pages: the wasm32 address space
+
+
+class SharedMemory(StrictFrozen):
+    """The imported shared memory's declared limits (the driver's --initial-memory and
+    --max-memory). The host creates the memory itself, initial == maximum, at the plan's size
+    within them; engines reserve the Memory the host creates, never the import's maximum."""
+
+    min_bytes: int = Field(
+        gt=0, description="the declared minimum: static data, worker stacks, the self-test's heap"
+    )
+    max_bytes: int = Field(
+        le=WASM32_MAX_BYTES, description="the declared maximum: the largest plan a host may create"
+    )
+
+    @model_validator(mode="after")
+    def _whole_pages(self) -> SharedMemory:
+        if self.min_bytes % WASM_PAGE or self.max_bytes % WASM_PAGE:
+            raise ValueError("shared_memory sizes must be whole numbers of 64 KiB pages")
+        if self.min_bytes > self.max_bytes:
+            raise ValueError("shared_memory.min_bytes must not exceed max_bytes")
+        return self
+
+
 # Fields that say how a lane is used after its build: not part of the build's cache key.
 _NOT_BUILD_INPUTS = frozenset({"bench", "golden_oracle", "native_runner"})
 
@@ -67,8 +92,8 @@ class Lane(StrictFrozen):
         description="std crates rebuilt from toolchain.lock's std_source with this lane's "
         "rustflags (pipeline/lanebuild/stdbuild.py); empty: the target's prebuilt Debian std",
     )
-    shared_memory_bytes: int | None = Field(
-        None, description="threads lane: imported shared memory, initial == maximum"
+    shared_memory: SharedMemory | None = Field(
+        None, description="threads lane: the limits its imported shared memory declares"
     )
     smoke: SmokeRunner = Field(
         description="the engine that self-tests it (pipeline/lanebuild/smoke.py)"
@@ -86,8 +111,6 @@ class Lane(StrictFrozen):
     def _no_native_cpu(self) -> Lane:
         if any("target-cpu=native" in flag for flag in self.rustflags):
             raise ValueError("target-cpu=native is never allowed in a release lane")
-        if self.shared_memory_bytes is not None and self.shared_memory_bytes % 65536:
-            raise ValueError("shared_memory_bytes must be a whole number of 64 KiB pages")
         return self
 
     @property

@@ -86,7 +86,11 @@ def test_wasm_policy_fields(lane: str) -> None:
     assert list(policy.required_globals) == body["extra_required_globals"]
     assert list(policy.optional_export_prefixes) == common["optional_export_prefixes"]
     assert policy.memory == MemoryRule(
-        memory["source"], memory["shared"], memory["fixed_size"], memory["growth"]
+        memory["source"],
+        memory["shared"],
+        memory["initial_pages_at_most"],
+        memory["maximum_pages"],
+        memory["growth"],
     )
     assert list(policy.allowed_imports) == [
         AllowedImport(i["module"], i["name"], i["kind"]) for i in body.get("allowed_imports", [])

@@ -17,6 +17,8 @@ from verify.wasm.inventory import inventory_bytes
 from verify.wasm.tools import CrossCheck, Verdict
 
 ALL_IDS = set(WASM_CHECKS)
+# the threads lane's bound on its memory's declared minimum, in pages (verify/policy/wasm.json)
+THREADS_MINIMUM = wb.POLICIES[wb.THREADS_LANE].memory.initial_pages_at_most or 0
 
 
 def _with(spec: wb.ModuleSpec, **changes: object) -> wb.ModuleSpec:
@@ -77,10 +79,28 @@ CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
         {"wasm.memory.shared"},
     ),
     (
-        "growable-shared-memory",
+        "shared-memory-fixed-at-256-MiB",  # the lane's memory before it was sized from the plan
+        "simd128-threads-wasm32",
+        lambda: wb.threads_spec(initial=4096, maximum=4096),
+        {"wasm.memory.limits"},
+    ),
+    (
+        "shared-memory-maximum-below-4-GiB",  # a plan above 32 pages could not be created
         "simd128-threads-wasm32",
         lambda: wb.threads_spec(maximum=32),
-        {"wasm.memory.fixed"},
+        {"wasm.memory.limits"},
+    ),
+    (
+        "shared-memory-minimum-too-large",  # every host would reserve it, whatever the model
+        "simd128-threads-wasm32",
+        lambda: wb.threads_spec(initial=THREADS_MINIMUM + 1),
+        {"wasm.memory.limits"},
+    ),
+    (
+        "shared-memory-minimum-at-the-bound",
+        "simd128-threads-wasm32",
+        lambda: wb.threads_spec(initial=THREADS_MINIMUM),
+        set(),
     ),
     (
         "missing-export",

@@ -167,14 +167,16 @@ def simd_spec() -> ModuleSpec:
     return ModuleSpec(code=[V128_OP], customs=[target_features(("+", "simd128"))])
 
 
-def threads_spec(*, shared: bool = True, maximum: int = 17) -> ModuleSpec:
+def threads_spec(*, shared: bool = True, initial: int = 17, maximum: int = 65536) -> ModuleSpec:
+    """The threads lane's module: a shared memory imported with a small minimum and the wasm32
+    address space as its maximum (the host creates it at the plan's size)."""
     return ModuleSpec(
         code=[V128_OP + ATOMIC_WAIT_NOTIFY],
         exports=list(POLICIES[THREADS_LANE].required_exports),
         globals=list(POLICIES[THREADS_LANE].required_globals),
         export_memory=False,
         memory=None,
-        imports=[import_memory(17, maximum, shared=shared)],
+        imports=[import_memory(initial, maximum, shared=shared)],
         customs=[target_features(("+", "simd128"), ("+", "atomics"), ("+", "bulk-memory"))],
     )
 

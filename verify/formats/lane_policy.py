@@ -46,7 +46,16 @@ class MemoryRuleModel(StrictFrozen):
         description="export: defined and exported; import: imported as env.memory"
     )
     shared: bool
-    fixed_size: bool = Field(description="initial == maximum")
+    initial_pages_at_most: int | None = Field(
+        ge=0,
+        le=65536,
+        description="the declared minimum (initial) is at most this many 64 KiB pages; null: any",
+    )
+    maximum_pages: int | None = Field(
+        ge=1,
+        le=65536,
+        description="the declared maximum is exactly this many 64 KiB pages; null: any, or none",
+    )
     growth: bool = Field(description="memory.grow allowed")
 
 

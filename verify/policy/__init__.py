@@ -51,7 +51,8 @@ class AllowedImport:
 class MemoryRule:
     source: str  # "export": defined and exported; "import": imported as env.memory
     shared: bool
-    fixed_size: bool  # initial == maximum
+    initial_pages_at_most: int | None  # the declared minimum's bound, in pages (None: any)
+    maximum_pages: int | None  # the declared maximum, exactly, in pages (None: any, or none)
     growth: bool  # memory.grow allowed
 
 
@@ -151,7 +152,11 @@ def _wasm_lanes(doc: WasmPolicyFile) -> dict[str, WasmPolicy]:
             required_globals=tuple(body.extra_required_globals),
             optional_export_prefixes=tuple(c.optional_export_prefixes),
             memory=MemoryRule(
-                body.memory.source, body.memory.shared, body.memory.fixed_size, body.memory.growth
+                body.memory.source,
+                body.memory.shared,
+                body.memory.initial_pages_at_most,
+                body.memory.maximum_pages,
+                body.memory.growth,
             ),
             allowed_imports=tuple(
                 AllowedImport(i.module, i.name, i.kind) for i in body.allowed_imports

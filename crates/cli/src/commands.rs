@@ -170,20 +170,14 @@ fn inspect_model(args: &Args) -> Result<u8, CliError> {
 /// `inspect-model --plan`: the itemized plan (crates/core/CONTRACT.md §5) as JSON.
 fn print_plan(model: &Model, args: &Args) -> Result<u8, CliError> {
     let c = &model.config;
-    let inputs = memory::PlanInputs {
-        file_bytes: c.file_length,
-        weights: model.resident_bytes(),
-        tensors: model.entries.len() as u64,
-        context: args.get("context", c.max_context)?,
-        workers: args.get("workers", 0u32)?,
-        load_copy: false,
-    };
-    let plan = memory::plan_with(c, &inputs).map_err(|code| CliError::runtime("memory plan", code))?;
+    let (context, workers) = (args.get("context", c.max_context)?, args.get("workers", 0u32)?);
+    let plan = memory::plan_loaded(c, model.resident_bytes(), context, workers)
+        .map_err(|code| CliError::runtime("memory plan", code))?;
     let parts: Vec<(&str, String)> =
         memory::PART_NAMES.iter().zip(plan.parts()).map(|(n, v)| (*n, v.to_string())).collect();
     let fields = [
-        ("context", inputs.context.to_string()),
-        ("workers", inputs.workers.to_string()),
+        ("context", context.to_string()),
+        ("workers", workers.to_string()),
         ("parts", json::object(&parts, false)),
         ("largest_part", json::string(memory::PART_NAMES[plan.largest_part()])),
         ("peak_load_bytes", plan.peak_load.to_string()),

@@ -131,6 +131,21 @@ pub fn plan(config: &Config, weights: u64, context: u32) -> TrReturn<MemoryPlan>
     plan_with(config, &inputs)
 }
 
+/// Plans a session of `context` tokens over a loaded model holding `weights` bytes, on a lane
+/// with `workers` (0 = unthreaded), the model loaded in place (`tr_model_adopt`): what the
+/// threads lane's memory, fixed at its creation, must hold (checked by its `tr_session_new`).
+pub fn plan_loaded(config: &Config, weights: u64, context: u32, workers: u32) -> TrReturn<MemoryPlan> {
+    let inputs = PlanInputs {
+        file_bytes: config.file_length,
+        weights,
+        tensors: config.tensor_count as u64,
+        context,
+        workers,
+        load_copy: false,
+    };
+    plan_with(config, &inputs)
+}
+
 /// Operating stack, static data, and (threads lane) the static worker stack regions + TLS.
 fn stacks(workers: u32) -> TrReturn<u64> {
     if workers > MAX_WORKERS {

@@ -1,6 +1,6 @@
 // Thin async wrappers over the tr_* ABI (record layouts: crates/core/CONTRACT.md), for any
 // runtime made by host.js `instantiate` (same code for every lane). ES module, no dependencies.
-import { HostError } from './host.js';
+import { HostError, TR_OUT_OF_MEMORY, instantiate, memoryImport, planner } from './host.js';
 
 /** @typedef {import('./host.js').Runtime} Runtime */
 /** @typedef {import('./host.js').WasmArg} WasmArg */
@@ -33,7 +33,7 @@ async function check(rt, name, ...args) {
  */
 async function withWindow(rt, len, fn) {
   const ptr = await rt.call('tr_alloc', len);
-  if (ptr === 0) throw new HostError(`tr_alloc(${len}) failed`, 9);
+  if (ptr === 0) throw new HostError(`tr_alloc(${len}) failed`, TR_OUT_OF_MEMORY);
   try {
     return await fn(ptr);
   } finally {
@@ -385,6 +385,48 @@ export async function planHeader(rt, prefix, size, context, workers, inPlace) {
     const largest = PLAN_PARTS[at(k + 3)] ?? 'weights';
     return { code, parts, peakLoad, peakPrefill, steadyDecode, peak: Math.max(peakLoad, peakPrefill, steadyDecode), largest };
   });
+}
+
+/**
+ * The memory plan of `model` on the lane of `bytes`, asked of a planner instance (host.js
+ * `planner`: the threads lane's plan is known before its shared memory exists). `model` is the
+ * file or its first bytes (header + directory at least); `size` the file's length; `context`
+ * 0 = the model's maximum; `workers` 0 = unthreaded; `inPlace`: loaded by tr_model_adopt, else
+ * by tr_model_load (`loadModel`: a second copy while it loads). The planHeader record plus the
+ * context planned; a refusal (a malformed header, a context over the model's) is a HostError.
+ * @param {Uint8Array | ArrayBuffer} bytes
+ * @param {Uint8Array} model
+ * @param {{ size?: number, context?: number, workers?: number, inPlace?: boolean }} [options]
+ */
+export async function planFor(bytes, model, { size = model.length, context = 0, workers = 0, inPlace = true } = {}) {
+  const p = await planner(bytes);
+  const prefixLen = await modelPrefixBytes(p, model.subarray(0, MODEL_HEADER_BYTES));
+  if (prefixLen === 0 || prefixLen > model.length) throw new HostError(`the model's header and directory are not in its first ${model.length} bytes`);
+  const prefix = model.subarray(0, prefixLen);
+  const planned = context || modelFacts(prefix, [], {}).maxContext;
+  const plan = await planHeader(p, prefix, size, planned, workers, inPlace);
+  if (plan.code !== 0) throw new HostError(`tr_plan_header returned ${plan.code}`, plan.code);
+  return { ...plan, context: planned };
+}
+
+/** The parts of a memory plan that every session holds for itself (the rest is held once). */
+export const SESSION_PARTS = Object.freeze(['kv', 'activations', 'logits', 'decode_scratch', 'transfer']);
+
+/**
+ * A lane instantiated for `model` (host.js `instantiate` options, and planFor's): the threads
+ * lane's shared memory created at the plan's peak (initial == maximum), plus SESSION_PARTS once
+ * more for each of `sessions` - 1 further sessions alive at once; a lane that owns its memory
+ * grows it as it goes. Resolves to { rt, plan, planBytes }.
+ * @param {Parameters<typeof instantiate>[0]} options
+ * @param {Uint8Array} model
+ * @param {{ size?: number, context?: number, inPlace?: boolean, sessions?: number }} [planOptions]
+ */
+export async function instantiateFor(options, model, { sessions = 1, ...planOptions } = {}) {
+  const workers = memoryImport(options.bytes) === null ? 0 : (options.workers ?? 1);
+  const plan = await planFor(options.bytes, model, { ...planOptions, workers });
+  const perSession = SESSION_PARTS.reduce((sum, part) => sum + plan.parts[part], 0);
+  const planBytes = plan.peak + (sessions - 1) * perSession;
+  return { rt: await instantiate({ ...options, planBytes }), plan, planBytes };
 }
 
 /**

@@ -11,6 +11,11 @@
 // leader serves every tr_* call (it may block in memory.atomic.wait32, which a
 // browser main thread must not do), workers loop in tr_worker_main(id). Each
 // instance first proves it holds the module the host hashed.
+//
+// The shared memory is the host's to size: the module declares a small minimum
+// (what it needs without a model) and the wasm32 maximum; the host creates it
+// with initial == maximum (never grown) at the model's memory plan, which a
+// `planner` instance of the same module answers before that memory exists.
 
 /** A host-side failure; `code` is the TrResult code when the runtime gave one. */
 export class HostError extends Error {
@@ -27,6 +32,7 @@ export class HostError extends Error {
 
 /** TrResult codes the host itself produces or acts on (crates/core/src/result.rs). */
 export const TR_OK = 0;
+export const TR_OUT_OF_MEMORY = 9;
 export const TR_CANCELLED = 15;
 export const TR_WORKER_FAILURE = 16;
 /** An argument of a tr_* export: i32 as a number, i64 (handles, sizes) as a bigint. */
@@ -46,6 +52,9 @@ export const TR_WORKER_FAILURE = 16;
 /** @typedef {LocalRuntime | ThreadedRuntime} Runtime */
 
 export const isNode = typeof process === 'object' && process.versions != null && process.versions.node != null;
+
+/** Bytes of a Wasm page. */
+export const PAGE = 65536;
 
 /**
  * Hex SHA-256 of `bytes` (WebCrypto: browsers and node >= 18).
@@ -189,11 +198,12 @@ class LocalRuntime {
   /**
    * @param {WebAssembly.Instance} instance
    * @param {string} sha256
+   * @param {WebAssembly.Memory} [memory] the memory it imports (a planner's); else its export
    */
-  constructor(instance, sha256) {
+  constructor(instance, sha256, memory) {
     this.instance = instance;
     this.exports = instance.exports;
-    this.memory = /** @type {WebAssembly.Memory} */ (instance.exports.memory);
+    this.memory = memory ?? /** @type {WebAssembly.Memory} */ (instance.exports.memory);
     this.sha256 = sha256;
     this.workers = 0;
   }
@@ -346,6 +356,52 @@ class ThreadedRuntime {
 const WORKER_URL = new URL('./worker.js', import.meta.url);
 
 /**
+ * The pages of the shared memory a host creates for a module importing `mem` to hold
+ * `planBytes` (a memory plan's peak): the plan page-rounded, never below the module's declared
+ * minimum (what it needs without a model: static data, worker stacks, the self-test), and a
+ * HostError above its declared maximum.
+ * @param {MemoryImport} mem
+ * @param {number | null} planBytes null: no model, the minimum
+ */
+export function sharedMemoryPages(mem, planBytes) {
+  if (!mem.shared || mem.maximum === null) throw new HostError(`imported memory must be shared with a declared maximum (got ${JSON.stringify(mem)})`);
+  const pages = Math.max(mem.initial, Math.ceil((planBytes ?? 0) / PAGE));
+  if (pages > mem.maximum) throw new HostError(`a memory plan of ${planBytes} bytes needs ${pages} pages, over the ${mem.maximum} the module declares`);
+  return pages;
+}
+
+/**
+ * A shared memory of exactly `pages` pages: initial == maximum, so it never grows (the
+ * engine reserves it whole, and nothing can ask for more).
+ * @param {number} pages
+ */
+export function fixedSharedMemory(pages) {
+  return new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+}
+
+/**
+ * A planner: the module instantiated on this thread over a fresh shared memory of its declared
+ * minimum, used only to ask what needs no model loaded (tr_model_prefix_bytes, tr_plan_header)
+ * before the lane's own memory exists, then dropped. The same bytes (hashed by the caller) and
+ * the same compiled code (`module`, when the caller compiled it), so the plan is this lane's
+ * own; no worker starts and nothing blocks (a plan takes no lock but the allocator's, never
+ * contended). A module that owns its memory is simply instantiated.
+ * @param {Uint8Array | ArrayBuffer} bytes
+ * @param {WebAssembly.Module | null} [module] `bytes` compiled
+ * @returns {Promise<LocalRuntime>}
+ */
+export async function planner(bytes, module = null) {
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  // BufferSource: module bytes never view shared memory
+  const compiled = module ?? (await WebAssembly.compile(/** @type {BufferSource} */ (u8)));
+  const mem = memoryImport(u8);
+  if (mem === null) return new LocalRuntime(await WebAssembly.instantiate(compiled, {}), '');
+  const memory = fixedSharedMemory(sharedMemoryPages(mem, null));
+  const instance = await WebAssembly.instantiate(compiled, { [mem.module]: { [mem.name]: memory } });
+  return new LocalRuntime(instance, '', memory);
+}
+
+/**
  * Instantiate a lane from its module bytes.
  *   sha256       expected hex SHA-256 of `bytes` (e.g. from the signed manifest); refused if different
  *   workers      threads lane only: number of worker instances (>= 1)
@@ -355,11 +411,14 @@ const WORKER_URL = new URL('./worker.js', import.meta.url);
  *                for the leader besides one per worker)
  *   startupMs    bound on each worker's start and hash acknowledgement
  *   memory       threads lane only: the shared memory to import, already created by the caller
- *                (must match the module's import: shared, initial == maximum)
- * @param {{ bytes: Uint8Array | ArrayBuffer, sha256?: string | null, workers?: number, livenessMs?: number, leaderSpin?: number | null, startupMs?: number, workerUrl?: URL | string, memory?: WebAssembly.Memory | null }} options
+ *                (fixedSharedMemory: initial == maximum, within the import's declared limits)
+ *   planBytes    threads lane only, without `memory`: the memory plan's peak the shared memory
+ *                is created for (sharedMemoryPages; null: the module's declared minimum, enough
+ *                for its self-test but no model)
+ * @param {{ bytes: Uint8Array | ArrayBuffer, sha256?: string | null, workers?: number, livenessMs?: number, leaderSpin?: number | null, startupMs?: number, workerUrl?: URL | string, memory?: WebAssembly.Memory | null, planBytes?: number | null }} options
  * @returns {Promise<Runtime>}
  */
-export async function instantiate({ bytes, sha256: expected = null, workers = 1, livenessMs = 5000, leaderSpin = null, startupMs = 30000, workerUrl = WORKER_URL, memory: given = null }) {
+export async function instantiate({ bytes, sha256: expected = null, workers = 1, livenessMs = 5000, leaderSpin = null, startupMs = 30000, workerUrl = WORKER_URL, memory: given = null, planBytes = null }) {
   const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   const sha256 = await sha256Hex(u8);
   if (expected !== null && expected !== sha256) {
@@ -371,16 +430,17 @@ export async function instantiate({ bytes, sha256: expected = null, workers = 1,
     const { instance } = await WebAssembly.instantiate(/** @type {BufferSource} */ (u8), {});
     return new LocalRuntime(instance, sha256);
   }
-  if (!mem.shared || mem.maximum !== mem.initial) {
-    throw new HostError(`imported memory must be shared with initial == maximum (got ${JSON.stringify(mem)})`);
-  }
+  const pages = sharedMemoryPages(mem, planBytes); // shared, with a declared maximum
   if (!(workers >= 1)) throw new HostError('the threads lane needs at least one worker');
   if (!isNode && globalThis.crossOriginIsolated !== true) {
     // SharedArrayBuffer and wasm threads are only available to cross-origin isolated pages
     throw new HostError('the threads lane needs a cross-origin isolated context (COOP + COEP)');
   }
-  const memory = given ?? new WebAssembly.Memory({ initial: mem.initial, maximum: mem.maximum, shared: true });
-  if (memory.buffer.byteLength !== mem.initial * 65536) throw new HostError(`shared memory is ${memory.buffer.byteLength} bytes, the module imports ${mem.initial} pages`);
+  const memory = given ?? fixedSharedMemory(pages);
+  const size = memory.buffer.byteLength;
+  if (size < mem.initial * PAGE || size > /** @type {number} */ (mem.maximum) * PAGE) {
+    throw new HostError(`shared memory is ${size} bytes, outside the ${mem.initial}..${mem.maximum} pages the module imports`);
+  }
   const init = { bytes: u8, memory, sha256, memoryModule: mem.module, memoryName: mem.name };
 
   const started = [];

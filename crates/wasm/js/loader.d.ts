@@ -167,7 +167,7 @@ export interface LoadOptions {
   retryFailedLanes?: boolean;
   /** Threads lane: worker count, 1..8 (default 2). */
   workers?: number;
-  /** Bytes the runtime may use (default: 1 GiB, threads lane: its fixed memory). */
+  /** Bytes the runtime may use (default: 1 GiB; at most 4 GiB). The threads lane's shared memory is created at the model's plan within it. */
   memoryBudget?: number | null;
   /** Context length in tokens (0 = the model's maximum). */
   context?: number;

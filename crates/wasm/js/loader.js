@@ -20,8 +20,9 @@
 //               5  threadsPreconditions  the spec's seven, in order (threads lane only)
 //               6  selfTest              per-category result and the failing test id
 //               7  (load)                a failure in 4-6 is recorded and the next lane is tried
-//               8  admitAndLoad          tr_plan_header (in place), then the model streamed into
-//                                        its final window (hashed, bounded), tr_model_adopt only if intact;
+//               8  admit, loadAdmitted   tr_plan_header (in place; the threads lane's before its
+//                                        memory exists, created at the plan), then the model streamed
+//                                        into its final window (hashed, bounded), tr_model_adopt only if intact;
 //                                        what it peaked at beside the plan (lm.loadMemory)
 //   receipt.js  9  buildReceipt          tinyrustlm.capability-receipt.v1 from observations only
 //   session.js 10  Loaded                prefill, streaming decode, turn (KV prefix reuse), cancel, close,
@@ -33,7 +34,7 @@ import { verifySignedManifest, checkVersionFloor, compareVersions, trustRootId, 
 import { runProbes, chooseLanes } from './choice.js';
 import { defaultFetch, openStore, MANIFEST_CAP, SIGNATURE_CAP, CACHE_NAME } from './fetch.js';
 import {
-  startLane, selfTest, threadsPreconditions, modelSpec, admitAndLoad, readCounters, closeRuntime, Loaded, DEFAULT_MEMORY_BUDGET, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
+  startLane, selfTest, threadsPreconditions, modelSpec, ModelHead, admit, loadAdmitted, readCounters, closeRuntime, Loaded, DEFAULT_MEMORY_BUDGET, WASM32_BUDGET, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
   phaseMemory,
 } from './session.js';
 import { buildReceipt, RECEIPT_SCHEMA } from './receipt.js';
@@ -122,49 +123,56 @@ export async function load(opts) {
   const { candidates, attempts } = chooseLanes(signed.manifest, probes, { denyLanes: o.denyLanes, failed: o.retryFailedLanes ? {} : laneFailureRecord() }); // 3
   const store = await openStore(o);
   const model = await modelSpec(o, store); // bytes: hashed now; url: size bound, cache checked
-  const fetched = [];
-  let started = null;
-  let artifact = null;
-  for (const candidate of candidates) {
-    try {
-      started = await startLane(o, candidate, signed, store); // 4-6
-      artifact = candidate;
-      break;
-    } catch (e) {
-      if (!(e instanceof LaneFailure)) throw e; // integrity and contract errors are fatal
-      attempts.push({ artifact_id: candidate.id, outcome: 'failed', step: e.step, error_code: e.code, detail: e.message }); // 7
-    }
-  }
-  if (started === null) {
-    throw new LoaderError('NoLaneLeft', `no lane could run: ${attempts.map((a) => `${a.artifact_id} ${a.outcome} at ${a.step} (${a.error_code}: ${a.detail})`).join('; ')}`, { attempts });
-  }
-  attempts.push({ artifact_id: artifact.id, outcome: 'selected', step: 'self-test', detail: '' });
-  fetched.push(started.fetched);
-  const { rt, test, memoryMode, lane } = started;
+  // 8's first half is read once, by whichever lane asks first: the threads lane plans its memory
+  // from it before that memory exists; the budget is every lane's (no wasm32 lane addresses more)
+  const head = new ModelHead(o, store, model, Math.min(o.memoryBudget ?? DEFAULT_MEMORY_BUDGET, WASM32_BUDGET));
   try {
-    const fixed = memoryMode === 'wasm32-shared-fixed';
-    const budgetFor = () => o.memoryBudget ?? (fixed ? rt.memory.buffer.byteLength : DEFAULT_MEMORY_BUDGET);
-    await phaseMemory(rt); // the load's own high-water mark starts here (lm.loadMemory)
-    const { handle, facts, plan, context } = await admitAndLoad(o, rt, store, model, budgetFor); // 8
-    const loadMemory = await phaseMemory(rt);
-    fetched.push(model.record);
-    const loaded = await Loaded.activate(rt, handle, context, o, lane, plan.budget);
-    const counters = await readCounters(rt);
-    const observed = {
-      workers_requested: fixed ? o.workers : 0,
-      workers_started: fixed ? rt.workers : 0,
-      memory_mode: memoryMode,
-      memory_bytes: rt.memory.buffer.byteLength,
-    };
-    loaded.receipt = await buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model: facts, fetched }); // 9
-    loaded.plan = plan;
-    loaded.loadMemory = loadMemory;
-    loaded.artifactId = artifact.id; // a worker failure records this lane (the next load skips it)
-    loaded.identity = await cacheIdentity({ modelSha256: model.sha256, tier: facts.tier, lane: artifact.id }); // KV reuse (CONTRACT.md §11)
-    return loaded;
-  } catch (e) {
-    await closeRuntime(rt);
-    throw e;
+    const fetched = [];
+    let started = null;
+    let artifact = null;
+    for (const candidate of candidates) {
+      try {
+        started = await startLane(o, candidate, signed, store, head); // 4-6 (threads: 8's admission)
+        artifact = candidate;
+        break;
+      } catch (e) {
+        if (!(e instanceof LaneFailure)) throw e; // integrity and contract errors are fatal
+        attempts.push({ artifact_id: candidate.id, outcome: 'failed', step: e.step, error_code: e.code, detail: e.message }); // 7
+      }
+    }
+    if (started === null) {
+      throw new LoaderError('NoLaneLeft', `no lane could run: ${attempts.map((a) => `${a.artifact_id} ${a.outcome} at ${a.step} (${a.error_code}: ${a.detail})`).join('; ')}`, { attempts });
+    }
+    attempts.push({ artifact_id: artifact.id, outcome: 'selected', step: 'self-test', detail: '' });
+    fetched.push(started.fetched);
+    const { rt, test, memoryMode, lane } = started;
+    try {
+      const fixed = memoryMode === 'wasm32-shared-fixed';
+      await phaseMemory(rt); // the load's own high-water mark starts here (lm.loadMemory)
+      const { facts, plan, context } = started.admitted ?? (await admit(o, rt, head, 0)); // 8
+      const handle = await loadAdmitted(o, rt, store, head);
+      const loadMemory = await phaseMemory(rt);
+      fetched.push(model.record);
+      const loaded = await Loaded.activate(rt, handle, context, o, lane, plan.budget);
+      const counters = await readCounters(rt);
+      const observed = {
+        workers_requested: fixed ? o.workers : 0,
+        workers_started: fixed ? rt.workers : 0,
+        memory_mode: memoryMode,
+        memory_bytes: rt.memory.buffer.byteLength,
+      };
+      loaded.receipt = await buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model: facts, fetched }); // 9
+      loaded.plan = plan;
+      loaded.loadMemory = loadMemory;
+      loaded.artifactId = artifact.id; // a worker failure records this lane (the next load skips it)
+      loaded.identity = await cacheIdentity({ modelSha256: model.sha256, tier: facts.tier, lane: artifact.id }); // KV reuse (CONTRACT.md §11)
+      return loaded;
+    } catch (e) {
+      await closeRuntime(rt);
+      throw e;
+    }
+  } finally {
+    head.cancel(); // a refusal, a failure: what is left of the model's source is stopped
   }
 }
 

@@ -1,7 +1,8 @@
 // node selftest.mjs ARTIFACT.wasm [--workers N]
 // Instantiates a lane through host.js (the threads lane with N workers, each acknowledging
-// the module hash), runs tr_self_test and, for the threads lane, checks that every worker
-// served a command. Prints one line; exit 0 on pass, 1 on failure.
+// the module hash, in a shared memory of the module's declared minimum: no model, so the plan
+// is what the module itself needs), runs tr_self_test and, for the threads lane, checks that
+// every worker served a command. Prints one line; exit 0 on pass, 1 on failure.
 import { readFileSync } from 'node:fs';
 import { instantiate } from './host.js';
 import { pathCounters } from './abi.js';

@@ -1,6 +1,6 @@
 // TinyRustLM loader, the session room: a lane started and self-tested (steps 4-6), the model
 // admitted and streamed into Wasm memory (step 8), and `Loaded`, what an integrator uses (10).
-import { instantiate, memoryImport, HostError, TR_CANCELLED, TR_WORKER_FAILURE, sha256Hex } from './host.js';
+import { instantiate, memoryImport, planner, sharedMemoryPages, fixedSharedMemory, HostError, TR_CANCELLED, TR_OUT_OF_MEMORY, TR_WORKER_FAILURE, sha256Hex } from './host.js';
 import {
   encodePrompt, EOS, pathCounters, workerCounters, withWindow, modelFacts, modelFormatVersion, modelPrefixBytes, planHeader,
   modelAdoptAt, sessionNew, writeTokens, readDecodeRecord, selfTestDetail, heapStats, heapStatsAt, MODEL_HEADER_BYTES, DECODE_RECORD_BYTES, DIGEST_BYTES,
@@ -25,13 +25,18 @@ import { TIER_SELECTION } from './receipt.js';
  * @typedef {{ overall: number, categories: Record<string, import('./loader.js').TestOutcome>, failedTest: string | null, testIds: string[] }} SelfTest
  */
 /**
- * A lane that started and passed its self-test (steps 4-6).
- * @typedef {{ rt: Runtime, test: SelfTest, memoryMode: string, lane: number, sha256: string, fetched: import('./loader.js').FetchRecord }} StartedLane
+ * A lane that started and passed its self-test (steps 4-6); the threads lane admitted the model
+ * first (its memory is the plan's), the other lanes admit it after (`admitted` null).
+ * @typedef {{ rt: Runtime, test: SelfTest, memoryMode: string, lane: number, sha256: string, fetched: import('./loader.js').FetchRecord, admitted: Admission | null }} StartedLane
+ */
+/**
+ * A model admitted against its plan at the context (step 8's first half).
+ * @typedef {{ facts: ReturnType<typeof modelFacts>, plan: import('./loader.js').Plan, context: number }} Admission
  */
 /** What the threads lane's steps read of the options. */
-/** @typedef {Pick<ResolvedOptions, 'workers' | 'startupMs' | 'livenessMs' | 'workerUrl' | 'selfTestMs'>} ThreadsOptions */
+/** @typedef {Pick<ResolvedOptions, 'workers' | 'startupMs' | 'livenessMs' | 'workerUrl' | 'selfTestMs' | 'context'>} ThreadsOptions */
 
-/** Memory bound of a lane whose module owns its memory (scalar, simd128), unless overridden. */
+/** Memory bound of every lane unless overridden (the threads lane's memory is created at the plan within it). */
 export const DEFAULT_MEMORY_BUDGET = 1 << 30;
 /** The budget no wasm32 lane can exceed, whatever the integrator sets: its 4 GiB address space. */
 export const WASM32_BUDGET = 2 ** 32;
@@ -117,18 +122,25 @@ const preconditionFailed = (n, message) => new LaneFailure(`threads precondition
 
 /**
  * Step 5, the spec's seven threads preconditions in order. `bytes` have passed the hash check.
- * Returns the runtime (pool kept) and what was observed.
+ * The shared memory is created at the model's memory plan (precondition 4), so the model is
+ * admitted first (`head`: its header and directory, planned by a `planner` instance of this
+ * module, `module` compiled once); without a model it is the module's declared minimum.
+ * Returns the runtime (pool kept), what was observed and the admission (null without a model).
  * @param {ThreadsOptions} o
  * @param {Artifact} artifact
  * @param {Uint8Array} bytes
  * @param {string} sha256
+ * @param {ModelHead | null} [head]
+ * @param {WebAssembly.Module | null} [module]
  */
-export async function threadsPreconditions(o, artifact, bytes, sha256) {
-  const memory = sharedMemory(artifact, bytes); // 1-4
+export async function threadsPreconditions(o, artifact, bytes, sha256, head = null, module = null) {
+  const mem = isolatedAndValid(artifact, bytes); // 1-3
+  const admitted = head === null ? null : await admit(o, await plannerOf(bytes, module), head, o.workers);
+  const memory = sharedMemory(mem, admitted === null ? null : admitted.plan.peak); // 4
   const rt = await startPool(o, bytes, sha256, memory); // 5
   try {
     const test = await poolSelfTest(o, rt); // 6-7
-    return { rt, test, memoryMode: 'wasm32-shared-fixed' };
+    return { rt, test, memoryMode: 'wasm32-shared-fixed', admitted };
   } catch (e) {
     await closeRuntime(rt);
     throw e;
@@ -136,12 +148,27 @@ export async function threadsPreconditions(o, artifact, bytes, sha256) {
 }
 
 /**
- * Preconditions 1-4: isolation, SharedArrayBuffer, the artifact validates, and the shared
- * memory it imports at its fixed (preflight) size, created.
+ * The threads module instantiated on this thread over a memory of its declared minimum, only
+ * to plan (host.js `planner`): a failure is precondition 4's (the lane is skipped).
+ * @param {Uint8Array} bytes
+ * @param {WebAssembly.Module | null} module
+ */
+async function plannerOf(bytes, module) {
+  stats.instantiations++;
+  try {
+    return await planner(bytes, module);
+  } catch (e) {
+    throw preconditionFailed(4, `the module cannot be instantiated to plan its memory (${messageOf(e)})`);
+  }
+}
+
+/**
+ * Preconditions 1-3: isolation, SharedArrayBuffer, the artifact validates; and the memory it
+ * imports is the contract's: shared, with a declared maximum, never grown. Returns the import.
  * @param {Artifact} artifact
  * @param {Uint8Array} bytes
  */
-function sharedMemory(artifact, bytes) {
+function isolatedAndValid(artifact, bytes) {
   // 1. isolation
   if (!isolated()) throw preconditionFailed(1, 'the context is not cross-origin isolated');
   // 2. SharedArrayBuffer construction
@@ -152,17 +179,28 @@ function sharedMemory(artifact, bytes) {
   }
   // 3. the threaded artifact validates (BufferSource: downloaded bytes, never shared memory)
   if (!WebAssembly.validate(/** @type {BufferSource} */ (bytes))) throw preconditionFailed(3, 'the threads artifact does not validate in this engine');
-  // 4. imported shared memory at the fixed (preflight) size
   const mem = memoryImport(bytes);
   /** @type {{ shared?: boolean, growth?: boolean }} */
   const rules = artifact.memory || {};
-  if (mem === null || !mem.shared || mem.maximum !== mem.initial || rules.shared !== true || rules.growth !== false) {
-    throw new LoaderError('ModuleContract', `${artifact.id}: the manifest promises a fixed shared memory (memory ${JSON.stringify(rules)}) but the module imports ${JSON.stringify(mem)}`);
+  if (mem === null || !mem.shared || mem.maximum === null || rules.shared !== true || rules.growth !== false) {
+    throw new LoaderError('ModuleContract', `${artifact.id}: the manifest promises a shared memory that never grows (memory ${JSON.stringify(rules)}) but the module imports ${JSON.stringify(mem)}`);
   }
+  return mem;
+}
+
+/**
+ * Precondition 4: the shared memory created at the memory plan's peak (`planBytes`; null: no
+ * model), page-rounded and never below the module's declared minimum, with initial == maximum:
+ * it never grows, and the runtime refuses a session its plan does not fit (OutOfMemory).
+ * @param {import('./host.js').MemoryImport} mem
+ * @param {number | null} planBytes
+ */
+function sharedMemory(mem, planBytes) {
+  const pages = sharedMemoryPages(mem, planBytes); // the budget (<= 4 GiB) admitted the plan
   try {
-    return new WebAssembly.Memory({ initial: mem.initial, maximum: mem.maximum, shared: true });
+    return fixedSharedMemory(pages);
   } catch (e) {
-    throw preconditionFailed(4, `a shared memory of ${mem.initial * PAGE} bytes cannot be created (${messageOf(e)})`);
+    throw preconditionFailed(4, `a shared memory of ${pages * PAGE} bytes (the memory plan) cannot be created (${messageOf(e)})`);
   }
 }
 
@@ -227,27 +265,30 @@ export async function closeRuntime(rt) {
 }
 
 /**
- * Steps 4-6 for one artifact: { rt, test, memoryMode, lane, sha256, fetched } or a LaneFailure /
- * fatal LoaderError. The module is read bounded by its signed size (cache first, re-hashed).
- * @param {Pick<ResolvedOptions, 'baseUrl' | 'fetch' | 'onProgress' | 'onCacheError'> & ThreadsOptions} o
+ * Steps 4-6 for one artifact: { rt, test, memoryMode, lane, sha256, fetched, admitted } or a
+ * LaneFailure / fatal LoaderError. The module is read bounded by its signed size (cache first,
+ * re-hashed). The threads lane admits the model (`head`) before its memory exists, as its plan
+ * sizes that memory (`admitted`); the other lanes admit it after (step 8; `admitted` null).
+ * @param {Pick<ResolvedOptions, 'baseUrl' | 'fetch' | 'onProgress' | 'onCacheError' | 'context'> & ThreadsOptions} o
  * @param {Artifact} artifact
  * @param {{ manifest: Pick<import('./trust.js').Manifest, 'abi_version' | 'runtime_semantics'> }} signed
  * @param {Store | null} [store]
+ * @param {ModelHead | null} [head]
  * @returns {Promise<StartedLane>}
  */
-export async function startLane(o, artifact, signed, store = null) {
+export async function startLane(o, artifact, signed, store = null, head = null) {
   const { got, module } = await compiledModule(o, artifact, store); // 4
   const { bytes, sha256 } = got;
   const threads = artifact.requires_cross_origin_isolation === true;
   checkExports(artifact, module, threads);
-  const { rt, test, memoryMode } = threads ? await threadsPreconditions(o, artifact, bytes, sha256) : await startLocal(artifact, bytes, sha256);
+  const { rt, test, memoryMode, admitted } = threads ? await threadsPreconditions(o, artifact, bytes, sha256, head, module) : await startLocal(artifact, bytes, sha256);
   try {
     const lane = await checkLane(rt, artifact, signed);
     const passed = test ?? (await laneSelfTest(o, rt, lane)); // 6 (threads: within step 5)
     if (passed.overall !== 0) {
       throw new LaneFailure('self-test', 'SelfTestFailed', `self-test ${passed.failedTest} failed (code ${passed.overall})`);
     }
-    return { rt, test: passed, memoryMode, lane, sha256, fetched: got.record };
+    return { rt, test: passed, memoryMode, lane, sha256, fetched: got.record, admitted };
   } catch (e) {
     await closeRuntime(rt);
     throw e;
@@ -294,7 +335,7 @@ function checkExports(artifact, module, threads) {
  * @param {Artifact} artifact
  * @param {Uint8Array} bytes
  * @param {string} sha256
- * @returns {Promise<{ rt: Runtime, test: SelfTest | null, memoryMode: string }>}
+ * @returns {Promise<{ rt: Runtime, test: SelfTest | null, memoryMode: string, admitted: null }>}
  */
 async function startLocal(artifact, bytes, sha256) {
   if (memoryImport(bytes) !== null) throw new LoaderError('ModuleContract', `${artifact.id} imports a memory but the manifest does not mark it as the threads lane`);
@@ -307,7 +348,7 @@ async function startLocal(artifact, bytes, sha256) {
     throw new LaneFailure('instantiate', 'InstantiateFailed', `${artifact.id}: ${messageOf(e)}`);
   }
   stats.live++;
-  return { rt, test: null, memoryMode: 'wasm32-bounded-fixed-after-activation' };
+  return { rt, test: null, memoryMode: 'wasm32-bounded-fixed-after-activation', admitted: null };
 }
 
 /**
@@ -415,12 +456,153 @@ export function checkModelTier(header) {
 }
 
 /**
- * Step 8: the kernel tier checked on the header (nothing has entered the runtime; a streamed
- * model is not downloaded further), preflight from the header and directory against `budget`, then the model streamed
- * into its final window of Wasm memory (exactly its size; hashed while it arrives or where it
- * landed, bounded by its declared size; no whole JS copy), then tr_model_adopt makes that window
- * the model's bytes (no copy) — only when the hash is the expected one (else it is freed). Returns { handle, facts,
- * plan, context }.
+ * Step 8's first half, read once per load: the model's header and directory (`prefix`), with
+ * nothing of the model requested before `budget` admits its declared size, and from a server
+ * that answers parts nothing but those bytes (bounded Range requests). Whichever lane asks first
+ * reads them (`rt`, a runtime or a planner, answers the directory's length); a lane tried after
+ * it gets the same bytes, no new request. What is left of a source that streams the whole file
+ * (a cached copy, a server that ignores Range) stays open for `rest`, else it is cancelled.
+ */
+export class ModelHead {
+  /** @type {Promise<Uint8Array> | null} */
+  #reading = null;
+  /** @type {Source | null} */
+  #source = null;
+  /** @type {Uint8Array} the bytes read from the model's start (its header and directory once read) */
+  #head = new Uint8Array(0);
+
+  /**
+   * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress'>} o
+   * @param {Store | null} store
+   * @param {ModelSpec} model
+   * @param {number} budget bytes, at most WASM32_BUDGET
+   */
+  constructor(o, store, model, budget) {
+    this.o = o;
+    this.store = store;
+    this.model = model;
+    this.budget = budget;
+  }
+
+  /**
+   * The header and directory, read once: the kernel tier checked on the header first (nothing
+   * has entered a runtime), then `tr_model_prefix_bytes` asked of `rt`.
+   * @param {Runtime} rt
+   * @returns {Promise<Uint8Array>}
+   */
+  prefix(rt) {
+    this.#reading ??= this.#read(rt);
+    return this.#reading;
+  }
+
+  /** @param {Runtime} rt */
+  async #read(rt) {
+    const { o, store, model } = this;
+    // before any request: loaded in place, the model's bytes are its weights (>= size)
+    if (model.size > this.budget) {
+      throw new LoaderError('ModelTooLarge', `model of ${model.size} bytes needs at least ${model.size} bytes (its weights), over the budget of ${this.budget} bytes; the largest part is weights (at least ${model.size} bytes)`, { budget: this.budget, largest: 'weights', peak: model.size });
+    }
+    // bytes null: the streamed kind (a cast, as the lint's non-strict pass does not narrow on null).
+    // From the network (or a file) only the header and directory are asked for before admission
+    // (bounded Range requests); a cached copy is read from its start, as it is local
+    const streamed = model.bytes === null ? /** @type {StreamedModel} */ (model) : null;
+    if (streamed && streamed.cached) this.#source = await openModel(o, store, streamed);
+    let ranged = false; // the server answers parts: the directory and the rest are asked for apart
+    if (streamed && !this.#source) {
+      if (o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
+      this.#source = await openResumable(o, streamed.url, 'model', model.size, undefined, { from: 0, to: Math.min(MODEL_HEADER_BYTES, model.size) });
+      overDeclared(this.#source, streamed);
+      ranged = this.#source.ranged === true; // else the whole model is coming: read on as far as admitted
+    }
+    let head = model.bytes ? model.bytes : await readHead(/** @type {Source} */ (this.#source), Math.min(MODEL_HEADER_BYTES, model.size), new Uint8Array(0));
+    if (ranged) this.cancel();
+    this.#head = head;
+    if (head.length > model.size) throw new LoaderError('BoundExceeded', `model ${model.url} is larger than its declared size of ${model.size} bytes; the download was stopped there`, { url: String(model.url), limit: model.size });
+    const header = head.subarray(0, Math.min(MODEL_HEADER_BYTES, head.length));
+    checkModelTier(header); // first: an unknown tier is refused before the runtime sees a byte
+    const prefixLen = await modelPrefixBytes(rt, header);
+    if (streamed && prefixLen > head.length && prefixLen <= model.size) {
+      head = this.#source ? await readHead(this.#source, prefixLen, head) : concat(head, await readPart(o, streamed, head.length, prefixLen));
+      this.#head = head;
+    }
+    if (prefixLen === 0 || prefixLen > model.size || prefixLen > head.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
+    return head.subarray(0, prefixLen);
+  }
+
+  /**
+   * After admission: the bytes read so far (from the model's start) and the source of the rest
+   * (taken: the caller drains it; from a server that answers parts, the rest from the head's
+   * end, one request).
+   * @returns {Promise<{ first: Uint8Array, source: Source }>}
+   */
+  async rest() {
+    const first = this.#head.subarray(0, Math.min(this.#head.length, this.model.size));
+    const source = this.#source ?? (await openRest(this.o, /** @type {StreamedModel} */ (this.model), first.length));
+    this.#source = null;
+    return { first, source };
+  }
+
+  /** Cancels what is left of the source (a refusal, a failure, or after the rest was taken). */
+  cancel() {
+    if (this.#source) this.#source.cancel();
+    this.#source = null;
+  }
+}
+
+/**
+ * Step 8's first half on one lane: the model's header and directory (`head`) planned by `rt` (the
+ * lane's runtime, or the threads lane's planner) for `workers` at the options' context, against
+ * the head's budget: { facts, plan, context }, or the refusal (too large, unsupported tier,
+ * invalid) before the rest of the model is requested.
+ * @param {Pick<ResolvedOptions, 'context'>} o
+ * @param {Runtime} rt
+ * @param {ModelHead} head
+ * @param {number | null} [workers] 0 = an unthreaded lane; null: `rt`'s own (asked only once the
+ *   header's tier is known: an unknown one is refused before the runtime is touched)
+ * @returns {Promise<Admission>}
+ */
+export async function admit(o, rt, head, workers = null) {
+  const prefix = await head.prefix(rt);
+  return preflight(o, rt, head.model, prefix, head.budget, workers ?? (rt.workers || 0));
+}
+
+/**
+ * Step 8's second half, once admitted: the model streamed into its final window of Wasm memory
+ * (exactly its size; hashed while it arrives or where it landed, bounded by its declared size; no
+ * whole JS copy), then tr_model_adopt makes that window the model's bytes (no copy) — only when
+ * the hash is the expected one (else it is freed). Resolves to the model handle.
+ * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress' | 'onCacheError'>} o
+ * @param {Runtime} rt
+ * @param {Store | null} store
+ * @param {ModelHead} head
+ */
+export async function loadAdmitted(o, rt, store, head) {
+  const model = head.model;
+  // the window they stream into (exactly the file's size) becomes the model's bytes
+  // (tr_model_adopt), the handle comes back in another window; a model whose hash is not the
+  // expected one is freed
+  return withWindow(rt, 8, (out) => withModelWindow(rt, model.size, async (window) => {
+    const ptr = window.ptr;
+    if (model.bytes) {
+      rt.bytes(ptr, model.size).set(model.bytes); // the integrator's bytes, copied once
+    } else {
+      // admitted: the rest of the model, from the prefix's end (a cached copy: already open)
+      const { first, source } = await head.rest();
+      const rest = await drainInto(o, rt, ptr, source, model, first).catch((e) => {
+        source.cancel(); // taken from the head: its own to stop
+        throw e;
+      });
+      await keepStreamed(o, rt, store, model, ptr, rest);
+    }
+    return adoptAt(rt, window, out);
+  }));
+}
+
+/**
+ * Step 8 on one lane: the kernel tier checked on the header (nothing has entered the runtime; a
+ * streamed model is not downloaded further), preflight from the header and directory against
+ * `budgetFor()` (at most 4 GiB), then the model streamed in and adopted (`admit`, then
+ * `loadAdmitted`). Returns { handle, facts, plan, context }.
  * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress' | 'onCacheError' | 'context'>} o
  * @param {Runtime} rt
  * @param {Store | null} store
@@ -428,58 +610,12 @@ export function checkModelTier(header) {
  * @param {() => number} budgetFor
  */
 export async function admitAndLoad(o, rt, store, model, budgetFor) {
-  // before any request: loaded in place, the model's bytes are its weights (>= size)
-  const floor = Math.min(budgetFor(), WASM32_BUDGET);
-  if (model.size > floor) {
-    throw new LoaderError('ModelTooLarge', `model of ${model.size} bytes needs at least ${model.size} bytes (its weights), over the budget of ${floor} bytes; the largest part is weights (at least ${model.size} bytes)`, { budget: floor, largest: 'weights', peak: model.size });
-  }
-  // bytes null: the streamed kind (a cast, as the lint's non-strict pass does not narrow on null).
-  // From the network (or a file) only the header and directory are asked for before admission
-  // (bounded Range requests); a cached copy is read from its start, as it is local
-  const streamed = model.bytes === null ? /** @type {StreamedModel} */ (model) : null;
-  let source = streamed && streamed.cached ? await openModel(o, store, streamed) : null;
-  let ranged = false; // the server answers parts: the directory and the rest are asked for apart
-  if (streamed && !source) {
-    if (o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
-    source = await openResumable(o, streamed.url, 'model', model.size, undefined, { from: 0, to: Math.min(MODEL_HEADER_BYTES, model.size) });
-    overDeclared(source, streamed);
-    ranged = source.ranged === true; // else the whole model is coming: read on as far as admitted
-  }
-  let head = model.bytes ? model.bytes : await readHead(/** @type {Source} */ (source), Math.min(MODEL_HEADER_BYTES, model.size), new Uint8Array(0));
-  if (ranged && source) {
-    source.cancel();
-    source = null;
-  }
+  const head = new ModelHead(o, store, model, Math.min(budgetFor(), WASM32_BUDGET));
   try {
-    if (head.length > model.size) throw new LoaderError('BoundExceeded', `model ${model.url} is larger than its declared size of ${model.size} bytes; the download was stopped there`, { url: String(model.url), limit: model.size });
-    const header = head.subarray(0, Math.min(MODEL_HEADER_BYTES, head.length));
-    checkModelTier(header); // first: an unknown tier is refused before the runtime sees a byte
-    const prefixLen = await modelPrefixBytes(rt, header);
-    if (streamed && prefixLen > head.length && prefixLen <= model.size) {
-      head = source ? await readHead(source, prefixLen, head) : concat(head, await readPart(o, streamed, head.length, prefixLen));
-    }
-    if (prefixLen === 0 || prefixLen > model.size || prefixLen > head.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
-    const { facts, plan, context } = await preflight(o, rt, model, head.subarray(0, prefixLen), budgetFor);
-    // admitted: now, and only now, the model's bytes enter the runtime, in place: the window
-    // they stream into (exactly the file's size) becomes the model's bytes (tr_model_adopt), the
-    // handle comes back in another window; a model whose hash is not the expected one is freed
-    const handle = await withWindow(rt, 8, (out) => withModelWindow(rt, model.size, async (window) => {
-      const ptr = window.ptr;
-      if (model.bytes) {
-        rt.bytes(ptr, model.size).set(model.bytes); // the integrator's bytes, copied once
-      } else {
-        // admitted: the rest of the model, from the prefix's end (a cached copy: already open)
-        if (!source) source = await openRest(o, /** @type {StreamedModel} */ (streamed), head.length);
-        const first = head.subarray(0, Math.min(head.length, model.size));
-        const rest = await drainInto(o, rt, ptr, /** @type {Source} */ (source), model, first);
-        source = null;
-        await keepStreamed(o, rt, store, model, ptr, rest);
-      }
-      return adoptAt(rt, window, out);
-    }));
-    return { handle, facts, plan, context };
+    const admitted = await admit(o, rt, head);
+    return { handle: await loadAdmitted(o, rt, store, head), ...admitted };
   } finally {
-    if (source) source.cancel();
+    head.cancel();
   }
 }
 
@@ -566,20 +702,21 @@ function overDeclared(source, model) {
  * @param {Runtime} rt
  * @param {ModelSpec} model
  * @param {Uint8Array} prefix
- * @param {() => number} budgetFor
+ * @param {number} budget at most WASM32_BUDGET: no wasm32 lane addresses more
+ * @param {number} workers
+ * @returns {Promise<Admission>}
  */
-async function preflight(o, rt, model, prefix, budgetFor) {
+async function preflight(o, rt, model, prefix, budget, workers) {
   const facts = modelFacts(prefix, LAYOUTS, MODEL_TIERS);
   const context = o.context || facts.maxContext;
-  const budget = Math.min(budgetFor(), WASM32_BUDGET); // no wasm32 lane addresses more
-  const workers = rt.workers || 0;
   const p = await planHeader(rt, prefix, model.size, context, workers, true); // loaded in place: no load copy
   if (p.code === 3) throw new LoaderError('UnsupportedModelTier', 'this runtime module refuses the model\'s format/tier (TrResult UnsupportedFeature): it predates the model\'s kernel tier or flags', { code: p.code });
   if (p.code !== 0) throw new LoaderError('ModelInvalid', `tr_plan_header refused the model (TrResult ${p.code})`, { code: p.code });
-  const plan = { peakPrefill: p.peakPrefill, steadyDecode: p.steadyDecode, peakLoad: p.peakLoad, peak: p.peak, parts: p.parts, largest: p.largest, workers, budget };
+  /** @type {import('./loader.js').Plan} parts and largest: PLAN_PARTS' names (abi.js), loader.d.ts' PlanPart */
+  const plan = { peakPrefill: p.peakPrefill, steadyDecode: p.steadyDecode, peakLoad: p.peakLoad, peak: p.peak, parts: /** @type {import('./loader.js').Plan['parts']} */ (p.parts), largest: /** @type {import('./loader.js').PlanPart} */ (p.largest), workers, budget };
   if (p.peak > budget) {
     const largest = `${p.largest} (${p.parts[p.largest]} bytes)`;
-    throw new LoaderError('ModelTooLarge', `model + context ${context} need ${p.peak} bytes at their peak (load ${p.peakLoad}, prefill ${p.peakPrefill}, decode ${p.steadyDecode}), over the budget of ${budget} bytes; the largest part is ${largest}`, plan);
+    throw new LoaderError('ModelTooLarge', `model + context ${context} need ${p.peak} bytes at their peak (load ${p.peakLoad}, prefill ${p.peakPrefill}, decode ${p.steadyDecode}), over the budget of ${budget} bytes; the largest part is ${largest}`, { ...plan });
   }
   return { facts, plan, context };
 }
@@ -617,7 +754,7 @@ async function keepStreamed(o, rt, store, model, ptr, rest) {
  */
 async function withModelWindow(rt, size, fn) {
   const ptr = await rt.call('tr_alloc', size);
-  if (ptr === 0) throw new HostError(`tr_alloc(${size}) failed`, 9);
+  if (ptr === 0) throw new LoaderError('RuntimeError', `tr_alloc(${size}) failed: the model's window does not fit the runtime's ${rt.memory.buffer.byteLength}-byte memory (OutOfMemory)`, { code: TR_OUT_OF_MEMORY });
   /** @type {ModelWindow} */
   const window = { ptr, size, owned: true };
   try {
@@ -826,6 +963,10 @@ export class Loaded {
     const threads = rt.workers > 0;
     const prefillChunk = o.prefillChunk || (threads ? 1 : 16);
     const made = await sessionNew(rt, handle, { ...o.session, context });
+    if (made.code === TR_OUT_OF_MEMORY) {
+      // the threads lane's memory never grows: a session whose plan does not fit it is refused
+      throw new LoaderError('RuntimeError', `tr_session_new returned ${made.code} (OutOfMemory): a session of ${context || 'the model\'s'} tokens does not fit the runtime's ${rt.memory.buffer.byteLength}-byte memory`, { code: made.code, memoryBytes: rt.memory.buffer.byteLength });
+    }
     if (made.code !== 0) throw new LoaderError('RuntimeError', `tr_session_new returned ${made.code}`, { code: made.code });
     // The windows every later call uses, allocated now so nothing allocates after activation.
     const tokenWindow = await rt.call('tr_alloc', 4 * Math.max(prefillChunk, 1));

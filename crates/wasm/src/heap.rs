@@ -1,6 +1,6 @@
 //! Global allocator of the simd128-threads lane (compiled only with `atomics`).
 //!
-//! The threads lane imports a shared memory with initial == maximum, so
+//! The threads lane imports a shared memory the host creates with initial == maximum, so
 //! `memory.grow` always fails and std's allocator (which only obtains memory
 //! by growing) cannot allocate at all. This allocator hands out the fixed
 //! region [__heap_base, memory.size) instead: first fit over an address-sorted

@@ -16,8 +16,8 @@ pub mod memplan;
 pub mod threads;
 mod windows;
 
-// The threads lane's memory is imported with initial == maximum: std's allocator only grows
-// memory, so this lane allocates from the fixed heap instead (heap.rs).
+// The threads lane's memory is created by the host with initial == maximum: std's allocator
+// only grows memory, so this lane allocates from the fixed heap instead (heap.rs).
 // Every wasm32 lane counts its allocator's bytes (memplan.rs: the measured high-water mark).
 #[cfg(target_feature = "atomics")]
 #[global_allocator]
@@ -142,6 +142,8 @@ impl Runtime {
         self.windows.get_mut(out, HANDLE_BYTES)?;
         let model = self.handles.model(model)?;
         let config = parse_session_config(self.windows.get_mut(config, config_len)?)?;
+        #[cfg(target_feature = "atomics")]
+        fits_fixed_memory(&model, config.context)?;
         let session = Session::new(&model, config)?;
         let object = Object::Session(Box::new(SessionObject { model, session }));
         let handle = self.handles.insert(object)?;
@@ -216,6 +218,20 @@ impl Runtime {
         record[20..].copy_from_slice(&participated.to_le_bytes());
         self.write(out, &record)
     }
+}
+
+/// The threads lane's memory never grows (the host creates it with initial == maximum, sized
+/// from the plan): a session whose plan (prefill and decode peaks, the model in place, the pool's
+/// stack regions) exceeds it is refused with `OutOfMemory` before any of it is allocated, never
+/// left to run out part-way.
+#[cfg(target_feature = "atomics")]
+fn fits_fixed_memory(model: &Model, context: u32) -> TrReturn<()> {
+    let context = if context == 0 { model.config.max_context } else { context };
+    let plan = memory::plan_loaded(&model.config, model.resident_bytes(), context, 1)?;
+    if plan.peak_prefill.max(plan.steady_decode) > memplan::memory_bytes() {
+        return Err(TrResult::OutOfMemory);
+    }
+    Ok(())
 }
 
 // ---- the one instance behind the exports ------------------------------------------------

@@ -160,8 +160,9 @@ fn static_base() -> u64 {
     unsafe { &__heap_base as *const u8 as usize as u64 }
 }
 
+/// The Wasm memory's size now, in bytes.
 #[cfg(target_arch = "wasm32")]
-fn memory_bytes() -> u64 {
+pub(crate) fn memory_bytes() -> u64 {
     core::arch::wasm32::memory_size(0) as u64 * 65536
 }
 

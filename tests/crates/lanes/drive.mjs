@@ -205,6 +205,22 @@ function sessionConfig(record) {
   };
 }
 
+/**
+ * The lane of `lanePath` started for the model of `modelPath` (read, loaded by copy as
+ * abi.loadModel does): the threads lane's shared memory created at the plan's peak, with room
+ * for `sessions` sessions alive at once. { rt, modelBytes }.
+ * @param {string} lanePath
+ * @param {number} workers
+ * @param {string} modelPath
+ * @param {{ sessions?: number, livenessMs?: number }} [options]
+ */
+async function startFor(lanePath, workers, modelPath, { sessions = 1, livenessMs = 5000 } = {}) {
+  const modelBytes = readFileSync(modelPath);
+  const options = { bytes: readFileSync(lanePath), workers, livenessMs };
+  const { rt } = await abi.instantiateFor(options, modelBytes, { inPlace: false, sessions });
+  return { rt: /** @type {any} */ (rt), modelBytes };
+}
+
 async function counters(rt) {
   const c = await abi.pathCounters(rt);
   const out = { scalar: Number(c.scalar), simd: Number(c.simd) };
@@ -213,9 +229,9 @@ async function counters(rt) {
 }
 
 async function e2e(lanePath, workers, goldenDir, modelPath) {
-  const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
+  const { rt, modelBytes } = await startFor(lanePath, workers, modelPath);
   try {
-    const model = await abi.loadModel(rt, readFileSync(modelPath));
+    const model = await abi.loadModel(rt, modelBytes);
     const results = [];
     for (const record of readGolden(goldenDir, 'e2e_decode')) {
       const prompt = record.inputs.prompt_tokens.values;
@@ -236,9 +252,9 @@ const PROMPT = abi.encodePrompt('Hello, world');
 const STEPS = 4;
 
 async function cancel(lanePath, workers, modelPath) {
-  const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
+  const { rt, modelBytes } = await startFor(lanePath, workers, modelPath);
   try {
-    const model = await abi.loadModel(rt, readFileSync(modelPath));
+    const model = await abi.loadModel(rt, modelBytes);
     // reference: the uncancelled tokens, and how many barriers one decode step opens (the
     // first step only samples from the prefill's logits; later ones run the forward pass of
     // the token sampled before)
@@ -333,9 +349,10 @@ const digestOf = async (rt, s) => {
 
 /** Per golden prompt and tile size: the digest after prefill and after 3 greedy decode steps. */
 async function prefillTiles(lanePath, workers, goldenDir, modelPath, tiles) {
-  const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
+  // a tile over the default reallocates the session's buffers (outside the plan): room for two
+  const { rt, modelBytes } = await startFor(lanePath, workers, modelPath, { sessions: 2 });
   try {
-    const model = await abi.loadModel(rt, readFileSync(modelPath));
+    const model = await abi.loadModel(rt, modelBytes);
     const seen = new Set();
     const results = [];
     for (const record of readGolden(goldenDir, 'e2e_decode')) {
@@ -365,9 +382,10 @@ async function prefillTiles(lanePath, workers, goldenDir, modelPath, tiles) {
 const LONG_PROMPT = abi.encodePrompt('The quick brown fox jumps over the lazy dog.');
 
 async function prefillCancel(lanePath, workers, modelPath, tile) {
-  const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
+  // the cancelled session and its token-by-token reference alive at once (+ a larger tile)
+  const { rt, modelBytes } = await startFor(lanePath, workers, modelPath, { sessions: 3 });
   try {
-    const model = await abi.loadModel(rt, readFileSync(modelPath));
+    const model = await abi.loadModel(rt, modelBytes);
     const session = async (t) => {
       const s = await abi.newSession(rt, model, {});
       await abi.setPrefillTile(rt, s, t);
@@ -407,8 +425,7 @@ async function prefillCancel(lanePath, workers, modelPath, tile) {
 // ---- a worker killed mid-operation --------------------------------------------------------
 
 async function kill(lanePath, workers, modelPath, fallbackPath, livenessMs, victim) {
-  const modelBytes = readFileSync(modelPath);
-  const rt = /** @type {any} */ (await instantiate({ bytes: readFileSync(lanePath), workers, livenessMs }));
+  const { rt, modelBytes } = await startFor(lanePath, workers, modelPath, { livenessMs });
   const report = { steps: [] };
   try {
     const model = await abi.loadModel(rt, modelBytes);

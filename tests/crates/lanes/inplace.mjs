@@ -16,7 +16,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createHash } from 'node:crypto';
-import { instantiate } from '../../../crates/wasm/js/host.js';
 import * as abi from '../../../crates/wasm/js/abi.js';
 import { admitAndLoad, modelSpec } from '../../../crates/wasm/js/session.js';
 import { defaultFetch } from '../../../crates/wasm/js/fetch.js';
@@ -65,7 +64,8 @@ async function serve(ranges) {
   return { requests, url: `http://127.0.0.1:${address.port}/small.trlm`, close: () => { server.closeAllConnections(); server.close(); } };
 }
 
-const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
+// the threads lane's shared memory at the model's plan (the loader's own order: planned first)
+const { rt } = await abi.instantiateFor({ bytes: readFileSync(lanePath), workers }, file, { inPlace: true });
 const server = sourceKind === 'bytes' ? null : await serve(sourceKind === 'http');
 const model = server ? { url: server.url, size: file.length, sha256 } : { bytes: file, sha256 };
 const o = { model, pageUrl: 'http://127.0.0.1/', fetch: defaultFetch, onProgress: null, onCacheError: null, context: 0 };

@@ -5,7 +5,7 @@
 // (The time to first token of a follow-up turn, with and without reuse, is the bench's:
 // pipeline/bench/kvreuse.mjs.)
 import { readFileSync } from 'node:fs';
-import { instantiate, sha256Hex } from '../../../crates/wasm/js/host.js';
+import { sha256Hex } from '../../../crates/wasm/js/host.js';
 import * as abi from '../../../crates/wasm/js/abi.js';
 import { Loaded, cacheIdentity, IDENTITY_FIELDS } from '../../../crates/wasm/js/session.js';
 
@@ -17,8 +17,12 @@ const bytes = (text) => [...new TextEncoder().encode(text)];
 const FIRST = [256, ...bytes('Hello, world. Tell me a story')];
 const NEW = bytes('\nQ: and then?');
 
-const rt = await instantiate({ bytes: readFileSync(lanePath), workers });
 const modelBytes = readFileSync(modelPath);
+// the memory of the plan (threads lane: created at it), with every session this driver keeps
+// alive at once (`check`: the first session, 3 + one per identity field more after a first
+// turn, and a fresh session beside each of its 5 + fields cases)
+const alive = mode === 'measure' ? 2 : 1 + (3 + IDENTITY_FIELDS.length) + (5 + IDENTITY_FIELDS.length);
+const { rt } = await abi.instantiateFor({ bytes: readFileSync(lanePath), workers }, modelBytes, { inPlace: false, sessions: alive });
 const model = await abi.loadModel(rt, modelBytes);
 const identity = await cacheIdentity({ modelSha256: await sha256Hex(modelBytes), tier: 'f32', lane: laneId });
 const laneNumber = await rt.call('tr_lane');

@@ -58,10 +58,15 @@ async function afterCancel(lm, r) {
 
 async function chunks(lanePath, workers, modelPath, chunkArg, tileArg) {
   const [chunk, tile] = [Number(chunkArg), Number(tileArg)];
-  const rt = /** @type {any} */ (await instantiate({ bytes: readFileSync(lanePath), workers: Number(workers) }));
+  const modelBytes = readFileSync(modelPath);
+  // the threads lane's memory at the plan: a session at a time (each freed), but its tile over
+  // the plan's (DEFAULT_PREFILL_TILE, 16) reallocates its activations outside the plan: room for
+  // a session's parts once more per 16 tokens of the tile
+  const room = 2 + Math.ceil(tile / 16);
+  const { rt } = /** @type {{ rt: any }} */ (await abi.instantiateFor({ bytes: readFileSync(lanePath), workers: Number(workers) }, modelBytes, { inPlace: false, sessions: room }));
   const sessions = [];
   try {
-    const model = await abi.loadModel(rt, readFileSync(modelPath));
+    const model = await abi.loadModel(rt, modelBytes);
     const ref = await activate(rt, model, chunk, tile, sessions);
     const threads = ref.threads;
     const before = threads ? (await abi.workerCounters(rt)).barriers : 0;
@@ -111,7 +116,8 @@ async function die(lanePath, workers, modelPath, fallbackPath, victim, manifestP
   const threadsId = manifest.artifacts.find((a) => a.requires_cross_origin_isolation).id;
   forgetLaneFailures();
   const modelBytes = readFileSync(modelPath);
-  const rt = /** @type {any} */ (await instantiate({ bytes: readFileSync(lanePath), workers: Number(workers), livenessMs: 1500 }));
+  // the reference session and the one whose worker dies, alive at once
+  const { rt } = /** @type {{ rt: any }} */ (await abi.instantiateFor({ bytes: readFileSync(lanePath), workers: Number(workers), livenessMs: 1500 }, modelBytes, { inPlace: false, sessions: 2 }));
   const doc = { prompt: PROMPT.length };
   try {
     const model = await abi.loadModel(rt, modelBytes);

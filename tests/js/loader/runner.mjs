@@ -105,6 +105,7 @@ async function runOnce(c, loader) {
     }
     out.lane = lm.receipt.module.artifact_id;
     out.receipt = lm.receipt;
+    out.plan = lm.plan;
     if (c.measureMemory) out.memory = await measureMemory(lm, c.measureMemory);
     if (c.killWorkerAt !== undefined) {
       // worker 0 killed once `killWorkerAt` tokens are in: the prefill fails typed, and the lane

@@ -35,6 +35,7 @@ NODE_TIMEOUT_SECONDS = 600
 DENY_THREADS = {"denyLanes": [THREADS_LANE]}
 DENY_BOTH = {"denyLanes": [THREADS_LANE, SIMD_LANE]}
 WORKER_START_BOUND_MS = 3000
+PAGE = 65536
 
 
 def node_cases(prompt: str) -> list[Case]:
@@ -122,6 +123,11 @@ def test_every_lane_gives_the_golden_tokens(
         assert (receipt.observed.workers_started, evidence.worker_ids_participating) == (2, [0, 1])
         assert receipt.self_test.atomics == receipt.self_test.thread_participation == "pass"
         assert receipt.observed.memory_mode == "wasm32-shared-fixed"
+        # the shared memory the loader created is the plan's peak, page-rounded (its minimum:
+        # lanes.toml shared_memory.min_bytes, which this plan is above)
+        plan = results[f"golden {lane}"]["plan"]
+        assert plan["workers"] == 2 and plan["parts"]["load_copy"] == 0
+        assert receipt.observed.memory_bytes == -(-plan["peak"] // PAGE) * PAGE
 
 
 @pytest.mark.parametrize("lane", [THREADS_LANE, SIMD_LANE, SCALAR_LANE])

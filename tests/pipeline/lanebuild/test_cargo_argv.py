@@ -99,11 +99,11 @@ def test_rustflags_carry_the_lane_flags_linker_and_remap_prefixes(lane_id: str) 
     assert f"linker={lane.linker}" in codegen
     link_args = [c.removeprefix("link-arg=") for c in codegen if c.startswith("link-arg=")]
     assert link_args[: len(lane.link_args)] == list(lane.link_args)
-    if lane.shared_memory_bytes is not None:  # initial == maximum, one number
-        size = lane.shared_memory_bytes
+    if lane.shared_memory is not None:  # the import's limits, as lanes.toml declares them
+        limits = lane.shared_memory
         assert link_args[len(lane.link_args) :] == [
-            f"--initial-memory={size}",
-            f"--max-memory={size}",
+            f"--initial-memory={limits.min_bytes}",
+            f"--max-memory={limits.max_bytes}",
         ]
     else:
         assert link_args == list(lane.link_args)
