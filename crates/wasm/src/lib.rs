@@ -42,6 +42,8 @@ use windows::Windows;
 pub const LANE_SCALAR: u32 = 0;
 pub const LANE_SIMD128: u32 = 1;
 pub const LANE_SIMD128_THREADS: u32 = 2;
+pub const LANE_RELAXED_SIMD128: u32 = 3;
+pub const LANE_RELAXED_SIMD128_THREADS: u32 = 4;
 
 /// Bytes of the session config record before the optional forbidden-token mask.
 pub const SESSION_CONFIG_BYTES: u32 = 40;
@@ -235,7 +237,11 @@ fn with_runtime<T>(f: impl FnOnce(&mut Runtime) -> T) -> T {
 }
 
 pub fn lane() -> u32 {
-    if cfg!(target_feature = "atomics") {
+    if cfg!(all(target_feature = "relaxed-simd", target_feature = "atomics")) {
+        LANE_RELAXED_SIMD128_THREADS
+    } else if cfg!(target_feature = "relaxed-simd") {
+        LANE_RELAXED_SIMD128
+    } else if cfg!(target_feature = "atomics") {
         LANE_SIMD128_THREADS
     } else if cfg!(target_feature = "simd128") {
         LANE_SIMD128
