@@ -69,12 +69,15 @@ def engine_name() -> str:
     return f"wasmtime-py {version('wasmtime')}"
 
 
-def engine(simd: bool) -> wasmtime.Engine:
+def engine(simd: bool, relaxed_deterministic: bool | None = None) -> wasmtime.Engine:
     """An engine accepting exactly a single-threaded lane's features (SIMD128 only for a SIMD
-    lane; no threads), so that validating the module is itself a check."""
+    lane, relaxed SIMD only for a relaxed lane; no threads), so that validating the module is
+    itself a check. `relaxed_deterministic`: None = relaxed SIMD off; True = on with wasmtime's
+    deterministic semantics; False = on with the host's native ones."""
     config = wasmtime.Config()
     # Relaxed SIMD must be switched off with SIMD or wasmtime-py 50 aborts the process.
-    config.wasm_relaxed_simd = False
+    config.wasm_relaxed_simd = simd and relaxed_deterministic is not None
+    config.wasm_relaxed_simd_deterministic = bool(relaxed_deterministic)
     config.wasm_simd = simd
     config.wasm_threads = False
     config.wasm_multi_memory = False
@@ -161,8 +164,8 @@ class WasmHost:
     and leaves the instance unusable. Every transfer window is freed after the call.
     """
 
-    def __init__(self, module: Path, simd: bool) -> None:
-        self.store = wasmtime.Store(engine(simd))
+    def __init__(self, module: Path, simd: bool, relaxed_deterministic: bool | None = None) -> None:
+        self.store = wasmtime.Store(engine(simd, relaxed_deterministic))
         compiled = wasmtime.Module(self.store.engine, module.read_bytes())
         self.instance = wasmtime.Instance(self.store, compiled, [])
         items = self.instance.exports(self.store)
