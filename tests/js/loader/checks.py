@@ -11,7 +11,7 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyc
 from verify.formats.receipt import CapabilityReceipt
 
 SCHEMA = (
-    Path(__file__).resolve().parents[3] / "manifests/schemas/tinyrustlm.capability-receipt.v1.json"
+    Path(__file__).resolve().parents[3] / "manifests/schemas/tinyrustlm.capability-receipt.v2.json"
 )
 
 
