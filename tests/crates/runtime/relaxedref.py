@@ -136,7 +136,9 @@ def row_dot(
     wc, ws = int8ref.weight_codes(layout, row, blocks)
     xc = np.asarray(codes, np.int64).reshape(blocks, BLOCK)
     isum = [
-        q8_isum(wc[b], xc[b], sem) if layout == "q8" else q4_isum(_nibbles(raw[b, 4:]), xc[b], sem)
+        q8_isum(wc[b], xc[b], sem)
+        if layout == "q8"
+        else q4_isum(_nibbles(raw[b, 4:]), xc[b], sem)
         for b in range(blocks)
     ]
     return int8ref.block_order(ws, scales, np.array(isum, np.int64))
