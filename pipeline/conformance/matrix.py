@@ -142,6 +142,7 @@ def _plan_lane(lane: WasmLane) -> dict[str, Any]:
         "sha256": lane.sha256,
         "simd": lane.simd,
         "threads": lane.threads,
+        "relaxed": lane.relaxed,
     }
 
 
