@@ -3,7 +3,10 @@
 Usage: python -m pipeline.conformance.wasmtime_run PLAN.json
 Prints one JSON document shaped like the page's lane reports (lanerun.mjs). A separate
 process because wasmtime-py can abort the interpreter; the engine enables exactly the lane's
-features (SIMD only for a SIMD lane, pipeline/wasmhost.py), so validation is itself a check.
+features (SIMD only for a SIMD lane, relaxed SIMD only for a relaxed lane: pipeline/wasmhost.py),
+so validation is itself a check. A relaxed lane runs twice, with wasmtime's relaxed SIMD
+deterministic and with the host's native semantics; its row is the native run, and it fails
+unless both runs gave the same results (CONTRACT.md §12: no result may depend on the choice).
 """
 
 from __future__ import annotations
@@ -79,8 +82,34 @@ def run_case(host: WasmHost, model: int, c: dict[str, Any]) -> dict[str, Any]:
 def run_lane(
     entry: dict[str, Any], model_bytes: bytes, cases: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    if not entry.get("relaxed"):
+        return run_mode(entry, model_bytes, cases, None)
+    deterministic = run_mode(entry, model_bytes, cases, True)
+    native = run_mode(entry, model_bytes, cases, False)
+    same = [
+        {k: v for k, v in r.items() if not k.endswith("_ms")} for r in deterministic["results"]
+    ] == [{k: v for k, v in r.items() if not k.endswith("_ms")} for r in native["results"]]
+    if native["status"] == "ran" and not same:
+        native = {
+            **native,
+            "status": "failed",
+            "error": "relaxed SIMD deterministic and native runs gave different results",
+        }
+    return native
+
+
+def run_mode(
+    entry: dict[str, Any],
+    model_bytes: bytes,
+    cases: list[dict[str, Any]],
+    relaxed_deterministic: bool | None,
+) -> dict[str, Any]:
     try:
-        host = WasmHost(Path(entry["path"]), simd=bool(entry["simd"]))
+        host = WasmHost(
+            Path(entry["path"]),
+            simd=bool(entry["simd"]),
+            relaxed_deterministic=relaxed_deterministic,
+        )
         model = load_model(host, model_bytes)
     except ERRORS as exc:
         return {
