@@ -141,8 +141,8 @@ def _plan_lane(lane: WasmLane) -> dict[str, Any]:
         "path": str(lane.path),
         "sha256": lane.sha256,
         "simd": lane.simd,
-        "threads": lane.threads,
         "relaxed": lane.relaxed,
+        "threads": lane.threads,
     }
 
 

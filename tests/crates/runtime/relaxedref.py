@@ -49,11 +49,10 @@ class Semantics:
         return f"{self.high_b}/{self.pairs}"
 
 
+HIGH_B: tuple[Interpretation, ...] = ("signed", "unsigned", "both unsigned")
+PAIRS: tuple[PairSum, ...] = ("wrap16", "saturate16", "exact32")
 SEMANTICS: tuple[Semantics, ...] = tuple(
-    Semantics(h, p)
-    for h, p in itertools.product(
-        ("signed", "unsigned", "both unsigned"), ("wrap16", "saturate16", "exact32")
-    )
+    Semantics(h, p) for h, p in itertools.product(HIGH_B, PAIRS)
 )
 DETERMINISTIC = Semantics("signed", "saturate16")  # the spec's deterministic profile
 
@@ -136,9 +135,7 @@ def row_dot(
     wc, ws = int8ref.weight_codes(layout, row, blocks)
     xc = np.asarray(codes, np.int64).reshape(blocks, BLOCK)
     isum = [
-        q8_isum(wc[b], xc[b], sem)
-        if layout == "q8"
-        else q4_isum(_nibbles(raw[b, 4:]), xc[b], sem)
+        q8_isum(wc[b], xc[b], sem) if layout == "q8" else q4_isum(_nibbles(raw[b, 4:]), xc[b], sem)
         for b in range(blocks)
     ]
     return int8ref.block_order(ws, scales, np.array(isum, np.int64))

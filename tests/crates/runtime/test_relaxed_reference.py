@@ -61,8 +61,13 @@ def test_q4_products_are_the_same_in_every_semantics(sem: Semantics) -> None:
 
 def _blocks(rng: np.random.Generator) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
     """(name, q8 codes, q4 codes, activation codes) of 32 each: the extremes, then random."""
-    full = lambda v: np.full(32, v, np.int64)  # noqa: E731
-    alt = lambda u, v: np.array([u, v] * 16, np.int64)  # noqa: E731
+
+    def full(v: int) -> np.ndarray:
+        return np.full(32, v, np.int64)
+
+    def alt(u: int, v: int) -> np.ndarray:
+        return np.array([u, v] * 16, np.int64)
+
     out = [
         ("w -128, x -127", full(-128), full(-8), full(-127)),
         ("w -128, x 127", full(-128), full(-8), full(127)),
