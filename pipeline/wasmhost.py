@@ -52,7 +52,8 @@ HANDLE = struct.Struct("<Q")  # every handle output: generation << 32 | slot
 SESSION_CONFIG = struct.Struct("<QQfIffII")
 DECODE_STEP = struct.Struct("<IIQQ")  # token, flags, pcg state, pcg increment
 DONE_FLAG = 1  # DECODE_STEP flags bit 0: EOS / done
-PATH_COUNTERS = struct.Struct("<QQII")  # scalar calls, simd calls, workers, participation mask
+# scalar calls, simd calls, workers, participation mask, relaxed calls (of the simd ones)
+PATH_COUNTERS = struct.Struct("<QQIIQ")
 PREFLIGHT = struct.Struct("<QQ")  # peak_prefill, steady_decode bytes
 TOKEN = struct.Struct("<I")  # one u32 token id of a prefill
 
@@ -155,6 +156,7 @@ class PathCounters:
     simd: int  # SIMD kernel calls since start
     workers: int  # threads lane only; 0 elsewhere
     participated: int  # bit i: worker i served a command
+    relaxed: int = 0  # of the SIMD calls, those of kernels running a relaxed instruction
 
 
 class WasmHost:
@@ -269,7 +271,7 @@ class WasmHost:
     def path_counters(self) -> PathCounters:
         out = self.alloc(PATH_COUNTERS.size)
         code = self.call("tr_path_counters", out)
-        scalar, simd, workers, mask = PATH_COUNTERS.unpack(self.read(out, PATH_COUNTERS.size))
+        fields = PATH_COUNTERS.unpack(self.read(out, PATH_COUNTERS.size))
         self.free(out)
         expect_ok("tr_path_counters", code)
-        return PathCounters(int(scalar), int(simd), int(workers), int(mask))
+        return PathCounters(*(int(f) for f in fields))

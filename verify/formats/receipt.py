@@ -125,9 +125,9 @@ class RelaxedSimd(Frozen):
         "relaxed_instructions); empty for a lane without relaxed SIMD"
     )
     executed: dict[str, int] = Field(
-        description="admitted instruction -> the lane's SIMD kernel calls (tr_path_counters) "
-        "when the lane is a relaxed one: every int8-tier kernel call there runs it (the f32 "
-        "tier's are counted too, pending a per-instruction counter)"
+        description="admitted instruction -> calls of the kernels that execute it "
+        "(tr_path_counters' relaxed kernel calls: the relaxed lanes' int8-tier kernels, each "
+        "running the one admitted instruction); empty when none ran"
     )
     observed_semantics: list[RelaxedSemantics] = Field(
         description="each semantic probe's result where the relaxed-simd probe validates, "

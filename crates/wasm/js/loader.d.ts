@@ -324,6 +324,8 @@ export interface PathCounters {
   simd: number;
   workers: number;
   participating: number[];
+  /** Of the SIMD kernel calls, those of kernels that execute a relaxed instruction (0 on other lanes). */
+  relaxed: number;
 }
 
 /** What a session's K/V is computed under (CONTRACT.md §11): any field that differs recomputes from scratch. */

@@ -3,8 +3,6 @@ import { isNode, sha256Hex } from './host.js';
 import { KERNEL_SETS, KERNEL_SETS_INT8, CATEGORIES } from './constants.js';
 
 export const RECEIPT_SCHEMA = 'tinyrustlm.capability-receipt.v2';
-/** `tr_lane()` ids of the relaxed-SIMD lanes (KERNEL_SETS: relaxed-simd128-*). */
-const RELAXED_LANES = KERNEL_SETS.flatMap((k, i) => (k.startsWith('relaxed-') ? [i] : []));
 /** @typedef {import('./loader.js').Receipt} Receipt */
 /**
  * What a load observed, for its receipt: the signed manifest, the lane's artifact, probe and
@@ -79,24 +77,23 @@ export async function buildReceipt({ signed, artifact, probes, lane, observed, t
     executed_path_evidence: { scalar_kernel_calls: counters.scalar, simd_kernel_calls: counters.simd, worker_ids_participating: counters.participating },
     attempts,
     fetched,
-    relaxed_simd: relaxedSimd(artifact, lane, counters, semantics),
+    relaxed_simd: relaxedSimd(artifact, counters, semantics),
   };
 }
 
 /**
  * The relaxed instructions the module admits (its signed manifest entry's list), those the lane
- * executed (a relaxed lane's SIMD kernel calls: tr_path_counters has no per-instruction
- * counter yet), and the semantic probes' findings.
+ * executed (the calls of kernels that run them, tr_path_counters' relaxed counter: the lanes
+ * execute one relaxed instruction, so its count is that one's), and the semantic probes' findings.
  * @param {import('./trust.js').Artifact} artifact
- * @param {number} lane
  * @param {import('./loader.js').PathCounters} counters
  * @param {import('./choice.js').RelaxedSemantics[]} semantics
  * @returns {Receipt['relaxed_simd']}
  */
-function relaxedSimd(artifact, lane, counters, semantics) {
+function relaxedSimd(artifact, counters, semantics) {
   const admitted = Object.keys(artifact.relaxed_instructions || {}).sort();
   /** @type {Record<string, number>} */
   const executed = {};
-  if (RELAXED_LANES.includes(lane) && counters.simd > 0) for (const name of admitted) executed[name] = counters.simd;
+  if (counters.relaxed > 0) for (const name of admitted) executed[name] = counters.relaxed;
   return { admitted, executed, observed_semantics: semantics };
 }

@@ -50,7 +50,7 @@ pub const SESSION_CONFIG_BYTES: u32 = 40;
 /// Bytes written by `tr_decode`, `tr_preflight`, `tr_path_counters`, handle outputs.
 pub const DECODE_RECORD_BYTES: u32 = 24;
 pub const PREFLIGHT_RECORD_BYTES: u32 = 16;
-pub const COUNTERS_RECORD_BYTES: u32 = 24;
+pub const COUNTERS_RECORD_BYTES: u32 = 32;
 pub const HANDLE_BYTES: u32 = 8;
 /// Bytes written by `tr_session_digest`.
 pub const DIGEST_RECORD_BYTES: u32 = 24;
@@ -215,7 +215,8 @@ impl Runtime {
         record[..8].copy_from_slice(&scalar.to_le_bytes());
         record[8..16].copy_from_slice(&simd.to_le_bytes());
         record[16..20].copy_from_slice(&workers.to_le_bytes());
-        record[20..].copy_from_slice(&participated.to_le_bytes());
+        record[20..24].copy_from_slice(&participated.to_le_bytes());
+        record[24..].copy_from_slice(&kernels::relaxed_calls().to_le_bytes());
         self.write(out, &record)
     }
 }

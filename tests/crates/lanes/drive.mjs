@@ -207,7 +207,7 @@ function sessionConfig(record) {
 
 async function counters(rt) {
   const c = await abi.pathCounters(rt);
-  const out = { scalar: Number(c.scalar), simd: Number(c.simd) };
+  const out = { scalar: Number(c.scalar), simd: Number(c.simd), relaxed: Number(c.relaxed) };
   if (rt.workers > 0) out.workers = await abi.workerCounters(rt);
   return out;
 }
@@ -354,7 +354,7 @@ async function prefillTiles(lanePath, workers, goldenDir, modelPath, tiles) {
         await rt.call('tr_session_free', s);
       }
     }
-    return { lane: await rt.call('tr_lane'), workers: rt.workers, results };
+    return { lane: await rt.call('tr_lane'), workers: rt.workers, results, counters: await counters(rt) };
   } finally {
     await rt.close();
   }

@@ -67,6 +67,13 @@ def test_every_lane_tile_and_worker_count_equals_the_scalar_oracle(
     for got, want in zip(doc["results"], oracle["results"], strict=True):
         where = f"{lane}/{workers} {got['prompt']} tile {got['tile']}"
         assert got == want, f"{where}: differs from the scalar oracle"
+    # tr_path_counters' relaxed kernel calls: the relaxed lanes' int8 matvec/matmul only (of
+    # their SIMD calls, attention and the f32 glue run none); every other lane none at all
+    counters = doc["counters"]
+    if lane in (RELAXED, RELAXED_THREADS):
+        assert 0 < counters["relaxed"] < counters["simd"], counters
+    else:
+        assert counters["relaxed"] == 0, counters
 
 
 @pytest.mark.integration

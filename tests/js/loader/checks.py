@@ -8,11 +8,15 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyclonedx
 
-from verify.formats.receipt import CapabilityReceipt
+from pipeline.js.probes import DOT_SEMANTICS
+from tests.js.loader.site import RELAXED_LANES
+from verify.formats.receipt import CapabilityReceipt, RelaxedSemantics
 
 SCHEMA = (
     Path(__file__).resolve().parents[3] / "manifests/schemas/tinyrustlm.capability-receipt.v2.json"
 )
+
+DOT = "i32x4.relaxed_dot_i8x16_i7x16_add_s"  # the one relaxed instruction the lanes admit
 
 
 def by_name(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -46,3 +50,21 @@ def check_ran(
     assert receipt.module.artifact_id == lane
     assert receipt.attempts[-1].outcome == "selected"
     return receipt
+
+
+def check_relaxed_receipt(receipt: CapabilityReceipt, lane: str) -> RelaxedSemantics:
+    """An engine that validates the relaxed probe (node, Chromium, Firefox): the receipt names
+    the semantics its out-of-range dot showed (one of the allowed), and on a relaxed lane the
+    admitted instruction and its executed count (tr_path_counters' relaxed kernel calls: the
+    self-test's int8 kernels at least, never every SIMD call, as the f32 tier runs none)."""
+    relaxed = receipt.relaxed_simd
+    [seen] = relaxed.observed_semantics
+    assert seen.instruction == DOT and seen.semantics in {s.name for s in DOT_SEMANTICS}
+    if lane in RELAXED_LANES:
+        assert relaxed.admitted == [DOT]
+        assert list(relaxed.executed) == [DOT]
+        assert 0 < relaxed.executed[DOT] < receipt.executed_path_evidence.simd_kernel_calls
+        assert receipt.selection.kernel_set.startswith("relaxed-simd128")
+    else:
+        assert relaxed.admitted == [] and relaxed.executed == {}
+    return seen

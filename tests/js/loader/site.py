@@ -40,6 +40,8 @@ SIMD_LANE = "simd128-wasm32"
 SCALAR_LANE = "scalar-wasm32"
 # the loader's choice order where every probe validates and the page is isolated (choice.js)
 LANE_ORDER = (RELAXED_THREADS_LANE, THREADS_LANE, RELAXED_LANE, SIMD_LANE, SCALAR_LANE)
+RELAXED_LANES = (RELAXED_THREADS_LANE, RELAXED_LANE)
+RELAXED_OFF = {"relaxedSimd": "off"}
 
 
 def deny_above(lane: str) -> dict[str, list[str]]:

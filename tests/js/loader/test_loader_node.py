@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from pipeline.js.probes import DOT_SEMANTICS
 from pipeline.serve import Site
 from pipeline.toolchain import nodejs
 from tests.js.loader.cases import AFTER_INSTANTIATION, COSIGNED, REFUSALS, Case, Env
-from tests.js.loader.checks import by_name, check_ran, check_refused
+from tests.js.loader.checks import DOT, by_name, check_ran, check_refused, check_relaxed_receipt
 from tests.js.loader.site import (
     LANE_ORDER,
     RELAXED_LANE,
+    RELAXED_OFF,
     RELAXED_THREADS_LANE,
     SCALAR_LANE,
     SIMD_LANE,
@@ -31,11 +31,8 @@ from tests.js.loader.site import (
 
 pytestmark = pytest.mark.integration
 NODE_TIMEOUT_SECONDS = 900
-RELAXED_OFF = {"relaxedSimd": "off"}
 WORKER_START_BOUND_MS = 3000
 THREADS_LANES = (RELAXED_THREADS_LANE, THREADS_LANE)
-RELAXED_LANES = (RELAXED_THREADS_LANE, RELAXED_LANE)
-DOT = "i32x4.relaxed_dot_i8x16_i7x16_add_s"
 
 
 def node_cases(prompt: str) -> list[Case]:
@@ -140,16 +137,9 @@ def test_every_lane_gives_the_golden_tokens(
         assert (receipt.observed.workers_started, evidence.worker_ids_participating) == (2, [0, 1])
         assert receipt.self_test.atomics == receipt.self_test.thread_participation == "pass"
         assert receipt.observed.memory_mode == "wasm32-shared-fixed"
-    relaxed = receipt.relaxed_simd
     # node's V8 validates the relaxed probe and runs the semantic one on every lane
-    [seen] = relaxed.observed_semantics
-    assert seen.instruction == DOT and seen.semantics in {s.name for s in DOT_SEMANTICS}
-    if lane in RELAXED_LANES:
-        assert relaxed.admitted == [DOT]
-        assert relaxed.executed == {DOT: evidence.simd_kernel_calls}
-        assert receipt.selection.kernel_set.startswith("relaxed-simd128")
-    else:
-        assert relaxed.admitted == [] and relaxed.executed == {}
+    seen = check_relaxed_receipt(receipt, lane)
+    print(f"node: {DOT} out-of-range probe semantics {seen.semantics} {seen.result}")
 
 
 def test_the_best_lane_in_node_is_relaxed_threads(results: dict[str, dict[str, Any]]) -> None:
