@@ -56,6 +56,7 @@ struct SignMoved {
 
 impl BlockDot for Q8 {
     const BLOCK_BYTES: usize = Q8_BLOCK_BYTES;
+    const PREPARE: bool = true;
     type W = [v128; 2];
     type A = SignMoved;
     #[inline(always)]
@@ -66,8 +67,9 @@ impl BlockDot for Q8 {
     fn acts(codes: &[i8]) -> SignMoved {
         let x = [load16_i8(codes, 0), load16_i8(codes, 16)];
         let mag = [i8x16_abs(x[0]), i8x16_abs(x[1])]; // x != -128: in [0, 127]
-        let sign = [i8x16_shr(x[0], 7), i8x16_shr(x[1], 7)]; // -1 where x < 0, else 0
-                                                             // lanes of sign * |x| sum to -sum_{x<0} |x| (a in {-1, 0}, b in [0, 127]: exact)
+        let zero = i8x16_splat(0);
+        let sign = [i8x16_lt(x[0], zero), i8x16_lt(x[1], zero)]; // -1 where x < 0, else 0
+                                                                 // lanes of sign * |x| sum to -sum_{x<0} |x| (a in {-1, 0}, b in [0, 127]: exact)
         let negative = dot_add(sign[1], mag[1], dot_add(sign[0], mag[0], i32x4_splat(0)));
         SignMoved { mag, sign, start: i32x4_neg(negative) }
     }
@@ -92,6 +94,7 @@ struct Split {
 
 impl BlockDot for Q4 {
     const BLOCK_BYTES: usize = Q4_BLOCK_BYTES;
+    const PREPARE: bool = true;
     type W = [v128; 2];
     type A = Split;
     /// [low nibbles (elements 0, 2, ..., 30), high nibbles (1, 3, ..., 31)], each in [0, 15].

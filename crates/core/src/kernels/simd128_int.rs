@@ -13,6 +13,7 @@
 //! relaxed-SIMD set (`relaxed_int.rs`) runs the same loops with its own block dot.
 
 use core::arch::wasm32::*;
+use core::mem::MaybeUninit;
 
 use super::simd128::{load16, q4_codes, scale_of, touch_lines, PREFETCH_AHEAD};
 use super::{count_simd, int8};
@@ -36,6 +37,9 @@ pub(super) fn load16_i8(b: &[i8], at: usize) -> v128 {
 /// and block measured 2x slower than the f32 tier).
 pub(super) trait BlockDot: Copy {
     const BLOCK_BYTES: usize;
+    /// `rows` prepares one token's activations of every block once per call (up to
+    /// `PREPARED_BLOCKS`) instead of once per group of four rows.
+    const PREPARE: bool;
     type W: Copy;
     type A: Copy;
     fn weights(block: &[u8]) -> Self::W;
@@ -52,6 +56,7 @@ struct Q4;
 
 impl BlockDot for Q8 {
     const BLOCK_BYTES: usize = Q8_BLOCK_BYTES;
+    const PREPARE: bool = false;
     type W = [v128; 4];
     type A = [v128; 4];
     #[inline(always)]
@@ -73,6 +78,7 @@ impl BlockDot for Q8 {
 
 impl BlockDot for Q4 {
     const BLOCK_BYTES: usize = Q4_BLOCK_BYTES;
+    const PREPARE: bool = false;
     type W = [v128; 4];
     type A = [v128; 4];
     #[inline(always)]
@@ -131,17 +137,16 @@ pub(super) fn transpose_sum(p0: v128, p1: v128, p2: v128, p3: v128) -> v128 {
 
 /// Four rows (`rows`, whole stored rows) against one token: the rows' values in lanes 0..4.
 /// Iterators, not index arithmetic: the release profile keeps overflow checks, which would
-/// check every `b * block_bytes`.
+/// check every `b * block_bytes`. `acts`: the token's prepared activations, block by block.
 #[inline(always)]
-fn quad<D: BlockDot>(rows: &[u8], row_bytes: usize, ac: &[i8], asc: &[f32]) -> v128 {
+fn quad<D: BlockDot>(rows: &[u8], row_bytes: usize, acts: impl Iterator<Item = D::A>, asc: &[f32]) -> v128 {
     let (r01, r23) = rows.split_at(2 * row_bytes);
     let (r0, r1) = r01.split_at(row_bytes);
     let (r2, r3) = r23.split_at(row_bytes);
     let bb = D::BLOCK_BYTES;
     let blocks = r0.chunks_exact(bb).zip(r1.chunks_exact(bb)).zip(r2.chunks_exact(bb)).zip(r3.chunks_exact(bb));
     let mut acc = f32x4_splat(0.0);
-    for ((((b0, b1), b2), b3), (a, a_scale)) in blocks.zip(ac.chunks_exact(BLOCK).zip(asc)) {
-        let a = D::acts(a);
+    for ((((b0, b1), b2), b3), (a, a_scale)) in blocks.zip(acts.zip(asc)) {
         let isum = transpose_sum(
             D::partials(&D::weights(b0), &a),
             D::partials(&D::weights(b1), &a),
@@ -162,11 +167,22 @@ fn store_quad(four: &mut [f32], v: v128) {
     unsafe { v128_store(four.as_mut_ptr() as *mut v128, v) }
 }
 
+/// Blocks of prepared activations `rows` keeps on its stack (`BlockDot::PREPARE`): 4096
+/// columns, every matrix of the bench model (at most 128 * 80 bytes).
+const PREPARED_BLOCKS: usize = 128;
+
 pub(super) fn rows<D: BlockDot>(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
     let row_bytes = asc.len() * D::BLOCK_BYTES;
     if row_bytes == 0 {
         out.iter_mut().for_each(|o| *o = 0.0);
         return;
+    }
+    let mut prepared = [const { MaybeUninit::<D::A>::uninit() }; PREPARED_BLOCKS];
+    let prepare = D::PREPARE && asc.len() <= PREPARED_BLOCKS;
+    if prepare {
+        for (slot, a) in prepared.iter_mut().zip(ac.chunks_exact(BLOCK)) {
+            slot.write(D::acts(a));
+        }
     }
     let mut quads = out.chunks_exact_mut(4);
     let mut groups = w.chunks_exact(4 * row_bytes);
@@ -174,7 +190,14 @@ pub(super) fn rows<D: BlockDot>(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32
     for (o, four) in (&mut quads).zip(&mut groups) {
         touch_lines(w, start.saturating_add((4 * row_bytes).max(PREFETCH_AHEAD)), 4 * row_bytes);
         start += 4 * row_bytes;
-        store_quad(o, quad::<D>(four, row_bytes, ac, asc));
+        let v = if prepare {
+            // SAFETY: the first asc.len() slots were written above.
+            let ready = prepared[..asc.len()].iter().map(|a| unsafe { a.assume_init() });
+            quad::<D>(four, row_bytes, ready, asc)
+        } else {
+            quad::<D>(four, row_bytes, ac.chunks_exact(BLOCK).map(D::acts), asc)
+        };
+        store_quad(o, v);
     }
     for (o, row) in quads.into_remainder().iter_mut().zip(groups.remainder().chunks_exact(row_bytes)) {
         *o = D::tail(row, ac, asc);

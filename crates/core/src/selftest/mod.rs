@@ -163,6 +163,9 @@ fn matvec_q4() -> TrReturn<()> {
     quant_case(true)
 }
 
+/// One row of the integer tier by the oracle (`int8::row_q8` / `row_q4`).
+type RowOracle = fn(&[u8], &[i8], &[f32]) -> f32;
+
 /// The integer tier's active kernels (matvec and a 3-token tile) equal the oracle bit for bit
 /// at the extreme codes (CONTRACT.md §10, §12): q8 -128, -127, 127, q4 -8 and 7, against
 /// activation blocks all +127, all -127 and alternating with an all-zero tail; 5 rows (a group of
@@ -189,7 +192,7 @@ fn int8_exact() -> TrReturn<()> {
         let cycle: &[i32] = if q4 { &[-8, 7, 0, -1, 7] } else { &[-128, 127, -127, 0, -128, 1] };
         let wcodes: Vec<i32> = (0..rows * cols).map(|i| cycle[(i + i / cols) % cycle.len()]).collect();
         let packed = pack_blocks(&wcodes, cols, &wscales, q4);
-        let (m, row_of): (Matrix, fn(&[u8], &[i8], &[f32]) -> f32) = if q4 {
+        let (m, row_of): (Matrix, RowOracle) = if q4 {
             (Matrix::Q4(&packed), kernels::int8::row_q4)
         } else {
             (Matrix::Q8(&packed), kernels::int8::row_q8)
