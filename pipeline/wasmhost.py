@@ -52,7 +52,8 @@ HANDLE = struct.Struct("<Q")  # every handle output: generation << 32 | slot
 SESSION_CONFIG = struct.Struct("<QQfIffII")
 DECODE_STEP = struct.Struct("<IIQQ")  # token, flags, pcg state, pcg increment
 DONE_FLAG = 1  # DECODE_STEP flags bit 0: EOS / done
-PATH_COUNTERS = struct.Struct("<QQII")  # scalar calls, simd calls, workers, participation mask
+# scalar calls, simd calls, workers, participation mask, relaxed calls (of the simd ones)
+PATH_COUNTERS = struct.Struct("<QQIIQ")
 PREFLIGHT = struct.Struct("<QQ")  # peak_prefill, steady_decode bytes
 TOKEN = struct.Struct("<I")  # one u32 token id of a prefill
 
@@ -69,12 +70,15 @@ def engine_name() -> str:
     return f"wasmtime-py {version('wasmtime')}"
 
 
-def engine(simd: bool) -> wasmtime.Engine:
+def engine(simd: bool, relaxed_deterministic: bool | None = None) -> wasmtime.Engine:
     """An engine accepting exactly a single-threaded lane's features (SIMD128 only for a SIMD
-    lane; no threads), so that validating the module is itself a check."""
+    lane, relaxed SIMD only for a relaxed lane; no threads), so that validating the module is
+    itself a check. `relaxed_deterministic`: None = relaxed SIMD off; True = on with wasmtime's
+    deterministic semantics; False = on with the host's native ones."""
     config = wasmtime.Config()
     # Relaxed SIMD must be switched off with SIMD or wasmtime-py 50 aborts the process.
-    config.wasm_relaxed_simd = False
+    config.wasm_relaxed_simd = simd and relaxed_deterministic is not None
+    config.wasm_relaxed_simd_deterministic = bool(relaxed_deterministic)
     config.wasm_simd = simd
     config.wasm_threads = False
     config.wasm_multi_memory = False
@@ -152,6 +156,7 @@ class PathCounters:
     simd: int  # SIMD kernel calls since start
     workers: int  # threads lane only; 0 elsewhere
     participated: int  # bit i: worker i served a command
+    relaxed: int = 0  # of the SIMD calls, those of kernels running a relaxed instruction
 
 
 class WasmHost:
@@ -161,8 +166,8 @@ class WasmHost:
     and leaves the instance unusable. Every transfer window is freed after the call.
     """
 
-    def __init__(self, module: Path, simd: bool) -> None:
-        self.store = wasmtime.Store(engine(simd))
+    def __init__(self, module: Path, simd: bool, relaxed_deterministic: bool | None = None) -> None:
+        self.store = wasmtime.Store(engine(simd, relaxed_deterministic))
         compiled = wasmtime.Module(self.store.engine, module.read_bytes())
         self.instance = wasmtime.Instance(self.store, compiled, [])
         items = self.instance.exports(self.store)
@@ -266,7 +271,7 @@ class WasmHost:
     def path_counters(self) -> PathCounters:
         out = self.alloc(PATH_COUNTERS.size)
         code = self.call("tr_path_counters", out)
-        scalar, simd, workers, mask = PATH_COUNTERS.unpack(self.read(out, PATH_COUNTERS.size))
+        fields = PATH_COUNTERS.unpack(self.read(out, PATH_COUNTERS.size))
         self.free(out)
         expect_ok("tr_path_counters", code)
-        return PathCounters(int(scalar), int(simd), int(workers), int(mask))
+        return PathCounters(*(int(f) for f in fields))

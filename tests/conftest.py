@@ -18,7 +18,7 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def built_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A clean clone of HEAD with all six lanes built by the real pinned toolchain.
+    """A clean clone of HEAD with every lane built by the real pinned toolchain.
 
     Shared by the integration tests (reproducibility, verification of real artifacts,
     release) so the slow build happens once per test session.

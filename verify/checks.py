@@ -58,6 +58,22 @@ def proposals_required(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     return Finding("", True, f"uses {_names(policy.required)}")
 
 
+def relaxed_instructions(facts: WasmFacts, policy: WasmPolicy) -> Finding:
+    """Relaxed SIMD is admitted by instruction, not by proposal: the code holds exactly the
+    relaxed instructions the lane names (each at least once, none other); a lane that names
+    none admits none."""
+    held = facts.inventory.relaxed_instructions
+    unlisted = sorted(set(held) - set(policy.relaxed_instructions))
+    unused = sorted(set(policy.relaxed_instructions) - set(held))
+    problems = [f"holds {name} x{held[name]}, which the lane does not admit" for name in unlisted]
+    problems += [f"admits {name} but the code never uses it" for name in unused]
+    if problems:
+        return Finding("", False, "; ".join(problems))
+    if not held:
+        return Finding("", True, "no relaxed-SIMD instruction")
+    return Finding("", True, ", ".join(f"{name} x{n}" for name, n in held.items()))
+
+
 def target_features_agree(facts: WasmFacts, policy: WasmPolicy) -> Finding:
     """target_features against the code and the lane: every proposal the code needs is
     claimed and none denied; nothing beyond the lane is claimed (a lane built on the
@@ -272,6 +288,7 @@ Applies = Callable[[WasmFacts, WasmPolicy], bool]
 WASM_CHECKS: dict[str, tuple[Check, Applies]] = {
     "wasm.proposals.allowed": (proposals_allowed, always),
     "wasm.proposals.required": (proposals_required, always),
+    "wasm.relaxed.instructions": (relaxed_instructions, always),
     "wasm.target_features.agree": (target_features_agree, always),
     "wasm.memory.source": (memory_source, always),
     "wasm.memory.shared": (memory_shared, always),

@@ -67,6 +67,7 @@ def wasm_summary(inv: WasmInventory, cross_checked: bool) -> WasmSummary:
         custom_sections=list(inv.custom_sections),
         memory_grow_count=inv.op_counts.get("memory.grow", 0),
         cross_checked=cross_checked,
+        relaxed_instructions=inv.relaxed_instructions,
     )
 
 

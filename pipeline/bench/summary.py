@@ -39,6 +39,32 @@ TARGETS = (
     ),
     Target("int8 threads(2) / threads(1) decode", "run:threads-2-int8", "run:threads-1-int8", 1.9),
     Target("int8 simd128 decode / 1-thread probe", "run:simd128-int8", "roofline:1-thread", 0.7),
+    # the relaxed lanes' integer tier (issue 32)
+    Target(
+        "relaxed / simd128 int8 q8 mv (stream)",
+        "kernel:relaxed-simd128:stream-16384x4096-int8",
+        "kernel:simd128:stream-16384x4096-int8",
+        1.5,
+    ),
+    Target("relaxed int8 / f32 simd128 decode", "run:relaxed-simd128-int8", "run:simd128", 1.6),
+    Target(
+        "relaxed int8 prefill / decode",
+        "prefill:relaxed-simd128-int8",
+        "run:relaxed-simd128-int8",
+        4.0,
+    ),
+    Target(
+        "relaxed int8 threads(2) / threads(1)",
+        "run:relaxed-threads-2-int8",
+        "run:relaxed-threads-1-int8",
+        1.8,
+    ),
+    Target(
+        "relaxed int8 decode / 1-thread probe",
+        "run:relaxed-simd128-int8",
+        "roofline:1-thread",
+        0.7,
+    ),
 )
 
 

@@ -141,6 +141,7 @@ def _plan_lane(lane: WasmLane) -> dict[str, Any]:
         "path": str(lane.path),
         "sha256": lane.sha256,
         "simd": lane.simd,
+        "relaxed": lane.relaxed,
         "threads": lane.threads,
     }
 

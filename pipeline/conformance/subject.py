@@ -49,6 +49,7 @@ class WasmLane:
     sha256: str
     simd: bool
     threads: bool
+    relaxed: bool = False  # requires relaxed SIMD (wasmtime runs it deterministic and native)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def from_bundle(bundle: Path) -> Subject:
                 a.sha256,
                 simd="simd128" in a.required_features,
                 threads=a.requires_cross_origin_isolation,
+                relaxed="relaxed-simd" in a.required_features,
             )
             for a in manifest.artifacts
         ),

@@ -3,7 +3,11 @@
 Usage: python -m pipeline.conformance.wasmtime_run PLAN.json
 Prints one JSON document shaped like the page's lane reports (lanerun.mjs). A separate
 process because wasmtime-py can abort the interpreter; the engine enables exactly the lane's
-features (SIMD only for a SIMD lane, pipeline/wasmhost.py), so validation is itself a check.
+features (SIMD only for a SIMD lane, relaxed SIMD only for a relaxed one, pipeline/wasmhost.py),
+so validation is itself a check. A relaxed lane runs twice, with wasmtime's relaxed SIMD
+deterministic and with the host's native semantics: its row is the deterministic run's, and
+fails unless the native run gave the same results, every field but the timings (the int8 tier
+is exact under every allowed semantics, CONTRACT.md §12); `relaxed_modes` names both runs.
 """
 
 from __future__ import annotations
@@ -79,8 +83,39 @@ def run_case(host: WasmHost, model: int, c: dict[str, Any]) -> dict[str, Any]:
 def run_lane(
     entry: dict[str, Any], model_bytes: bytes, cases: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    if not entry.get("relaxed"):
+        return run_mode(entry, model_bytes, cases, None)
+    runs = {
+        "deterministic": run_mode(entry, model_bytes, cases, True),
+        "native": run_mode(entry, model_bytes, cases, False),
+    }
+    out = dict(runs["deterministic"])
+    out["relaxed_modes"] = {mode: run["status"] for mode, run in runs.items()}
+    deterministic, native = (
+        [{k: v for k, v in r.items() if not k.endswith("_ms")} for r in runs[mode]["results"]]
+        for mode in ("deterministic", "native")
+    )
+    if out["status"] == "ran" and (runs["native"]["status"] != "ran" or native != deterministic):
+        out["status"] = "failed"
+        out["error"] = (
+            "relaxed SIMD native semantics gave other results than deterministic: "
+            f"{runs['native']['error'] or 'results differ'}"
+        )
+    return out
+
+
+def run_mode(
+    entry: dict[str, Any],
+    model_bytes: bytes,
+    cases: list[dict[str, Any]],
+    relaxed_deterministic: bool | None,
+) -> dict[str, Any]:
     try:
-        host = WasmHost(Path(entry["path"]), simd=bool(entry["simd"]))
+        host = WasmHost(
+            Path(entry["path"]),
+            simd=bool(entry["simd"]),
+            relaxed_deterministic=relaxed_deterministic,
+        )
         model = load_model(host, model_bytes)
     except ERRORS as exc:
         return {

@@ -170,14 +170,22 @@ def _shipped_wasm_policies() -> dict[str, WasmPolicy]:
     return load_wasm_policies()
 
 
-def lane_contracts(lanes: Sequence[str]) -> dict[str, LaneContract]:
+def lane_contracts(
+    lanes: Sequence[str], report: VerificationReport | None = None
+) -> dict[str, LaneContract]:
     """Each wasm lane's manifest promises, derived from the verifier's lane policy.
 
     A host must support every proposal the policy allows (the module may use any of them),
     and every proposal the policy does not allow is forbidden. Names are the reference's
     (LLVM target-feature names: simd128, atomics, bulk-memory, mutable-globals, ...).
-    Shared memory needs SharedArrayBuffer, hence cross-origin isolation.
+    Shared memory needs SharedArrayBuffer, hence cross-origin isolation. The relaxed-SIMD
+    instructions each module holds come from `report` (verify's count of the final bytes).
     """
+    held = {
+        a.lane: tuple(sorted(a.wasm.relaxed_instructions.items()))
+        for a in (report.artifacts if report else [])
+        if a.wasm is not None
+    }
     policies = _shipped_wasm_policies()
     feature = {p: row[2] for p, row in PROPOSAL_NAMES.items() if row[2]}
     contracts: dict[str, LaneContract] = {}
@@ -195,6 +203,7 @@ def lane_contracts(lanes: Sequence[str]) -> dict[str, LaneContract]:
             forbidden_features=tuple(f for p, f in feature.items() if not p & policy.allowed),
             requires_cross_origin_isolation=memory.shared,
             memory=memory,
+            relaxed_instructions=held.get(lane, ()),
         )
     return contracts
 
@@ -234,7 +243,7 @@ def material_of(
         report=report,
         artifacts=tuple(artifact_files(index, built.artifacts)),
         js_files=tuple(js_host_files(tree.js_files)),
-        contracts=lane_contracts(wasm_lanes),
+        contracts=lane_contracts(wasm_lanes, report),
         crates=tree.crates,
         toolchain=tuple(
             ToolchainPackage(p.name, p.version, p.architecture, p.sha256) for p in tree.lock.package

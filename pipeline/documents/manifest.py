@@ -47,6 +47,8 @@ class LaneContract:
     forbidden_features: tuple[str, ...]
     requires_cross_origin_isolation: bool = False
     memory: MemoryRules | None = None
+    # the relaxed-SIMD instructions the built module holds (name, count), from the report
+    relaxed_instructions: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,7 @@ def build_manifest(
                 requires_cross_origin_isolation=contract.requires_cross_origin_isolation,
                 memory=contract.memory,
                 js_glue=glue,
+                relaxed_instructions=dict(contract.relaxed_instructions),
             )
         )
     fields = {

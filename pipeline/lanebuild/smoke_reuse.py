@@ -40,6 +40,7 @@ VERDICT_LIMIT_BYTES = 64 << 10
 LOCKED_TOOL: dict[SmokeRunner, str | None] = {
     "wasmtime-mvp": None,
     "wasmtime-simd128": None,
+    "wasmtime-relaxed-simd": None,
     "node-workers": "node",
     "native": None,
     "qemu-aarch64": "qemu-aarch64-static",
@@ -51,6 +52,7 @@ RUNNER_CODE = "pipeline/lanebuild/smoke.py"
 HARNESS: dict[SmokeRunner, tuple[str, ...]] = {
     "wasmtime-mvp": ("pipeline/lanebuild/smoke_wasmtime.py", "pipeline/wasmhost.py"),
     "wasmtime-simd128": ("pipeline/lanebuild/smoke_wasmtime.py", "pipeline/wasmhost.py"),
+    "wasmtime-relaxed-simd": ("pipeline/lanebuild/smoke_wasmtime.py", "pipeline/wasmhost.py"),
     "node-workers": (
         "crates/wasm/js/selftest.mjs",
         "crates/wasm/js/host.js",

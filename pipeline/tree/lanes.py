@@ -18,7 +18,13 @@ from verify.inputs import read_regular_file
 # The engines that can smoke-test a lane: the names lanes.toml may use. Each one's code is in
 # pipeline/lanebuild/smoke.py (`RUNNERS`, keyed by exactly these names; a test keeps them equal).
 SmokeRunner = Literal[
-    "wasmtime-mvp", "wasmtime-simd128", "node-workers", "native", "qemu-aarch64", "wine64"
+    "wasmtime-mvp",
+    "wasmtime-simd128",
+    "wasmtime-relaxed-simd",
+    "node-workers",
+    "native",
+    "qemu-aarch64",
+    "wine64",
 ]
 
 

@@ -7,17 +7,23 @@ from typing import Any
 
 from verify.canonical import canonical_json
 from verify.formats.conformance import TIER_NUMERICAL_MODES
-from verify.formats.receipt import CapabilityReceipt
+from verify.formats.receipt import RECEIPT_MODELS, RECEIPT_SCHEMA
 
 # the brand each loader engine reports in `host_reported.browser_brand`
 BRANDS = {"chromium": "Chromium", "firefox": "Firefox", "webkit": "Safari", "node": "node"}
 
 
 def loader_receipt(
-    engine: str, lane: str, artifact_sha256: str, manifest_sha256: str, tier: str = "f32"
+    engine: str,
+    lane: str,
+    artifact_sha256: str,
+    manifest_sha256: str,
+    tier: str = "f32",
+    schema: str = RECEIPT_SCHEMA,
 ) -> dict[str, Any]:
+    """The current schema's receipt, or with `schema` an older one (v1: no relaxed_simd)."""
     receipt: dict[str, Any] = {
-        "schema": "tinyrustlm.capability-receipt.v1",
+        "schema": schema,
         "created_utc": "2026-01-01T00:00:00Z",
         "runtime_semantics": 1,
         "abi_version": 1,
@@ -47,7 +53,9 @@ def loader_receipt(
         "self_test": {"vector_set_sha256": "d" * 64, "scalar": "pass"},
         "executed_path_evidence": {"scalar_kernel_calls": 1, "simd_kernel_calls": 0},
     }
-    CapabilityReceipt.model_validate(receipt)  # a fixture that drifts from the schema fails here
+    if schema != "tinyrustlm.capability-receipt.v1":
+        receipt["relaxed_simd"] = {"admitted": [], "executed": {}, "observed_semantics": []}
+    RECEIPT_MODELS[schema].model_validate(receipt)  # a fixture that drifts fails here
     return receipt
 
 

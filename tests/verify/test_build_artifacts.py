@@ -1,4 +1,4 @@
-"""Every real artifact of a clean build (all six lanes) passes its lane's policy."""
+"""Every real artifact of a clean build (every lane of the policy) passes its lane's policy."""
 
 from __future__ import annotations
 

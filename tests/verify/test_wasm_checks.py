@@ -30,6 +30,33 @@ CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
     ("scalar-baseline", "scalar-wasm32", wb.scalar_spec, set()),
     ("simd-baseline", "simd128-wasm32", wb.simd_spec, set()),
     ("threads-baseline", "simd128-threads-wasm32", wb.threads_spec, set()),
+    ("relaxed-baseline", wb.RELAXED_LANE, wb.relaxed_spec, set()),
+    ("relaxed-threads-baseline", wb.RELAXED_THREADS_LANE, wb.relaxed_threads_spec, set()),
+    (
+        "relaxed-lane-with-an-unlisted-relaxed-op",
+        wb.RELAXED_LANE,
+        lambda: wb.relaxed_spec("f32x4.relaxed_madd"),
+        {"wasm.relaxed.instructions"},
+    ),
+    (
+        "relaxed-lane-without-its-dot",
+        wb.RELAXED_LANE,
+        lambda: _with(
+            wb.relaxed_spec(), code=[wb.V128_OP + wb.relaxed_op("i8x16.relaxed_swizzle")]
+        ),
+        {"wasm.relaxed.instructions"},
+    ),
+    (
+        "relaxed-dot-in-simd128",  # the instruction the relaxed lanes admit, in a lane without
+        "simd128-wasm32",
+        lambda: _with(wb.relaxed_spec(), customs=[wb.target_features(("+", "simd128"))]),
+        {
+            "wasm.proposals.allowed",
+            "wasm.relaxed.instructions",
+            "wasm.tools.valid",
+            "wasm.target_features.agree",
+        },
+    ),
     (
         "tls-without-init-export",
         "simd128-threads-wasm32",
@@ -62,7 +89,12 @@ CASES: list[tuple[str, str, Callable[[], wb.ModuleSpec], set[str]]] = [
             code=[wb.V128_OP + wb.RELAXED_SIMD_OP],
             customs=[wb.target_features(("+", "simd128"), ("+", "relaxed-simd"))],
         ),
-        {"wasm.proposals.allowed", "wasm.tools.valid", "wasm.target_features.agree"},
+        {
+            "wasm.proposals.allowed",
+            "wasm.relaxed.instructions",
+            "wasm.tools.valid",
+            "wasm.target_features.agree",
+        },
     ),
     (
         "memory-grow-in-threads",
@@ -222,6 +254,31 @@ def test_case_fires_exactly_its_findings(
     assert failed == expected, [f for f in report.findings if not f.ok]
     assert {f.id for f in report.findings} == ALL_IDS  # cross-check rows ran too
     assert report.ok == (not expected)
+
+
+NON_RELAXED_LANES = ["scalar-wasm32", "simd128-wasm32", "simd128-threads-wasm32"]
+
+
+@pytest.mark.parametrize("instruction", sorted(wb.RELAXED_ARITY))
+def test_relaxed_instructions_are_admitted_by_name(instruction: str) -> None:
+    """Every relaxed instruction: refused in every lane without relaxed SIMD, and in the relaxed
+    lanes unless it is the one they name (the instruction alone: no cross-check needed)."""
+    for lane, spec in [
+        *((lane, wb.BASELINES[lane]()) for lane in NON_RELAXED_LANES),
+        (wb.RELAXED_LANE, wb.relaxed_spec(instruction)),
+        (wb.RELAXED_THREADS_LANE, wb.relaxed_threads_spec(instruction)),
+    ]:
+        spec = _with(spec, code=[spec.code[0] + wb.relaxed_op(instruction)])
+        findings = {
+            f.id: f
+            for f in run_wasm_checks(
+                WasmFacts(inventory_bytes(wb.module(spec))), load_wasm_policies()[lane]
+            )
+        }
+        admitted = lane.startswith("relaxed") and instruction == wb.RELAXED_DOT
+        assert findings["wasm.relaxed.instructions"].ok is admitted, (lane, findings)
+        if not admitted:
+            assert instruction in findings["wasm.relaxed.instructions"].evidence
 
 
 def _verdict(valid: bool, feats: str = "mvp") -> Verdict:

@@ -11,11 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from verify.policy import load_wasm_policies
+from verify.wasm.features import Proposal
+from verify.wasm.opcodes import OPCODES
 
 I32, I64, F32, F64, V128 = 0x7F, 0x7E, 0x7D, 0x7C, 0x7B
 
 POLICIES = load_wasm_policies()
 THREADS_LANE = "simd128-threads-wasm32"
+RELAXED_LANE = "relaxed-simd128-wasm32"
+RELAXED_THREADS_LANE = "relaxed-simd128-threads-wasm32"
 # The function exports every lane must have (the policy's common list; the scalar lane adds none).
 REQUIRED_EXPORTS = list(POLICIES["scalar-wasm32"].required_exports)
 
@@ -156,6 +160,21 @@ ATOMIC_WAIT_NOTIFY = (
     b"\x41\x00\x41\x01\xfe\x00\x02\x00\x1a"  # memory.atomic.notify; drop
 )
 MEMORY_GROW = b"\x41\x01\x40\x00\x1a"  # memory.grow 1; drop
+# every relaxed-SIMD instruction (verify/wasm/opcodes.py) -> its operand count (all v128)
+_TERNARY = ("madd", "laneselect", "_add_s")
+RELAXED_ARITY = {
+    op.name: 1 if "trunc" in op.name else 3 if op.name.endswith(_TERNARY) else 2
+    for op in OPCODES.values()
+    if op.proposal is Proposal.RELAXED_SIMD
+}
+RELAXED_DOT = "i32x4.relaxed_dot_i8x16_i7x16_add_s"  # the one the relaxed lanes admit
+
+
+def relaxed_op(instruction: str) -> bytes:
+    """`instruction` on zero vectors, its result dropped."""
+    code = next(op.code for op in OPCODES.values() if op.name == instruction)
+    consts = (b"\xfd\x0c" + bytes(16)) * RELAXED_ARITY[instruction]
+    return consts + b"\xfd" + uleb(code) + b"\x1a"
 
 
 # ---- one baseline module per wasm lane: each passes every check of its lane ----
@@ -181,8 +200,33 @@ def threads_spec(*, shared: bool = True, initial: int = 17, maximum: int = 65536
     )
 
 
+def relaxed_spec(*extra: str) -> ModuleSpec:
+    """The relaxed lane's baseline: its admitted dot (and `extra` relaxed instructions)."""
+    code = V128_OP + b"".join(relaxed_op(i) for i in (RELAXED_DOT, *extra))
+    return ModuleSpec(
+        code=[code], customs=[target_features(("+", "simd128"), ("+", "relaxed-simd"))]
+    )
+
+
+def relaxed_threads_spec(*extra: str) -> ModuleSpec:
+    base = threads_spec()
+    code = base.code[0] + b"".join(relaxed_op(i) for i in (RELAXED_DOT, *extra))
+    features = [("+", "simd128"), ("+", "relaxed-simd"), ("+", "atomics"), ("+", "bulk-memory")]
+    return ModuleSpec(
+        code=[code],
+        exports=list(POLICIES[RELAXED_THREADS_LANE].required_exports),
+        globals=list(POLICIES[RELAXED_THREADS_LANE].required_globals),
+        export_memory=False,
+        memory=None,
+        imports=base.imports,
+        customs=[target_features(*features)],
+    )
+
+
 BASELINES = {
     "scalar-wasm32": scalar_spec,
     "simd128-wasm32": simd_spec,
     "simd128-threads-wasm32": threads_spec,
+    RELAXED_LANE: relaxed_spec,
+    RELAXED_THREADS_LANE: relaxed_threads_spec,
 }

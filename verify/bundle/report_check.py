@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from verify.bundle.errors import ReportInvalid, ReportMismatch
-from verify.bundle.layout import REPORT
+from verify.bundle.layout import MANIFEST, REPORT
 from verify.bundle.opened import Opened
 from verify.canonical import MalformedJson, parse_json
 from verify.formats.manifest import ModuleManifest
@@ -74,11 +74,29 @@ def failed_findings(report: VerificationReport) -> list[str]:
     return [f"{a.lane}: {f.id}" for a in report.artifacts for f in a.findings if not f.ok]
 
 
+def check_relaxed_instructions(manifest: ModuleManifest, derived: VerificationReport) -> None:
+    """Each wasm artifact's signed `relaxed_instructions` are the ones its bytes hold (counted
+    again here); a manifest that omits the field may do so only for a module that holds none."""
+    held = {a.lane: a.wasm.relaxed_instructions for a in derived.artifacts if a.wasm is not None}
+    for art in manifest.artifacts:
+        listed, found = art.relaxed_instructions, held.get(art.id, {})
+        if (listed or {}) != found or (listed is None and found):
+            raise ReportMismatch(
+                f"lane {art.id}: the manifest lists relaxed instructions {listed}, the "
+                f"module holds {found}",
+                where=f"{MANIFEST}: artifacts[{art.id}].relaxed_instructions",
+                hint="the signed manifest must name what the module really contains: rebuild "
+                "the release",
+            )
+
+
 def check_report(opened: Opened, manifest: ModuleManifest, derive: Deriver) -> str:
-    """The shipped report's findings are the re-derived ones, lane by lane, and all pass."""
+    """The shipped report's findings are the re-derived ones, lane by lane, and all pass; the
+    manifest's relaxed instructions are the ones the artifacts hold."""
     shipped = findings_by_lane(read_report(opened.files[REPORT], REPORT), REPORT)
     artifacts = [(opened.root / url, lane) for url, lane in manifest.lanes()]
-    derived = findings_by_lane(derive(artifacts), "the verifier's report")
+    derived_report = derive(artifacts)
+    derived = findings_by_lane(derived_report, "the verifier's report")
     for lane in sorted(derived.keys() | shipped.keys()):
         if derived.get(lane) != shipped.get(lane):
             raise ReportMismatch(
@@ -91,5 +109,6 @@ def check_report(opened: Opened, manifest: ModuleManifest, derive: Deriver) -> s
             raise ReportMismatch(
                 f"lane {lane}: failing findings {', '.join(failing)}", where=f"{REPORT}: {lane}"
             )
+    check_relaxed_instructions(manifest, derived_report)
     total = sum(len(rows) for rows in derived.values())
     return f"{len(derived)} artifacts, {total} findings, all pass"

@@ -20,6 +20,8 @@ from pydantic import (
 
 from verify.formats.base import StrictFrozen
 from verify.wasm import features
+from verify.wasm.features import Proposal
+from verify.wasm.opcodes import names_of
 
 POLICY_SCHEMA = "tinyrustlm.lane-policy.v1"
 
@@ -37,8 +39,16 @@ def _known_proposals(values: list[str]) -> list[str]:
     return _unique(values)
 
 
+def _relaxed_instructions(values: list[str]) -> list[str]:
+    unknown = sorted(set(values) - names_of(Proposal.RELAXED_SIMD))
+    if unknown:
+        raise ValueError(f"not a relaxed-SIMD instruction: {unknown[0]!r}")
+    return _unique(values)
+
+
 Names = Annotated[list[Name], AfterValidator(_unique)]
 Proposals = Annotated[list[Name], AfterValidator(_known_proposals)]
+RelaxedInstructions = Annotated[list[Name], AfterValidator(_relaxed_instructions)]
 
 
 class MemoryRuleModel(StrictFrozen):
@@ -90,11 +100,22 @@ class WasmLane(StrictFrozen):
     )
     memory: MemoryRuleModel
     allowed_imports: list[ImportModel]
+    relaxed_instructions: RelaxedInstructions = Field(
+        description="the relaxed-SIMD instructions (Wasm names) the lane admits, exactly the "
+        "ones its kernels use: the module must hold each and no other; [] on every lane that "
+        "does not allow relaxed-simd"
+    )
 
     @model_validator(mode="after")
     def _required_allowed(self) -> WasmLane:
         if set(self.required_proposals) - set(self.allowed_proposals):
             raise ValueError("required proposals are not all allowed")
+        relaxed = features.PROPOSAL_NAMES[Proposal.RELAXED_SIMD][0] in self.allowed_proposals
+        if relaxed != bool(self.relaxed_instructions):
+            raise ValueError(
+                "relaxed-simd is admitted by instruction: a lane that allows it names its "
+                "relaxed_instructions, and only such a lane names any"
+            )
         return self
 
 

@@ -51,6 +51,12 @@ class WasmArtifact(Frozen):
     js_glue: BundlePath | None = Field(
         None, description="url of the JS host file this module is instantiated by (a pair)"
     )
+    relaxed_instructions: dict[str, int] | None = Field(
+        None,
+        description="relaxed-SIMD instructions the module's code holds, Wasm name -> count, "
+        "counted from the final bytes by verify's inventory ({}: none; absent in manifests "
+        "made before the relaxed lanes); verify bundle recounts them",
+    )
 
 
 class NativeArtifact(Frozen):

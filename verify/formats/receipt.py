@@ -1,4 +1,7 @@
-"""`tinyrustlm.capability-receipt.v1`: what a runtime observed and selected (schema only).
+"""`tinyrustlm.capability-receipt.v2` (and v1, still read): what a runtime observed and
+selected (schema only). v2 adds `relaxed_simd`: the relaxed-SIMD instructions the selected
+module admits (its signed manifest's list), those its lane executed, and the semantics the
+engine showed on the out-of-range semantic probe.
 
 The shape is the reference's "Capability receipt". It records coarse, already-exposed host
 values and what actually ran; it must never become a hardware fingerprint, so there is no
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from verify.formats.base import Frozen, Sha256Hex
 
@@ -97,10 +100,42 @@ class FetchRecord(Frozen):
     )
 
 
-class CapabilityReceipt(Frozen):
-    schema_: Literal["tinyrustlm.capability-receipt.v1"] = Field(
-        "tinyrustlm.capability-receipt.v1", alias="schema"
+RECEIPT_SCHEMA_V1 = "tinyrustlm.capability-receipt.v1"
+RECEIPT_SCHEMA = "tinyrustlm.capability-receipt.v2"
+
+
+class RelaxedSemantics(Frozen):
+    """What one semantic probe showed: the allowed semantics the engine's result matched."""
+
+    instruction: str = Field(description="the relaxed instruction probed, by its Wasm name")
+    probe_id: str
+    probe_version: int = Field(ge=1)
+    probe_sha256: Sha256Hex
+    semantics: str = Field(
+        description="'<second operand>/<pair sum>': the second operand's bytes >= 128 read "
+        "'signed', 'unsigned' or 'both unsigned' (the first operand's byte beside it too); the "
+        "i16 pair sums 'wrap16', 'saturate16' or summed 'exact32'; or 'unrecognized'"
     )
+    result: list[int] = Field(min_length=4, max_length=4, description="the i32x4 lanes seen")
+
+
+class RelaxedSimd(Frozen):
+    admitted: list[str] = Field(
+        description="relaxed instructions the selected module holds (its signed manifest's "
+        "relaxed_instructions); empty for a lane without relaxed SIMD"
+    )
+    executed: dict[str, int] = Field(
+        description="admitted instruction -> calls of the kernels that execute it "
+        "(tr_path_counters' relaxed kernel calls: the relaxed lanes' int8-tier kernels, each "
+        "running the one admitted instruction); empty when none ran"
+    )
+    observed_semantics: list[RelaxedSemantics] = Field(
+        description="each semantic probe's result where the relaxed-simd probe validates, "
+        "empty where it does not or relaxedSimd is 'off'"
+    )
+
+
+class _ReceiptBody(Frozen):
     created_utc: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
     runtime_semantics: int
     abi_version: int
@@ -116,3 +151,24 @@ class CapabilityReceipt(Frozen):
     fetched: list[FetchRecord] = Field(
         [], description="the selected module and the model: where they came from (cache or network)"
     )
+
+
+class CapabilityReceiptV1(_ReceiptBody):
+    # v1 as published (no relaxed_simd); its schema's title stays
+    model_config = ConfigDict(frozen=True, extra="forbid", title="CapabilityReceipt")
+    schema_: Literal["tinyrustlm.capability-receipt.v1"] = Field(
+        "tinyrustlm.capability-receipt.v1", alias="schema"
+    )
+
+
+class CapabilityReceipt(_ReceiptBody):
+    schema_: Literal["tinyrustlm.capability-receipt.v2"] = Field(
+        "tinyrustlm.capability-receipt.v2", alias="schema"
+    )
+    relaxed_simd: RelaxedSimd
+
+
+RECEIPT_MODELS: dict[str, type[CapabilityReceiptV1] | type[CapabilityReceipt]] = {
+    RECEIPT_SCHEMA_V1: CapabilityReceiptV1,
+    RECEIPT_SCHEMA: CapabilityReceipt,
+}

@@ -25,7 +25,12 @@ from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
 from verify.formats.lane_policy import POLICY_SCHEMA, LanePolicy
 from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
 from verify.formats.rebuild import REBUILD_ATTESTATION_SCHEMA, RebuildStatement
-from verify.formats.receipt import CapabilityReceipt
+from verify.formats.receipt import (
+    RECEIPT_SCHEMA,
+    RECEIPT_SCHEMA_V1,
+    CapabilityReceipt,
+    CapabilityReceiptV1,
+)
 from verify.formats.report import REPORT_SCHEMA, VerificationReport
 from verify.formats.trusted_keys import (
     TRUSTED_KEYS_SCHEMA,
@@ -38,7 +43,8 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     MANIFEST_SCHEMA: ModuleManifest,
     REPORT_SCHEMA: VerificationReport,
     GOLDEN_SCHEMA: GoldenVector,
-    "tinyrustlm.capability-receipt.v1": CapabilityReceipt,
+    RECEIPT_SCHEMA_V1: CapabilityReceiptV1,
+    RECEIPT_SCHEMA: CapabilityReceipt,
     TRUSTED_KEYS_SCHEMA: TrustedKeysFile,
     TRUSTED_KEYS_SCHEMA_V2: TrustedKeysFileV2,
     POLICY_SCHEMA: LanePolicy,

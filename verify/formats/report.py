@@ -43,6 +43,11 @@ class WasmSummary(Frozen):
     custom_sections: list[str]
     memory_grow_count: int = Field(ge=0)
     cross_checked: bool = Field(description="wasm-tools validate verdicts were taken")
+    relaxed_instructions: dict[str, int] = Field(
+        default_factory=dict,
+        description="relaxed-SIMD instruction (Wasm name) -> count in the code; {} for none "
+        "(absent in reports made before the relaxed lanes)",
+    )
 
 
 class NativeSummary(Frozen):

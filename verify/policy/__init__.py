@@ -71,6 +71,7 @@ class WasmPolicy:
     forbid_debug_sections: bool
     missing_target_features_is_empty_claim: bool  # False: an absent section is not judged
     allowed_path_prefixes: tuple[str, ...]
+    relaxed_instructions: tuple[str, ...] = ()  # admitted relaxed-SIMD instructions, by name
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +166,7 @@ def _wasm_lanes(doc: WasmPolicyFile) -> dict[str, WasmPolicy]:
             forbid_debug_sections=c.forbid_debug_sections,
             missing_target_features_is_empty_claim=c.missing_target_features_is_empty_claim,
             allowed_path_prefixes=tuple(c.allowed_path_prefixes),
+            relaxed_instructions=tuple(body.relaxed_instructions),
         )
         for lane, body in doc.lanes.items()
     }

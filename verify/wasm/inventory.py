@@ -13,7 +13,7 @@ from verify.paths import absolute_paths
 from verify.wasm import features
 from verify.wasm.code import Site
 from verify.wasm.features import NONE, Proposal
-from verify.wasm.opcodes import OPCODES, Imm, op_by_key
+from verify.wasm.opcodes import OPCODES, Imm, names_of, op_by_key
 from verify.wasm.sections import Import, Limits, WasmModule, parse_module
 from verify.wasm.tls import TlsFacts, tls_facts
 
@@ -65,6 +65,12 @@ class WasmInventory:
 
     def count_of(self, proposal: Proposal) -> int:
         return self.proposal_counts.get(features.PROPOSAL_NAMES[proposal][0], 0)
+
+    @property
+    def relaxed_instructions(self) -> dict[str, int]:
+        """Relaxed-SIMD instruction name -> count in the code ({} for none)."""
+        relaxed = names_of(Proposal.RELAXED_SIMD)
+        return {name: n for name, n in sorted(self.op_counts.items()) if name in relaxed}
 
 
 def _memory64_ops(module: WasmModule, op_counts: dict[str, int]) -> int:

@@ -393,3 +393,8 @@ def key_of(prefix: int, code: int) -> int:
 
 def op_by_key(key: int) -> Op:
     return OPCODES[(key >> 16, key & 0xFFFF) if key > 0xFF else (0, key)]
+
+
+def names_of(proposal: Proposal) -> frozenset[str]:
+    """The operator names of exactly `proposal` (e.g. every relaxed-SIMD instruction)."""
+    return frozenset(op.name for op in OPCODES.values() if op.proposal is proposal)

@@ -128,20 +128,21 @@ export async function decode(rt, session) {
 }
 
 /**
- * Executed-path evidence: { scalar, simd } kernel calls since start (BigInt), the worker count
- * and the ids of the workers that served a command (threads lane; 0 and [] elsewhere).
+ * Executed-path evidence: { scalar, simd, relaxed } kernel calls since start (BigInt; relaxed:
+ * of the SIMD calls, those of kernels running a relaxed instruction), the worker count and the
+ * ids of the workers that served a command (threads lane; 0 and [] elsewhere).
  * @param {Runtime} rt
  */
 export async function pathCounters(rt) {
-  return withWindow(rt, 24, async (ptr) => {
+  return withWindow(rt, 32, async (ptr) => {
     await check(rt, 'tr_path_counters', ptr);
-    const v = view(rt, ptr, 24);
+    const v = view(rt, ptr, 32);
     const workers = v.getUint32(16, true);
     const mask = v.getUint32(20, true);
     /** @type {number[]} */
     const participating = [];
     for (let id = 0; id < 32; id++) if (mask & (1 << id)) participating.push(id);
-    return { scalar: v.getBigUint64(0, true), simd: v.getBigUint64(8, true), workers, participating };
+    return { scalar: v.getBigUint64(0, true), simd: v.getBigUint64(8, true), workers, participating, relaxed: v.getBigUint64(24, true) };
   });
 }
 

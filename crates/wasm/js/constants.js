@@ -2,9 +2,9 @@
 // Do not edit: tests/js/loader/test_constants.py regenerates this file and compares.
 
 /** `tr_lane()` -> kernel set (crates/wasm/src/lib.rs LANE_*, crates/core/src/kernels/mod.rs KERNEL_SET). */
-export const KERNEL_SETS = Object.freeze(['scalar-v1', 'simd128-v1', 'simd128-threads-v1']);
+export const KERNEL_SETS = Object.freeze(['scalar-v1', 'simd128-v1', 'simd128-threads-v1', 'relaxed-simd128-v1', 'relaxed-simd128-threads-v1']);
 /** `tr_lane()` -> kernel set of the integer tier (crates/core/src/kernels/mod.rs KERNEL_SET_INT8). */
-export const KERNEL_SETS_INT8 = Object.freeze(['scalar-int8-v1', 'simd128-int8-v1', 'simd128-threads-int8-v1']);
+export const KERNEL_SETS_INT8 = Object.freeze(['scalar-int8-v1', 'simd128-int8-v1', 'simd128-threads-int8-v1', 'relaxed-simd128-int8-v1', 'relaxed-simd128-threads-int8-v1']);
 /** A model file's first 8 bytes (crates/core/src/model.rs MAGIC). */
 export const MODEL_MAGIC = 'TRLMODEL';
 /** Model format_version -> kernel tier (crates/core/src/model.rs Tier::from_version, Tier::name). */

@@ -47,6 +47,7 @@ export type LoaderErrorCode =
   // recorded in a receipt's attempts (a lane skipped or failed, the next one tried)
   | 'LaneDisabled'
   | 'LaneDenied'
+  | 'RelaxedSimdOff'
   | 'FeatureMissing'
   | 'NotIsolated'
   | 'LaneFailed'
@@ -163,6 +164,8 @@ export interface LoadOptions {
   onCacheError?: ((error: LoaderError) => void) | null;
   /** Wasm lane ids never to select. */
   denyLanes?: string[];
+  /** 'off': never select a lane that needs relaxed SIMD (skipped as `RelaxedSimdOff`), nor run the semantic probe; default 'auto'. */
+  relaxedSimd?: 'auto' | 'off';
   /** Try lanes that failed while running in this page (a worker died: `WorkerFailure`) again; by default the next load skips them (`LaneFailed`). */
   retryFailedLanes?: boolean;
   /** Threads lane: worker count, 1..8 (default 2). */
@@ -204,6 +207,7 @@ export interface ResolvedOptions {
   onProgress: ((progress: Progress) => void) | null;
   onCacheError: ((error: LoaderError) => void) | null;
   denyLanes: string[];
+  relaxedSimd: 'auto' | 'off';
   retryFailedLanes: boolean;
   workers: number;
   memoryBudget: number | null;
@@ -237,9 +241,9 @@ export interface FetchRecord {
   cache: 'off' | 'miss' | 'stored' | 'hit' | 'poisoned' | 'quota-exceeded' | 'write-failed';
 }
 
-/** `tinyrustlm.capability-receipt.v1` (manifests/schemas/tinyrustlm.capability-receipt.v1.json). */
+/** `tinyrustlm.capability-receipt.v2` (manifests/schemas/tinyrustlm.capability-receipt.v2.json). */
 export interface Receipt {
-  schema: 'tinyrustlm.capability-receipt.v1';
+  schema: 'tinyrustlm.capability-receipt.v2';
   created_utc: string;
   runtime_semantics: number;
   abi_version: number;
@@ -267,6 +271,25 @@ export interface Receipt {
   executed_path_evidence: { scalar_kernel_calls: number; simd_kernel_calls: number; worker_ids_participating: number[] };
   attempts: LaneAttempt[];
   fetched: FetchRecord[];
+  /** Relaxed SIMD: what the module admits (signed manifest), what its lane ran, what the engine chose. */
+  relaxed_simd: {
+    admitted: string[];
+    /** instruction -> the relaxed lane's SIMD kernel calls (tr_path_counters). */
+    executed: Record<string, number>;
+    observed_semantics: RelaxedSemantics[];
+  };
+}
+
+/** A semantic probe's finding: the allowed semantics of `instruction` whose result this engine gave. */
+export interface RelaxedSemantics {
+  instruction: string;
+  probe_id: string;
+  probe_version: number;
+  probe_sha256: string;
+  /** '<second operand: signed | unsigned | both unsigned>/<pair sum: wrap16 | saturate16 | exact32>', or 'unrecognized'. */
+  semantics: string;
+  /** The i32x4 lanes the engine gave. */
+  result: number[];
 }
 
 /** A part of the memory plan (crates/core/src/memory.rs PART_NAMES). */
@@ -316,6 +339,8 @@ export interface PathCounters {
   simd: number;
   workers: number;
   participating: number[];
+  /** Of the SIMD kernel calls, those of kernels that execute a relaxed instruction (0 on other lanes). */
+  relaxed: number;
 }
 
 /** What a session's K/V is computed under (CONTRACT.md §11): any field that differs recomputes from scratch. */
@@ -402,7 +427,7 @@ export const SUPPORTED: {
   readonly modelTiers: Readonly<Record<number, string>>;
 };
 export const MANIFEST_PAYLOAD_TYPE: string;
-export const RECEIPT_SCHEMA: 'tinyrustlm.capability-receipt.v1';
+export const RECEIPT_SCHEMA: 'tinyrustlm.capability-receipt.v2';
 export const DEFAULT_MEMORY_BUDGET: number;
 /** Bounds (bytes) of manifest.json and manifest.sigstore.json. */
 export const MANIFEST_CAP: number;
@@ -415,7 +440,8 @@ export function verifySignedManifest(options: { baseUrl: URL; trustedKeys: Trust
 export function checkVersionFloor(options: { trustedKeys: TrustedKeys; minVersion?: string | null; allowDowngrade?: boolean; versionFile?: string | null; rememberVersion?: boolean }, manifest: { version: string }): Promise<{ floor: string | null; remembered: string | null }>;
 export function trustRootId(trustedKeys: TrustedKeys): Promise<string>;
 export function runProbes(probes?: readonly any[], onProgress?: ((p: Progress) => void) | null): Promise<Record<string, { version: number; sha256: string; validates: boolean }>>;
-export function chooseLanes(manifest: any, probes: Record<string, { validates: boolean }>, options?: { denyLanes?: string[]; isolation?: boolean; failed?: Record<string, { code: string; detail: string }> }): { candidates: any[]; attempts: LaneAttempt[] };
+export function runSemanticProbes(probes: Record<string, { validates: boolean }>, semantic?: readonly any[]): Promise<RelaxedSemantics[]>;
+export function chooseLanes(manifest: any, probes: Record<string, { validates: boolean }>, options?: { denyLanes?: string[]; relaxedSimd?: 'auto' | 'off'; isolation?: boolean; failed?: Record<string, { code: string; detail: string }> }): { candidates: any[]; attempts: LaneAttempt[] };
 export function startLane(options: any, artifact: any, signed: any, store?: any): Promise<any>;
 export function selfTest(rt: any, timeoutMs: number): Promise<{ overall: number; categories: Record<string, TestOutcome>; failedTest: string | null; testIds: string[] }>;
 export function threadsPreconditions(options: any, artifact: any, bytes: Uint8Array, sha256: string): Promise<any>;

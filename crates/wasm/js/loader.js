@@ -14,6 +14,7 @@
 //   trust.js    1  verifySignedManifest  DSSE Ed25519 over PAE(payloadType, payload) with WebCrypto
 //                                        against the trusted keys; then the version floor (Rollback)
 //   choice.js   2  runProbes             tiny feature modules, each hash-checked, then validate
+//               2b runSemanticProbes     the relaxed dot on out-of-range operands: which semantics
 //               3  chooseLanes           best lane first: isolation + probes, minus denied/disabled
 //   fetch.js       every download bounded, progress-reported, content-addressed cache
 //   session.js  4  startLane             module SHA-256 before compile, ABI exports, bounded memory
@@ -24,14 +25,14 @@
 //                                        memory exists, created at the plan), then the model streamed
 //                                        into its final window (hashed, bounded), tr_model_adopt only if intact;
 //                                        what it peaked at beside the plan (lm.loadMemory)
-//   receipt.js  9  buildReceipt          tinyrustlm.capability-receipt.v1 from observations only
+//   receipt.js  9  buildReceipt          tinyrustlm.capability-receipt.v2 from observations only
 //   session.js 10  Loaded                prefill, streaming decode, turn (KV prefix reuse), cancel, close,
 //                                        memorySince (each phase's peak beside the plan)
 //   abi.js         the one place that knows the ABI's records
 import { HostError, isNode } from './host.js';
 import { LoaderError, LaneFailure, loaderStats, laneFailureRecord, forgetLaneFailures } from './errors.js';
 import { verifySignedManifest, checkVersionFloor, compareVersions, trustRootId, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE } from './trust.js';
-import { runProbes, chooseLanes } from './choice.js';
+import { runProbes, runSemanticProbes, chooseLanes } from './choice.js';
 import { defaultFetch, openStore, MANIFEST_CAP, SIGNATURE_CAP, CACHE_NAME } from './fetch.js';
 import {
   startLane, selfTest, threadsPreconditions, modelSpec, ModelHead, admit, loadAdmitted, readCounters, closeRuntime, Loaded, DEFAULT_MEMORY_BUDGET, WASM32_BUDGET, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
@@ -83,6 +84,7 @@ function normalise(opts) {
     onProgress: null,
     onCacheError: null,
     denyLanes: [],
+    relaxedSimd: 'auto',
     retryFailedLanes: false,
     workers: 2,
     memoryBudget: null,
@@ -105,6 +107,7 @@ function normalise(opts) {
   if (typeof o.workerUrl === 'string') o.workerUrl = new URL(o.workerUrl, o.pageUrl);
   if (!(Number.isInteger(o.workers) && o.workers >= 1 && o.workers <= 8)) throw new LoaderError('BadOptions', 'workers must be an integer in 1..8');
   if (o.cache !== 'auto' && o.cache !== 'none') throw new LoaderError('BadOptions', "cache must be 'auto' or 'none'");
+  if (o.relaxedSimd !== 'auto' && o.relaxedSimd !== 'off') throw new LoaderError('BadOptions', "relaxedSimd must be 'auto' or 'off'");
   if (o.minVersion !== null) compareVersions(o.minVersion, o.minVersion); // a malformed floor is BadOptions
   return o;
 }
@@ -120,7 +123,8 @@ export async function load(opts) {
   const signed = await verifySignedManifest(o); // 1
   await checkVersionFloor(o, signed.manifest); // 1b: no older release than accepted before
   const probes = await runProbes(undefined, o.onProgress); // 2
-  const { candidates, attempts } = chooseLanes(signed.manifest, probes, { denyLanes: o.denyLanes, failed: o.retryFailedLanes ? {} : laneFailureRecord() }); // 3
+  const semantics = o.relaxedSimd === 'off' ? [] : await runSemanticProbes(probes); // 2b
+  const { candidates, attempts } = chooseLanes(signed.manifest, probes, { denyLanes: o.denyLanes, relaxedSimd: o.relaxedSimd, failed: o.retryFailedLanes ? {} : laneFailureRecord() }); // 3
   const store = await openStore(o);
   const model = await modelSpec(o, store); // bytes: hashed now; url: size bound, cache checked
   // 8's first half is read once, by whichever lane asks first: the threads lane plans its memory
@@ -161,7 +165,7 @@ export async function load(opts) {
         memory_mode: memoryMode,
         memory_bytes: rt.memory.buffer.byteLength,
       };
-      loaded.receipt = await buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model: facts, fetched }); // 9
+      loaded.receipt = await buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model: facts, fetched, semantics }); // 9
       loaded.plan = plan;
       loaded.loadMemory = loadMemory;
       loaded.artifactId = artifact.id; // a worker failure records this lane (the next load skips it)
@@ -179,5 +183,5 @@ export async function load(opts) {
 export {
   LoaderError, HostError, loaderStats, laneFailureRecord, forgetLaneFailures, Loaded, DEFAULT_MEMORY_BUDGET, SUPPORTED, MANIFEST_PAYLOAD_TYPE, RECEIPT_SCHEMA,
   MANIFEST_CAP, SIGNATURE_CAP, CACHE_NAME, pae, verifySignedManifest, checkVersionFloor, compareVersions, trustRootId,
-  runProbes, chooseLanes, startLane, selfTest, threadsPreconditions, buildReceipt, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
+  runProbes, runSemanticProbes, chooseLanes, startLane, selfTest, threadsPreconditions, buildReceipt, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
 };

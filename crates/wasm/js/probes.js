@@ -25,10 +25,10 @@ export const PROBES = Object.freeze([
   }),
   Object.freeze({
     id: 'relaxed-simd',
-    version: 1,
-    purpose: 'relaxed SIMD (one relaxed fused multiply-add)',
-    sha256: '6027499a7bd0d46306e2320304d82b68b8687dbda8431882f343410e01e414e1',
-    bytes: Object.freeze([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0, 253, 12, 0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64, 253, 12, 0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64, 253, 12, 0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64, 253, 133, 2, 11]),
+    version: 2,
+    purpose: 'relaxed SIMD: exactly the admitted instructions (i32x4.relaxed_dot_i8x16_i7x16_add_s)',
+    sha256: 'd1ea70922ec4d0140e72ebb00f67c2bb6d02634d8e5ec9c55f2948ca49467419',
+    bytes: Object.freeze([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 253, 147, 2, 11]),
   }),
   Object.freeze({
     id: 'simd128',
@@ -43,5 +43,18 @@ export const PROBES = Object.freeze([
     purpose: 'a shared memory (initial == maximum) and one atomic read-modify-write',
     sha256: 'd66d9bf0b965136cdd26accd6edbdb37f0b082f7347b62a2e9492aef01735a43',
     bytes: Object.freeze([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 127, 3, 2, 1, 0, 5, 4, 1, 3, 1, 1, 10, 12, 1, 10, 0, 65, 0, 65, 1, 254, 30, 2, 0, 11]),
+  }),
+]);
+// Run (not only validated) once the relaxed-simd probe validates: the stored i32x4
+// result is looked up in `variants` (semantics name -> the lanes it gives).
+export const SEMANTIC_PROBES = Object.freeze([
+  Object.freeze({
+    id: 'relaxed-dot-semantics',
+    version: 1,
+    purpose: 'which allowed semantics i32x4.relaxed_dot_i8x16_i7x16_add_s has here (operands out of the 7-bit range)',
+    instruction: 'i32x4.relaxed_dot_i8x16_i7x16_add_s',
+    variants: Object.freeze({ 'signed/wrap16': Object.freeze([128, -32768, -254, 1004]), 'signed/saturate16': Object.freeze([128, 32767, -254, 1004]), 'signed/exact32': Object.freeze([128, 32768, -254, 1004]), 'unsigned/wrap16': Object.freeze([-128, -32768, -766, 1004]), 'unsigned/saturate16': Object.freeze([-128, -32768, 32767, 1004]), 'unsigned/exact32': Object.freeze([-128, -32768, 64770, 1004]), 'both unsigned/wrap16': Object.freeze([32640, -32768, -766, 1004]), 'both unsigned/saturate16': Object.freeze([32640, 32767, 32767, 1004]), 'both unsigned/exact32': Object.freeze([32640, 32768, 64770, 1004]) }),
+    sha256: 'd98ca9f8e3d45cc2ab40cac6f0f6f9303dd43b7b78d8ed679056087cd9370131',
+    bytes: Object.freeze([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 5, 3, 1, 0, 1, 7, 16, 2, 6, 109, 101, 109, 111, 114, 121, 2, 0, 3, 114, 117, 110, 0, 0, 10, 67, 1, 65, 0, 65, 0, 253, 12, 255, 0, 0, 0, 128, 128, 0, 0, 127, 127, 0, 0, 1, 1, 1, 1, 253, 12, 128, 0, 0, 0, 128, 128, 0, 0, 255, 255, 0, 0, 1, 1, 1, 1, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 232, 3, 0, 0, 253, 147, 2, 253, 11, 4, 0, 11]),
   }),
 ]);

@@ -1,13 +1,14 @@
-// TinyRustLM loader, the receipt room: tinyrustlm.capability-receipt.v1 from observations only.
+// TinyRustLM loader, the receipt room: tinyrustlm.capability-receipt.v2 from observations only.
 import { isNode, sha256Hex } from './host.js';
 import { KERNEL_SETS, KERNEL_SETS_INT8, CATEGORIES } from './constants.js';
 
-export const RECEIPT_SCHEMA = 'tinyrustlm.capability-receipt.v1';
+export const RECEIPT_SCHEMA = 'tinyrustlm.capability-receipt.v2';
 /** @typedef {import('./loader.js').Receipt} Receipt */
 /**
  * What a load observed, for its receipt: the signed manifest, the lane's artifact, probe and
- * self-test results, `tr_lane`, the path counters, lane attempts, the model's facts, downloads.
- * @typedef {{ signed: { manifest: import('./trust.js').Manifest, sha256: string }, artifact: import('./trust.js').Artifact, probes: import('./choice.js').ProbeResults, lane: number, observed: Pick<Receipt['observed'], 'workers_requested' | 'workers_started' | 'memory_mode' | 'memory_bytes'>, test: import('./session.js').SelfTest, counters: import('./loader.js').PathCounters, attempts: import('./loader.js').LaneAttempt[], model: ReturnType<typeof import('./abi.js').modelFacts>, fetched?: import('./loader.js').FetchRecord[] }} ReceiptParts
+ * self-test results, `tr_lane`, the path counters, lane attempts, the model's facts, downloads,
+ * and what the semantic probes showed.
+ * @typedef {{ signed: { manifest: import('./trust.js').Manifest, sha256: string }, artifact: import('./trust.js').Artifact, probes: import('./choice.js').ProbeResults, lane: number, observed: Pick<Receipt['observed'], 'workers_requested' | 'workers_started' | 'memory_mode' | 'memory_bytes'>, test: import('./session.js').SelfTest, counters: import('./loader.js').PathCounters, attempts: import('./loader.js').LaneAttempt[], model: ReturnType<typeof import('./abi.js').modelFacts>, fetched?: import('./loader.js').FetchRecord[], semantics?: import('./choice.js').RelaxedSemantics[] }} ReceiptParts
  */
 
 /**
@@ -46,7 +47,7 @@ function hostReported() {
  * @param {ReceiptParts} parts
  * @returns {Promise<Receipt>}
  */
-export async function buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model, fetched = [] }) {
+export async function buildReceipt({ signed, artifact, probes, lane, observed, test, counters, attempts, model, fetched = [], semantics = [] }) {
   /** @type {Receipt['observed']['feature_probes']} */
   const probesOut = {};
   for (const [id, p] of Object.entries(probes)) probesOut[id] = { validates: p.validates, probe_sha256: p.sha256 };
@@ -76,5 +77,23 @@ export async function buildReceipt({ signed, artifact, probes, lane, observed, t
     executed_path_evidence: { scalar_kernel_calls: counters.scalar, simd_kernel_calls: counters.simd, worker_ids_participating: counters.participating },
     attempts,
     fetched,
+    relaxed_simd: relaxedSimd(artifact, counters, semantics),
   };
+}
+
+/**
+ * The relaxed instructions the module admits (its signed manifest entry's list), those the lane
+ * executed (the calls of kernels that run them, tr_path_counters' relaxed counter: the lanes
+ * execute one relaxed instruction, so its count is that one's), and the semantic probes' findings.
+ * @param {import('./trust.js').Artifact} artifact
+ * @param {import('./loader.js').PathCounters} counters
+ * @param {import('./choice.js').RelaxedSemantics[]} semantics
+ * @returns {Receipt['relaxed_simd']}
+ */
+function relaxedSimd(artifact, counters, semantics) {
+  const admitted = Object.keys(artifact.relaxed_instructions || {}).sort();
+  /** @type {Record<string, number>} */
+  const executed = {};
+  if (counters.relaxed > 0) for (const name of admitted) executed[name] = counters.relaxed;
+  return { admitted, executed, observed_semantics: semantics };
 }

@@ -77,13 +77,13 @@ async function abiCall(fn) {
 }
 
 /**
- * Path counters as numbers: { scalar, simd, workers, participating }.
+ * Path counters as numbers: { scalar, simd, workers, participating, relaxed }.
  * @param {Runtime} rt
  * @returns {Promise<import('./loader.js').PathCounters>}
  */
 async function readCounters(rt) {
   const c = await abiCall(() => pathCounters(rt));
-  return { scalar: Number(c.scalar), simd: Number(c.simd), workers: c.workers, participating: c.participating };
+  return { scalar: Number(c.scalar), simd: Number(c.simd), workers: c.workers, participating: c.participating, relaxed: Number(c.relaxed) };
 }
 
 /**

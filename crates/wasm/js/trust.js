@@ -28,7 +28,7 @@ const utf8 = new TextEncoder();
 /**
  * One wasm artifact of the manifest (manifests/schemas/tinyrustlm.module-manifest.v1.json
  * `WasmArtifact`).
- * @typedef {{ id: string, url: string, sha256: string, size: number, required_features: string[], forbidden_features: string[], requires_cross_origin_isolation?: boolean, memory?: { shared: boolean, growth: boolean } | null, js_glue?: string | null }} Artifact
+ * @typedef {{ id: string, url: string, sha256: string, size: number, required_features: string[], forbidden_features: string[], requires_cross_origin_isolation?: boolean, memory?: { shared: boolean, growth: boolean } | null, js_glue?: string | null, relaxed_instructions?: Record<string, number> | null }} Artifact
  */
 /**
  * The signed manifest, as far as the loader reads it (the schema above): what the signature

@@ -42,13 +42,15 @@ use windows::Windows;
 pub const LANE_SCALAR: u32 = 0;
 pub const LANE_SIMD128: u32 = 1;
 pub const LANE_SIMD128_THREADS: u32 = 2;
+pub const LANE_RELAXED_SIMD128: u32 = 3;
+pub const LANE_RELAXED_SIMD128_THREADS: u32 = 4;
 
 /// Bytes of the session config record before the optional forbidden-token mask.
 pub const SESSION_CONFIG_BYTES: u32 = 40;
 /// Bytes written by `tr_decode`, `tr_preflight`, `tr_path_counters`, handle outputs.
 pub const DECODE_RECORD_BYTES: u32 = 24;
 pub const PREFLIGHT_RECORD_BYTES: u32 = 16;
-pub const COUNTERS_RECORD_BYTES: u32 = 24;
+pub const COUNTERS_RECORD_BYTES: u32 = 32;
 pub const HANDLE_BYTES: u32 = 8;
 /// Bytes written by `tr_session_digest`.
 pub const DIGEST_RECORD_BYTES: u32 = 24;
@@ -215,7 +217,8 @@ impl Runtime {
         record[..8].copy_from_slice(&scalar.to_le_bytes());
         record[8..16].copy_from_slice(&simd.to_le_bytes());
         record[16..20].copy_from_slice(&workers.to_le_bytes());
-        record[20..].copy_from_slice(&participated.to_le_bytes());
+        record[20..24].copy_from_slice(&participated.to_le_bytes());
+        record[24..].copy_from_slice(&kernels::relaxed_calls().to_le_bytes());
         self.write(out, &record)
     }
 }
@@ -251,7 +254,11 @@ fn with_runtime<T>(f: impl FnOnce(&mut Runtime) -> T) -> T {
 }
 
 pub fn lane() -> u32 {
-    if cfg!(target_feature = "atomics") {
+    if cfg!(all(target_feature = "relaxed-simd", target_feature = "atomics")) {
+        LANE_RELAXED_SIMD128_THREADS
+    } else if cfg!(target_feature = "relaxed-simd") {
+        LANE_RELAXED_SIMD128
+    } else if cfg!(target_feature = "atomics") {
         LANE_SIMD128_THREADS
     } else if cfg!(target_feature = "simd128") {
         LANE_SIMD128

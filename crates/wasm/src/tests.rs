@@ -84,7 +84,7 @@ fn addresses_outside_windows_are_rejected() {
     assert_eq!(rt.path_counters(c + 8), Err(TrResult::Bounds)); // record overruns the window
     assert_eq!(rt.path_counters(c), Ok(()));
     assert_eq!(rt.free(c, COUNTERS_RECORD_BYTES), Ok(()));
-    assert_eq!(rt.path_counters(w), Err(TrResult::Bounds)); // 24-byte record, 16-byte window
+    assert_eq!(rt.path_counters(w), Err(TrResult::Bounds)); // 32-byte record, 16-byte window
     assert_eq!(rt.free(w, 15), Err(TrResult::InvalidArgument));
     assert_eq!(rt.free(w, 16), Ok(()));
     assert_eq!(rt.free(w, 16), Err(TrResult::InvalidArgument));

@@ -26,6 +26,8 @@ const hex64 = (big) => `0x${big.toString(16).padStart(16, '0')}`;
 const now = () => performance.now();
 // Loader codes that mean "this lane must not run in this context" rather than "it broke".
 const REFUSALS = new Set(['NotIsolated', 'LaneDisabled']);
+/** choice.js's FeatureMissing detail when relaxed-simd alone is missing. */
+const RELAXED_MISSING = 'probe(s) for relaxed-simd do not validate';
 
 const loaderOptions = (bundle) => ({
   baseUrl: bundle.baseUrl,
@@ -100,7 +102,10 @@ function refusal(lane, e) {
   const attempts = (e && e.detail && e.detail.attempts) || [];
   const mine = attempts.find((a) => a.artifact_id === lane && a.outcome !== 'selected');
   const { code, message } = mine ? { code: mine.error_code, message: `${mine.error_code}: ${mine.detail}` } : errorOf(e);
-  return { lane, status: REFUSALS.has(code) ? 'refused' : 'failed', error: message, error_code: code, results: [], receipt: null };
+  // an engine without relaxed SIMD (WebKit) refuses the relaxed lanes at the probe: correct,
+  // the row says so; any other missing feature is a failure
+  const refused = REFUSALS.has(code) || (code === 'FeatureMissing' && mine && mine.detail === RELAXED_MISSING);
+  return { lane, status: refused ? 'refused' : 'failed', error: message, error_code: code, results: [], receipt: null };
 }
 
 export async function runLane({ lane, lanes, bundle, model, workers = 2, cases }) {

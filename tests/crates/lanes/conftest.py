@@ -1,4 +1,4 @@
-"""Fixtures for the lane tests: the three wasm lanes built by the real driver, the kernel
+"""Fixtures for the lane tests: the five wasm lanes built by the real driver, the kernel
 harness built with each lane's flags, the `small` model, and the node driver (drive.mjs)."""
 
 from __future__ import annotations
@@ -23,7 +23,13 @@ from pipeline.tree.snapshot import read_tree
 REPO_ROOT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 GOLDEN = REPO_ROOT / "tests" / "golden"
-WASM_LANES = ("scalar-wasm32", "simd128-wasm32", "simd128-threads-wasm32")
+WASM_LANES = (
+    "scalar-wasm32",
+    "simd128-wasm32",
+    "simd128-threads-wasm32",
+    "relaxed-simd128-wasm32",
+    "relaxed-simd128-threads-wasm32",
+)
 # node must never hang a test run: every driver call is bounded
 DRIVE_TIMEOUT_S = 300
 

@@ -223,7 +223,7 @@ async function startFor(lanePath, workers, modelPath, { sessions = 1, livenessMs
 
 async function counters(rt) {
   const c = await abi.pathCounters(rt);
-  const out = { scalar: Number(c.scalar), simd: Number(c.simd) };
+  const out = { scalar: Number(c.scalar), simd: Number(c.simd), relaxed: Number(c.relaxed) };
   if (rt.workers > 0) out.workers = await abi.workerCounters(rt);
   return out;
 }
@@ -371,7 +371,7 @@ async function prefillTiles(lanePath, workers, goldenDir, modelPath, tiles) {
         await rt.call('tr_session_free', s);
       }
     }
-    return { lane: await rt.call('tr_lane'), workers: rt.workers, results };
+    return { lane: await rt.call('tr_lane'), workers: rt.workers, results, counters: await counters(rt) };
   } finally {
     await rt.close();
   }

@@ -1,10 +1,13 @@
-"""The integer tier's kernels (CONTRACT.md §10) in the scalar and simd128 kernel harnesses
-(wasmtime): the quantizer against the independent numpy reference (tests/crates/runtime/int8ref.py)
-on the contract's worked examples and edge values (all-zero block, ±max, rounding ties,
-subnormals, non-finite refused); and the integer q8/q4 rows — the oracle, the lane's matvec
-and the lane's prefill tile — bit-identical to each other and to the reference for every tail
-length 1..64 of a row, rows 1..9 (every remainder of the SIMD set's groups of four rows) and
-tiles of 1..16 tokens and past them (17, 25, 40: every remainder of its groups of 8 tokens)."""
+"""The integer tier's kernels (CONTRACT.md §10, §12) in the scalar, simd128 and relaxed-SIMD kernel
+harnesses (wasmtime; the relaxed one with wasmtime's relaxed SIMD deterministic and with the
+host's native semantics): the quantizer against the independent numpy reference
+(tests/crates/runtime/int8ref.py) on the contract's worked examples and edge values (all-zero
+block, ±max, rounding ties, subnormals, non-finite refused); and the integer q8/q4 rows — the
+oracle, the lane's matvec and the lane's prefill tile — bit-identical to each other and to the
+reference for every tail length 1..64 of a row, rows 1..9 (every remainder of the SIMD set's
+groups of four rows) and tiles of 1..16 tokens and past them (17, 25, 40: every remainder of its
+groups of 8 tokens); and the extreme codes (q8 -128, -127 and 127, q4 -8 and 7) against all-
+positive, all-negative, alternating and all-zero activation blocks."""
 
 from __future__ import annotations
 
@@ -16,9 +19,17 @@ import numpy as np
 import pytest
 import wasmtime
 
+from pipeline.wasmhost import engine
 from tests.crates.runtime import int8ref
 
-LANES = ["scalar-wasm32", "simd128-wasm32"]
+# (lane, wasmtime's relaxed SIMD: None off, True deterministic, False the host's semantics)
+LANES = [
+    ("scalar-wasm32", None),
+    ("simd128-wasm32", None),
+    ("relaxed-simd128-wasm32", True),
+    ("relaxed-simd128-wasm32", False),
+]
+LANE_IDS = ["scalar", "simd128", "relaxed-deterministic", "relaxed-native"]
 NUMERICAL_FAILURE = 18
 F32 = np.float32
 TINY = float(np.float32(2.0**-149))  # the least subnormal
@@ -27,11 +38,8 @@ TINY = float(np.float32(2.0**-149))  # the least subnormal
 class Harness:
     """pipeline/bench/harness in wasmtime: h_alloc'd windows, h_quantize, h_int_rows."""
 
-    def __init__(self, path: Path) -> None:
-        cfg = wasmtime.Config()
-        cfg.wasm_simd = True
-        cfg.wasm_relaxed_simd = False
-        self.store = wasmtime.Store(wasmtime.Engine(cfg))
+    def __init__(self, path: Path, relaxed_deterministic: bool | None) -> None:
+        self.store = wasmtime.Store(engine(True, relaxed_deterministic))
         module = wasmtime.Module.from_file(self.store.engine, str(path))
         self.instance = wasmtime.Instance(self.store, module, [])
         memory = self.instance.exports(self.store)["memory"]
@@ -91,10 +99,11 @@ class Harness:
         )
 
 
-@pytest.fixture(scope="module", params=LANES)
+@pytest.fixture(scope="module", params=LANES, ids=LANE_IDS)
 def lane(request: pytest.FixtureRequest, harness: Callable[[str], Path]) -> Harness:
-    h = Harness(harness(request.param))
-    assert h.call("h_simd") == (request.param != "scalar-wasm32")
+    lane_id, relaxed = request.param
+    h = Harness(harness(lane_id), relaxed)
+    assert h.call("h_simd") == (lane_id != "scalar-wasm32")
     return h
 
 
@@ -234,3 +243,72 @@ def test_integer_rows_are_bit_identical_for_every_tail_row_count_and_tile(
             assert got[t * rows + r0 : (t + 1) * rows] == want[t * rows + r0 : (t + 1) * rows], (
                 where
             )
+
+
+def _extreme_weights(layout: str, codes: list[int], rows: int, blocks: int) -> bytes:
+    """rows x blocks blocks of scale 2^-4 whose codes cycle through `codes` (q8 codes, or q4
+    codes -8..7 stored as nibble = code + 8)."""
+    out = bytearray()
+    for r in range(rows):
+        for b in range(blocks):
+            cs = [codes[(r + b + j) % len(codes)] for j in range(32)]
+            out += struct.pack("<f", 0.0625)
+            if layout == "q8":
+                out += bytes(c & 0xFF for c in cs)
+            else:
+                out += bytes((cs[2 * i] + 8) | ((cs[2 * i + 1] + 8) << 4) for i in range(16))
+    return bytes(out)
+
+
+# activation blocks (32 values each) whose codes are the extremes: +-127 everywhere
+ACTIVATIONS: list[tuple[str, list[float]]] = [
+    ("all +127", [1.0] * 32),
+    ("all -127", [-1.0] * 32),
+    ("alternating +-127", [(-1.0) ** j for j in range(32)]),
+    ("all zero", [0.0] * 32),
+    ("one -127, rest 0", [0.0] * 31 + [-1.0]),
+]
+# weight code cycles: the extremes of each layout, alone and mixed
+WEIGHTS: list[tuple[str, str, list[int]]] = [
+    ("q8", "-128", [-128]),
+    ("q8", "-127", [-127]),
+    ("q8", "127", [127]),
+    ("q8", "-128 127", [-128, 127]),
+    ("q8", "127 -128 -127 0", [127, -128, -127, 0]),
+    ("q4", "-8", [-8]),
+    ("q4", "7", [7]),
+    ("q4", "-8 7", [-8, 7]),
+    ("q4", "7 -8 0 -1", [7, -8, 0, -1]),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("layout", "name", "codes"), WEIGHTS, ids=[f"{w[0]} {w[1]}" for w in WEIGHTS]
+)
+def test_extreme_codes_are_bit_identical(
+    lane: Harness, layout: str, name: str, codes: list[int]
+) -> None:
+    kind = 1 if layout == "q8" else 2
+    rows, blocks, tokens = 9, 3, len(ACTIVATIONS) ** 2  # every ordered pair over 2 blocks + tail
+    cols = blocks * 32 - 5
+    w = _extreme_weights(layout, codes, rows, blocks)
+    xs = [
+        np.array((a + b + c)[:cols], dtype=F32)
+        for _, a in ACTIVATIONS
+        for _, b in ACTIVATIONS
+        for c in [ACTIVATIONS[1][1]]
+    ]
+    qs = [int8ref.quantize(x) for x in xs]
+    assert {int(v) for c, _ in qs for v in c} >= {-127, 0, 127}
+    codes_b = b"".join(c.tobytes() for c, _ in qs)
+    scales_b = b"".join(_bits(s) for _, s in qs)
+    row_bytes = len(w) // rows
+    want = [
+        int(int8ref.row_dot(layout, w[r * row_bytes : (r + 1) * row_bytes], c, s).view(np.uint32))
+        for c, s in qs
+        for r in range(rows)
+    ]
+    for kernel_set in (0, 1, 2):
+        rc, got = lane.rows(kernel_set, kind, w, codes_b, scales_b, cols, tokens, rows)
+        assert rc == 0 and got == want, f"{layout} {name}: set {kernel_set}"

@@ -2,8 +2,9 @@
 (`pack-model --preset small-int8`, the `small` weights) prefilled with every tile 1..16 and the
 prompt's length gives — for every golden prompt — the same logits and K/V digests, the same
 greedy tokens and the same state after decoding on the scalar lane (the oracle), the simd128
-lane and the threads lane with 1, 2 and 3 workers: bit for bit ACROSS lanes, which the f32
-tier only promises within a lane."""
+lane, the threads lane with 1, 2 and 3 workers, and the relaxed-SIMD lanes (alone; with
+threads, 1, 2 and 3 workers; node's native relaxed semantics): bit for bit ACROSS lanes, which
+the f32 tier only promises within a lane."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from tests.crates.lanes.conftest import GOLDEN, Drive
 
 TILES = tuple(range(1, 17))
 SCALAR, SIMD, THREADS = "scalar-wasm32", "simd128-wasm32", "simd128-threads-wasm32"
+RELAXED, RELAXED_THREADS = "relaxed-simd128-wasm32", "relaxed-simd128-threads-wasm32"
 RUNS = [(SIMD, 0), (THREADS, 1), (THREADS, 2), (THREADS, 3)]
+RUNS += [(RELAXED, 0), (RELAXED_THREADS, 1), (RELAXED_THREADS, 2), (RELAXED_THREADS, 3)]
 RUN_IDS = ["simd128", "threads-1", "threads-2", "threads-3"]
+RUN_IDS += ["relaxed", "relaxed-threads-1", "relaxed-threads-2", "relaxed-threads-3"]
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +67,13 @@ def test_every_lane_tile_and_worker_count_equals_the_scalar_oracle(
     for got, want in zip(doc["results"], oracle["results"], strict=True):
         where = f"{lane}/{workers} {got['prompt']} tile {got['tile']}"
         assert got == want, f"{where}: differs from the scalar oracle"
+    # tr_path_counters' relaxed kernel calls: the relaxed lanes' int8 matvec/matmul only (of
+    # their SIMD calls, attention and the f32 glue run none); every other lane none at all
+    counters = doc["counters"]
+    if lane in (RELAXED, RELAXED_THREADS):
+        assert 0 < counters["relaxed"] < counters["simd"], counters
+    else:
+        assert counters["relaxed"] == 0, counters
 
 
 @pytest.mark.integration

@@ -1,5 +1,6 @@
 """End to end through the shipped lane modules: the golden token sequences of the `small`
-model on every wasm lane, and the threads lane (1, 2, 3 workers) bit-identical to the
+model on every wasm lane, and the threads lane (1, 2, 3 workers) and the relaxed-SIMD lanes
+(whose f32 tier is the simd128 kernels: no relaxed instruction) bit-identical to the
 single-threaded simd128 lane (tokens and final PRNG state), with every worker participating."""
 
 from __future__ import annotations
@@ -20,9 +21,17 @@ RUNS = [
     ("simd128-threads-wasm32", 1),
     ("simd128-threads-wasm32", 2),
     ("simd128-threads-wasm32", 3),
+    ("relaxed-simd128-wasm32", 0),
+    ("relaxed-simd128-threads-wasm32", 2),
 ]
-IDS = ["scalar", "simd128", "threads-1", "threads-2", "threads-3"]
-LANE_IDS = {"scalar-wasm32": 0, "simd128-wasm32": 1, "simd128-threads-wasm32": 2}
+IDS = ["scalar", "simd128", "threads-1", "threads-2", "threads-3", "relaxed", "relaxed-threads-2"]
+LANE_IDS = {
+    "scalar-wasm32": 0,
+    "simd128-wasm32": 1,
+    "simd128-threads-wasm32": 2,
+    "relaxed-simd128-wasm32": 3,
+    "relaxed-simd128-threads-wasm32": 4,
+}
 
 _cache: dict[tuple[str, int], Any] = {}
 
@@ -51,6 +60,7 @@ def test_golden_token_sequences(
         assert counters["simd"] == 0 and counters["scalar"] > 0
     else:
         assert counters["simd"] > 0
+    assert counters["relaxed"] == 0  # the f32 tier runs no relaxed instruction, in any lane
     if workers:
         w = counters["workers"]
         assert w["workers"] == workers
@@ -58,14 +68,20 @@ def test_golden_token_sequences(
         assert w["state"] == 1  # the pool is still ready
 
 
+PARALLEL = [("simd128-threads-wasm32", w) for w in (1, 2, 3)]
+PARALLEL += [("relaxed-simd128-wasm32", 0), ("relaxed-simd128-threads-wasm32", 2)]
+
+
 @pytest.mark.integration
-@pytest.mark.parametrize("workers", [1, 2, 3], ids=["threads-1", "threads-2", "threads-3"])
-def test_threads_bit_identical_to_simd(
-    workers: int, wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
+@pytest.mark.parametrize(
+    ("lane", "workers"), PARALLEL, ids=[*IDS[2:5], "relaxed", "relaxed-threads-2"]
+)
+def test_bit_identical_to_simd(
+    lane: str, workers: int, wasm_lanes: dict[str, Path], small_model: Path, drive: Drive
 ) -> None:
     simd = _run(drive, wasm_lanes, small_model, "simd128-wasm32", 0)["results"]
-    threads = _run(drive, wasm_lanes, small_model, "simd128-threads-wasm32", workers)["results"]
-    assert threads == simd  # same tokens, same final PRNG state, same codes
+    other = _run(drive, wasm_lanes, small_model, lane, workers)["results"]
+    assert other == simd  # same tokens, same final PRNG state, same codes
 
 
 SIMD_RUNS = RUNS[1:]

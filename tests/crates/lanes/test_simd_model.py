@@ -19,8 +19,9 @@ from tests.crates.runtime.f32ref import to_bits
 
 CASES = cases()
 REDUCTIONS = ["q8_matvec", "q4_matvec", "f32_matvec", "rmsnorm", "attention"]
-# the kernel harness built with each SIMD lane's target features
-SIMD_LANES = ["simd128-wasm32", "simd128-threads-wasm32"]
+# the kernel harness built with each SIMD lane's target features (the relaxed lane's f32
+# kernels are the simd128 ones: the same trees, no relaxed instruction)
+SIMD_LANES = ["simd128-wasm32", "simd128-threads-wasm32", "relaxed-simd128-wasm32"]
 
 
 def test_every_vectorised_kernel_has_cases() -> None:

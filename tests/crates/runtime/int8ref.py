@@ -71,9 +71,14 @@ def row_dot(layout: str, row: bytes, codes: Codes, scales: Vec) -> np.float32:
     blocks = scales.size
     wc, ws = weight_codes(layout, row, blocks)
     isum = (wc * codes.reshape(blocks, BLOCK).astype(np.int64)).sum(axis=1)
+    return block_order(ws, scales, isum)
+
+
+def block_order(ws: Vec, scales: Vec, isum: npt.NDArray[np.int64]) -> np.float32:
+    """The per-row f32 steps over blocks ascending: acc = acc + (s_w * s_a) * f32(isum_b)."""
     assert np.all(np.abs(isum) < 2**24)
     acc = F32(0)
     with np.errstate(all="ignore"):
-        for b in range(blocks):
+        for b in range(ws.size):
             acc = F32(acc + F32(F32(ws[b] * scales[b]) * F32(isum[b])))
     return acc

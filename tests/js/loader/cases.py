@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.js.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
+from tests.js.loader.site import LANE_ORDER, SIMD_LANE
 
 
 @dataclass(frozen=True)
@@ -85,14 +85,14 @@ REFUSALS: list[tuple[Case, str]] = [
         "TrustedKeysInvalid",
     ),
     (
-        Case("every lane denied", options={"denyLanes": [THREADS_LANE, SIMD_LANE, SCALAR_LANE]}),
+        Case("every lane denied", options={"denyLanes": list(LANE_ORDER)}),
         "NoLaneLeft",
     ),
     (
         Case(
             "the only lane left fails its self-test",
             variant="simd-self-test-fails",
-            options={"denyLanes": [THREADS_LANE, SCALAR_LANE]},
+            options={"denyLanes": [lane for lane in LANE_ORDER if lane != SIMD_LANE]},
         ),
         "NoLaneLeft",
     ),
@@ -110,7 +110,7 @@ def golden_case(name: str, prompt: str, **kw: Any) -> Case:
     return Case(name, prompt=prompt, **kw)
 
 
-LANES = (THREADS_LANE, SIMD_LANE, SCALAR_LANE)
+LANES = LANE_ORDER
 
 
 # the bundle co-signed by two development keys (`sign`), loaded under a 2-of-2 v2 policy

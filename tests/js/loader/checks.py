@@ -8,12 +8,16 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs; installed via cyclonedx
 
+from pipeline.js.probes import DOT_SEMANTICS
 from tests.js.loader.cases import AFTER_DEATH, RETRY_AFTER_DEATH, WORKER_DIES
-from verify.formats.receipt import CapabilityReceipt
+from tests.js.loader.site import RELAXED_LANES
+from verify.formats.receipt import CapabilityReceipt, RelaxedSemantics
 
 SCHEMA = (
-    Path(__file__).resolve().parents[3] / "manifests/schemas/tinyrustlm.capability-receipt.v1.json"
+    Path(__file__).resolve().parents[3] / "manifests/schemas/tinyrustlm.capability-receipt.v2.json"
 )
+
+DOT = "i32x4.relaxed_dot_i8x16_i7x16_add_s"  # the one relaxed instruction the lanes admit
 
 
 def by_name(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -52,9 +56,10 @@ def check_ran(
 def check_worker_death_fallback(
     results: dict[str, dict[str, Any]], tokens: list[int], threads: str, simd: str
 ) -> None:
-    """A worker killed mid-prefill on a page: a typed `WorkerFailure` recorded against the threads
-    lane; the next `load()` of the same site skips it (`LaneFailed`) and simd128 gives the golden
-    tokens; `retryFailedLanes` runs the threads lane again to the same tokens."""
+    """A worker killed mid-prefill on a page: a typed `WorkerFailure` recorded against `threads`
+    (the best lane, threaded); the next `load()` of the same site skips it (`LaneFailed`) and the
+    next lane, `simd`, gives the golden tokens; `retryFailedLanes` runs `threads` again to the
+    same tokens."""
     died = results[WORKER_DIES]
     assert "error" not in died, died["error"]
     assert died["lane"] == threads
@@ -67,3 +72,21 @@ def check_worker_death_fallback(
     skipped = receipt.attempts[0]
     assert (skipped.artifact_id, skipped.error_code) == (threads, "LaneFailed"), receipt.attempts
     check_ran(results[RETRY_AFTER_DEATH], threads, tokens)
+
+
+def check_relaxed_receipt(receipt: CapabilityReceipt, lane: str) -> RelaxedSemantics:
+    """An engine that validates the relaxed probe (node, Chromium, Firefox): the receipt names
+    the semantics its out-of-range dot showed (one of the allowed), and on a relaxed lane the
+    admitted instruction and its executed count (tr_path_counters' relaxed kernel calls: the
+    self-test's int8 kernels at least, never every SIMD call, as the f32 tier runs none)."""
+    relaxed = receipt.relaxed_simd
+    [seen] = relaxed.observed_semantics
+    assert seen.instruction == DOT and seen.semantics in {s.name for s in DOT_SEMANTICS}
+    if lane in RELAXED_LANES:
+        assert relaxed.admitted == [DOT]
+        assert list(relaxed.executed) == [DOT]
+        assert 0 < relaxed.executed[DOT] < receipt.executed_path_evidence.simd_kernel_calls
+        assert receipt.selection.kernel_set.startswith("relaxed-simd128")
+    else:
+        assert relaxed.admitted == [] and relaxed.executed == {}
+    return seen

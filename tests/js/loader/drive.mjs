@@ -5,11 +5,10 @@ import { runCases } from './runner.mjs';
 const cases = JSON.parse(readFileSync(process.argv[2], 'utf-8'));
 runCases(cases).then(
   (results) => {
-    process.stdout.write(JSON.stringify(results));
-    process.exit(0);
+    // exit only once written: a pipe takes 64 KiB at a time, and exit() drops the rest
+    process.stdout.write(JSON.stringify(results), () => process.exit(0));
   },
   (e) => {
-    process.stdout.write(JSON.stringify({ error: String(e.stack || e) }));
-    process.exit(1);
+    process.stdout.write(JSON.stringify({ error: String(e.stack || e) }), () => process.exit(1));
   },
 );

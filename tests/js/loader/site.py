@@ -33,9 +33,22 @@ from verify.canonical import canonical_json
 from verify.formats.manifest import MANIFEST_PAYLOAD_TYPE
 
 HERE = Path(__file__).parent
+RELAXED_THREADS_LANE = "relaxed-simd128-threads-wasm32"
 THREADS_LANE = "simd128-threads-wasm32"
+RELAXED_LANE = "relaxed-simd128-wasm32"
 SIMD_LANE = "simd128-wasm32"
 SCALAR_LANE = "scalar-wasm32"
+# the loader's choice order where every probe validates and the page is isolated (choice.js)
+LANE_ORDER = (RELAXED_THREADS_LANE, THREADS_LANE, RELAXED_LANE, SIMD_LANE, SCALAR_LANE)
+RELAXED_LANES = (RELAXED_THREADS_LANE, RELAXED_LANE)
+RELAXED_OFF = {"relaxedSimd": "off"}
+
+
+def deny_above(lane: str) -> dict[str, list[str]]:
+    """The options that make `lane` the first candidate: every better lane denied."""
+    return {"denyLanes": list(LANE_ORDER[: LANE_ORDER.index(lane)])}
+
+
 # The embedded self-test model (crates/core/src/selftest/tiny.trlm) starts with its magic and
 # format version 1; version 3 (no tier) makes `e2e.tiny_greedy` fail with UnsupportedFeature.
 TINY_MODEL_HEAD = b"TRLMODEL\x01\x00\x00\x00"
@@ -182,6 +195,8 @@ VARIANTS: dict[str, Callable[[Path, Signer, Signer], None]] = {
     "threads-disabled": threads_disabled,
     "threads-self-test-fails": self_test_fails(THREADS_LANE),
     "simd-self-test-fails": self_test_fails(SIMD_LANE),
+    "relaxed-threads-self-test-fails": self_test_fails(RELAXED_THREADS_LANE),
+    "relaxed-self-test-fails": self_test_fails(RELAXED_LANE),
     "probe-tampered": probe_tampered,
 }
 

@@ -104,12 +104,21 @@ def test_an_export_the_loader_needs_must_exist(tree: Path) -> None:
 
 
 THREADS = "simd128-threads-wasm32"
+RELAXED_THREADS = "relaxed-simd128-threads-wasm32"  # shares the threads lane's exports
 
 
 def changed(lane: str, **fields: object) -> dict[str, WasmPolicy]:
     """The shipped wasm lane policies with `fields` of `lane` replaced."""
     policies = load_wasm_policies()
     policies[lane] = dataclasses.replace(policies[lane], **fields)  # type: ignore[arg-type]
+    return policies
+
+
+def changed_threads(**fields: object) -> dict[str, WasmPolicy]:
+    """`changed` on every shared-memory lane alike (the loader has one list for them)."""
+    policies = load_wasm_policies()
+    for lane in (THREADS, RELAXED_THREADS):
+        policies[lane] = dataclasses.replace(policies[lane], **fields)  # type: ignore[arg-type]
     return policies
 
 
@@ -126,7 +135,7 @@ def test_the_loader_exports_are_the_lane_policy() -> None:
 
 def test_an_export_added_to_the_policy_reaches_the_js(tree: Path) -> None:
     extra = (*load_wasm_policies()[THREADS].required_exports, "tr_fault_cancel_at_barrier")
-    text = constants.render(tree, changed(THREADS, required_exports=extra))
+    text = constants.render(tree, changed_threads(required_exports=extra))
     threads_line = next(line for line in text.splitlines() if "THREADS_EXPORTS =" in line)
     assert "'tr_fault_cancel_at_barrier'" in threads_line
 
@@ -152,14 +161,15 @@ def test_a_policy_the_loader_cannot_check_is_an_error(
 def test_an_export_the_policy_requires_must_exist_in_rust(tree: Path) -> None:
     extra = (*load_wasm_policies()[THREADS].required_exports, "tr_not_in_rust")
     with pytest.raises(PipelineError, match="tr_not_in_rust"):
-        constants.render(tree, changed(THREADS, required_exports=extra))
+        constants.render(tree, changed_threads(required_exports=extra))
 
 
 def test_feature_probes_come_from_the_feature_table_and_policy() -> None:
-    ids = ["bulk-memory", "simd128", "threads", "other"]
+    ids = ["bulk-memory", "relaxed-simd", "simd128", "threads", "other"]
     probes = constants.feature_probes(load_wasm_policies(), ids)
     assert probes["mutable-globals"] is None  # the lowest lane's: no probe
     assert probes["simd128"] == "simd128"  # a probe named by the LLVM name
+    assert probes["relaxed-simd"] == "relaxed-simd"  # the relaxed lanes' feature
     assert probes["atomics"] == "threads"  # ... or by verify's proposal name
     assert "memory64" not in probes  # no probe, and no lane allows it
 
@@ -173,5 +183,7 @@ def test_a_lane_feature_without_a_probe_is_an_error(tree: Path) -> None:
 def test_a_feature_the_lowest_lane_gains_needs_no_probe() -> None:
     base = load_wasm_policies()["scalar-wasm32"].allowed
     policies = changed("scalar-wasm32", allowed=base | Proposal.SIGN_EXTENSION)
-    probes = constants.feature_probes(policies, ["bulk-memory", "simd128", "threads"])
+    probes = constants.feature_probes(
+        policies, ["bulk-memory", "relaxed-simd", "simd128", "threads"]
+    )
     assert probes["sign-ext"] is None

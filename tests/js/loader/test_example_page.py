@@ -15,7 +15,7 @@ import pytest
 from pipeline import serve
 from tests.js.loader.cdp import Page
 from tests.js.loader.checks import check_receipt
-from tests.js.loader.site import SIMD_LANE, THREADS_LANE
+from tests.js.loader.site import RELAXED_LANE, RELAXED_THREADS_LANE
 from tests.js.loader.test_loader_chromium import FLAGS
 
 pytestmark = pytest.mark.integration
@@ -92,7 +92,11 @@ def shown(
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
 @pytest.mark.parametrize(
     ("isolated", "service_worker", "lane"),
-    [(True, True, THREADS_LANE), (False, True, THREADS_LANE), (False, False, SIMD_LANE)],
+    [
+        (True, True, RELAXED_THREADS_LANE),
+        (False, True, RELAXED_THREADS_LANE),
+        (False, False, RELAXED_LANE),
+    ],
     ids=["isolated", "isolated by the service worker", "not isolated"],
 )
 def test_the_example_page_shows_lane_receipt_and_tokens(
@@ -104,7 +108,8 @@ def test_the_example_page_shows_lane_receipt_and_tokens(
     lane: str,
 ) -> None:
     """Without COOP/COEP headers the page's service worker (js/coi-serviceworker.js) isolates
-    it after one reload, so the threads lane runs; without the worker, simd128."""
+    it after one reload, so the relaxed threads lane runs (Chromium runs relaxed SIMD); without
+    the worker, the relaxed lane."""
     bundle, key = loader_bundle
     [(state, _)] = shown(
         bundle,
@@ -172,6 +177,6 @@ def test_with_the_server_stopped_the_page_still_loads(
     (first, _), _, (offline, requests) = visits
     assert requests == []  # nothing reached a server
     assert offline["status"].endswith("done"), offline["status"]
-    assert offline["lane"] == THREADS_LANE  # still isolated (by the worker's headers offline)
+    assert offline["lane"] == RELAXED_THREADS_LANE  # still isolated (the worker's headers, offline)
     assert [f["cache"] for f in json.loads(offline["receipt"])["fetched"]] == ["hit", "hit"]
     assert offline["tokens"] == first["tokens"]

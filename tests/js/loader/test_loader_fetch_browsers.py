@@ -3,7 +3,10 @@ harness's launchers) against a real release: endless manifest,
 signature, module and model bodies refused at their bounds (the server stops sending); progress
 monotonic and complete; the Cache API store (a hit re-hashed, a poisoned entry dropped and
 fetched again); a release older than one accepted on an earlier page load refused (Rollback,
-IndexedDB); every lane under a strict CSP page; the JS heap while a 64 MiB model loads."""
+IndexedDB); every lane under a strict CSP page (Chromium and Firefox run the relaxed-SIMD
+lanes; WebKit refuses them at the probe, FeatureMissing, and falls back: asserted, not
+skipped); the loader's first choice and the relaxed semantic probe's finding per engine; the JS
+heap while a 64 MiB model loads."""
 
 from __future__ import annotations
 
@@ -19,14 +22,23 @@ from pipeline.conformance import browsers
 from pipeline.modelpack import PRESETS, pack
 from pipeline.serve import ENDLESS_LIMIT, Site
 from tests.js.loader.cases import Case, Env
-from tests.js.loader.checks import by_name, check_ran, check_receipt
+from tests.js.loader.checks import (
+    DOT,
+    by_name,
+    check_ran,
+    check_receipt,
+    check_relaxed_receipt,
+)
 from tests.js.loader.conftest import serve
 from tests.js.loader.site import (
+    LANE_ORDER,
     NEWER_VERSION,
-    SCALAR_LANE,
+    RELAXED_LANES,
+    RELAXED_THREADS_LANE,
     SIMD_LANE,
     THREADS_LANE,
     artifact,
+    deny_above,
     manifest_of,
 )
 from tests.js.loader.test_loader_chromium import run_page
@@ -36,9 +48,11 @@ from tests.js.loader.test_loader_fetch_node import (
     SLACK,
     endless_overrides,
 )
+from verify.formats.receipt import CapabilityReceipt
 
 pytestmark = pytest.mark.integration
-DENY_THREADS = {"denyLanes": [THREADS_LANE]}
+DENY_THREADS = deny_above(SIMD_LANE)  # every lane above simd128 (threads, relaxed)
+RELAXED_MISSING = "probe(s) for relaxed-simd do not validate"
 BIG_MODEL = "/big-model.trlm"
 STORAGE_SETTLE = 1.0
 
@@ -56,6 +70,36 @@ def env_of(site: Path, url: str, sha256: str) -> Env:
         stalled_worker=f"{url}stalled/worker.js",
         model_size=(site / "model.trlm").stat().st_size,
     )
+
+
+def runs_on(engine: str, lane: str) -> str:
+    """The lane the loader runs when `lane` is its first candidate: WebKit has no relaxed SIMD,
+    so there a relaxed lane is refused at the probe and the next lane without it runs."""
+    if engine != "webkit" or lane not in RELAXED_LANES:
+        return lane
+    return next(x for x in LANE_ORDER[LANE_ORDER.index(lane) :] if x not in RELAXED_LANES)
+
+
+def check_lane(
+    result: dict[str, Any], engine: str, lane: str, tokens: list[int] | None = None
+) -> CapabilityReceipt:
+    """`lane` (the first candidate) ran, or in WebKit its relaxed-SIMD refusal is in the
+    receipt and the fallback ran; the receipt's relaxed-SIMD record fits the engine."""
+    ran = runs_on(engine, lane)
+    receipt = check_ran(result, ran, tokens)
+    if engine == "webkit":
+        refused = [
+            (a.artifact_id, a.outcome, a.error_code, a.detail)
+            for a in receipt.attempts
+            if a.artifact_id in RELAXED_LANES
+        ]
+        if lane in RELAXED_LANES:
+            assert (lane, "skipped", "FeatureMissing", RELAXED_MISSING) in refused, refused
+        assert receipt.relaxed_simd.observed_semantics == []  # the semantic probe never ran
+        assert receipt.relaxed_simd.admitted == [] and receipt.relaxed_simd.executed == {}
+    else:
+        check_relaxed_receipt(receipt, ran)
+    return receipt
 
 
 def specs(cases: list[tuple[Case, dict[str, Any]]], env: Env) -> list[dict[str, Any]]:
@@ -126,6 +170,7 @@ def results(
             {"measureHeap": True},
         ),
         (Case("accept newer", variant="newer-version"), {}),
+        (Case("first choice", prompt=prompt), {}),
     ]
     profile = tmp_path_factory.mktemp("profile")
     served.requests.clear()
@@ -148,12 +193,8 @@ def results(
     out.update(by_name(second["results"]))
     # every lane under a strict Content-Security-Policy (no blob:, no eval)
     strict: list[tuple[Case, dict[str, Any]]] = [
-        (Case(f"csp {lane}", prompt=prompt, options={"denyLanes": deny, "cache": "none"}), {})
-        for lane, deny in (
-            (THREADS_LANE, []),
-            (SIMD_LANE, [THREADS_LANE]),
-            (SCALAR_LANE, [THREADS_LANE, SIMD_LANE]),
-        )
+        (Case(f"csp {lane}", prompt=prompt, options={**deny_above(lane), "cache": "none"}), {})
+        for lane in LANE_ORDER
     ]
     csp = run_page(
         server,
@@ -218,8 +259,9 @@ def test_an_endless_manifest_or_signature_stops_at_its_cap(
 def test_an_endless_module_stops_at_its_signed_size(results: dict[str, Any], site: Path) -> None:
     error = results["endless module"]["error"]
     manifest = json.loads((site / "b/manifest.json").read_bytes())
-    threads = next(a for a in manifest["artifacts"] if a["id"] == THREADS_LANE)
-    assert (error["code"], error["detail"]["limit"]) == ("BoundExceeded", threads["size"]), error
+    first = runs_on(results["_engine"], RELAXED_THREADS_LANE)  # the first module fetched
+    size = next(a["size"] for a in manifest["artifacts"] if a["id"] == first)
+    assert (error["code"], error["detail"]["limit"]) == ("BoundExceeded", size), error
     assert results["endless module"]["stats"]["instantiations"] == 0
 
 
@@ -297,13 +339,37 @@ def test_an_older_release_is_refused_on_a_later_page_load(results: dict[str, Any
     assert "error" not in results["older allowed"], results["older allowed"]["error"]
 
 
-@pytest.mark.parametrize("lane", [THREADS_LANE, SIMD_LANE, SCALAR_LANE])
+@pytest.mark.parametrize("lane", LANE_ORDER)
 def test_every_lane_loads_under_a_strict_csp(
     results: dict[str, Any], golden: dict[str, Any], lane: str
 ) -> None:
+    """WebKit: a relaxed lane is refused at the probe and the next lane runs (check_lane)."""
     page = results["_csp"]
     assert page["eval_blocked"] is True  # the policy is in force
-    check_ran(by_name(page["results"])[f"csp {lane}"], lane, golden["tokens"])
+    result = by_name(page["results"])[f"csp {lane}"]
+    check_lane(result, results["_engine"], lane, golden["tokens"])
+
+
+def test_the_first_choice_and_the_relaxed_probes_finding(
+    results: dict[str, Any], golden: dict[str, Any]
+) -> None:
+    """No options, isolated: Chromium and Firefox take the relaxed threads lane and report the
+    semantics of the out-of-range dot; WebKit refuses both relaxed lanes (FeatureMissing of
+    relaxed-simd alone) and takes the threads lane."""
+    engine = results["_engine"]
+    receipt = check_lane(results["first choice"], engine, RELAXED_THREADS_LANE, golden["tokens"])
+    attempts = [(a.artifact_id, a.outcome, a.error_code) for a in receipt.attempts]
+    if engine == "webkit":
+        assert attempts == [
+            (RELAXED_THREADS_LANE, "skipped", "FeatureMissing"),
+            (RELAXED_LANES[1], "skipped", "FeatureMissing"),
+            (THREADS_LANE, "selected", None),
+        ]
+        print(f"webkit: {DOT} refused at the probe (FeatureMissing)")
+    else:
+        assert attempts == [(RELAXED_THREADS_LANE, "selected", None)]
+        [seen] = receipt.relaxed_simd.observed_semantics
+        print(f"{engine}: {DOT} out-of-range probe semantics {seen.semantics} {seen.result}")
 
 
 def test_the_big_model_streams_into_wasm_memory(results: dict[str, Any]) -> None:
@@ -325,7 +391,8 @@ def test_the_service_worker_isolates_a_page_served_without_headers(
     by_service_worker: dict[str, Any], golden: dict[str, Any], engine: str
 ) -> None:
     """Chromium and Firefox: cross-origin isolated after the worker's one reload, so the
-    threads lane runs. WebKit: reported as it is (a skip naming what ran)."""
+    relaxed threads lane runs. WebKit (no relaxed SIMD: the threads lane): reported as it is
+    (a skip naming what ran)."""
     page = by_service_worker
     assert "error" not in page, page
     result = page["results"][0]
@@ -336,4 +403,4 @@ def test_the_service_worker_isolates_a_page_served_without_headers(
         isolated = page["cross_origin_isolated"]
         pytest.skip(f"WebKit: isolated {isolated}, ran {result.get('lane')}: {attempts}")
     assert page["cross_origin_isolated"] is True
-    check_ran(result, THREADS_LANE, golden["tokens"])
+    check_lane(result, engine, RELAXED_THREADS_LANE, golden["tokens"])

@@ -20,7 +20,14 @@ from pipeline.toolchain import nodejs
 from tests.js.loader.cases import Case, Env
 from tests.js.loader.checks import by_name, check_ran, check_receipt
 from tests.js.loader.conftest import serve
-from tests.js.loader.site import NEWER_VERSION, SIMD_LANE, THREADS_LANE, artifact, manifest_of
+from tests.js.loader.site import (
+    NEWER_VERSION,
+    RELAXED_THREADS_LANE,
+    SIMD_LANE,
+    artifact,
+    deny_above,
+    manifest_of,
+)
 from verify.bundle.layout import bundle_name
 
 pytestmark = pytest.mark.integration
@@ -30,7 +37,7 @@ SIGNATURE_CAP = 1 << 20
 # chunk in flight); an unbounded one runs to ENDLESS_LIMIT (16 GiB) or out of memory.
 SLACK = 64 << 20
 MAX_RSS = 1 << 30
-DENY_THREADS = {"denyLanes": [THREADS_LANE]}
+DENY_THREADS = deny_above(SIMD_LANE)  # every lane above simd128 (threads, relaxed)
 
 
 @pytest.fixture(scope="module")
@@ -157,12 +164,12 @@ def test_an_endless_module_stops_at_its_signed_size(
 ) -> None:
     error = results["endless module"]["error"]
     assert error["code"] == "BoundExceeded", error
-    threads = next(
+    first = next(  # the loader's first candidate in node
         a
         for a in json.loads((site / "b/manifest.json").read_bytes())["artifacts"]
-        if a["id"] == THREADS_LANE
+        if a["id"] == RELAXED_THREADS_LANE
     )
-    assert error["detail"]["limit"] == threads["size"]
+    assert error["detail"]["limit"] == first["size"]
     assert results["endless module"]["stats"]["instantiations"] == 0
 
 
@@ -283,7 +290,7 @@ import { readFileSync } from 'node:fs';
 import { load } from LOADER;
 const trustedKeys = JSON.parse(readFileSync('keys.json', 'utf-8'));
 const model = { url: 'model.trlm', size: SIZE, sha256: SHA256 };
-const options = { baseUrl: 'bundle', allowDevKey: true, denyLanes: [DENY] };
+const options = { baseUrl: 'bundle', allowDevKey: true, denyLanes: DENY };
 const lm = await load({ ...options, trustedKeys, model });
 console.log(lm.receipt.module.artifact_id, lm.receipt.fetched.map((f) => f.url).join(' '));
 await lm.close();
@@ -297,7 +304,7 @@ def test_node_loads_a_bundle_path(site: Path, golden: dict[str, Any], tmp_path: 
     script = tmp_path / "run.mjs"
     script.write_text(
         BUNDLE_PATH_SCRIPT.replace("LOADER", json.dumps((site / "b/js/loader.js").as_uri()))
-        .replace("DENY", json.dumps(THREADS_LANE))
+        .replace("DENY", json.dumps(DENY_THREADS["denyLanes"]))
         .replace("SIZE", str((site / "model.trlm").stat().st_size))
         .replace("SHA256", json.dumps(golden["model_sha256"]))
     )

@@ -13,22 +13,35 @@ from pipeline.tree.lanes import LanesError, load_lanes
 
 REPO = Path(__file__).resolve().parents[3]
 LANES = REPO / "manifests" / "lanes.toml"
-SIX = [
+EIGHT = [
     "scalar-wasm32",
     "simd128-wasm32",
     "simd128-threads-wasm32",
+    "relaxed-simd128-wasm32",
+    "relaxed-simd128-threads-wasm32",
     "x86_64-unknown-linux-gnu",
     "aarch64-unknown-linux-gnu",
     "x86_64-pc-windows-gnu",
 ]
 
 
-def test_the_six_lanes_of_the_design() -> None:
+def test_the_eight_lanes_of_the_design() -> None:
     lanes = load_lanes(LANES)
-    assert sorted(lane.id for lane in lanes.lane) == sorted(SIX)
+    assert sorted(lane.id for lane in lanes.lane) == sorted(EIGHT)
     threads = lanes.select(["simd128-threads-wasm32"])[0]
     assert threads.shared_memory is not None
     assert threads.shared_memory.max_bytes == 1 << 32  # any plan wasm32 can address
+    # the relaxed lanes: the simd128 lanes' flags and memory, plus relaxed-simd
+    simd, relaxed = lanes.select(["simd128-wasm32", "relaxed-simd128-wasm32"])
+    relaxed_threads = lanes.select(["relaxed-simd128-threads-wasm32"])[0]
+    for plain, lane in ((simd, relaxed), (threads, relaxed_threads)):
+        assert lane.expected_features == [
+            *plain.expected_features[:1],
+            "relaxed-simd",
+            *plain.expected_features[1:],
+        ]
+        assert lane.link_args == plain.link_args and lane.env == plain.env
+        assert lane.shared_memory == plain.shared_memory
     scalar = lanes.select(["scalar-wasm32"])[0]
     assert scalar.rustflags == ["-C", "target-cpu=mvp", "-C", "strip=debuginfo"]
     assert scalar.expected_features == []

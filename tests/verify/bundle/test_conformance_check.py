@@ -38,6 +38,7 @@ FIRST, SECOND = CASE_LIST[0].id, CASE_LIST[1].id
 C = "conformance.json"
 V1 = "tinyrustlm.conformance-report.v1"
 V2 = "tinyrustlm.conformance-report.v2"
+RECEIPT_V1 = "tinyrustlm.capability-receipt.v1"
 V3 = "tinyrustlm.conformance-report.v3"
 
 Doc = dict[str, Any]
@@ -211,6 +212,12 @@ def _receipt(
             row["receipt_sha256"] = receipt_sha256(row["receipt"])
 
     return apply
+
+
+def _as_v1(receipt: Doc) -> None:
+    """A v2 receipt as v1 was published: no relaxed_simd."""
+    del receipt["relaxed_simd"]
+    receipt["schema"] = RECEIPT_V1
 
 
 def _append(
@@ -442,15 +449,31 @@ TABLE: list[Case] = [
          where=f"{C}: rows[2].receipt_sha256"),
     Case("a receipt of another schema", _receipt("node", lambda r: r.update(schema="x")),
          error=e.ConformanceInvalid,
-         message="row node/scalar [f32]: not a tinyrustlm.capability-receipt.v1: schema: Input "
-                 "should be 'tinyrustlm.capability-receipt.v1'",
+         message="row node/scalar [f32]: not a tinyrustlm.capability-receipt.v2: schema: Input "
+                 "should be 'tinyrustlm.capability-receipt.v2'",
          where=f"{C}: rows[2].receipt.schema"),
     Case("a receipt with a bool for a number",
          _receipt("node", lambda r: r["observed"].update(workers_started=True)),
          error=e.ConformanceInvalid,
-         message="row node/scalar [f32]: not a tinyrustlm.capability-receipt.v1: "
+         message="row node/scalar [f32]: not a tinyrustlm.capability-receipt.v2: "
                  "observed.workers_started: Input should be a valid integer",
          where=f"{C}: rows[2].receipt.observed.workers_started"),
+    # receipts published before the relaxed lanes (v1, no relaxed_simd) are still read
+    Case("a v1 receipt",
+         _receipt("node", lambda r: _as_v1(r)),
+         verdict="14 rows, 14 pass, tiers f32/int8"),
+    Case("a v1 receipt with v2's relaxed_simd",
+         _receipt("node", lambda r: r.update(schema=RECEIPT_V1)),
+         error=e.ConformanceInvalid,
+         message="row node/scalar [f32]: not a tinyrustlm.capability-receipt.v1: "
+                 "relaxed_simd: Extra inputs are not permitted",
+         where=f"{C}: rows[2].receipt.relaxed_simd"),
+    Case("a v2 receipt without relaxed_simd",
+         _receipt("node", lambda r: r.pop("relaxed_simd")),
+         error=e.ConformanceInvalid,
+         message="row node/scalar [f32]: not a tinyrustlm.capability-receipt.v2: "
+                 "relaxed_simd: Field required",
+         where=f"{C}: rows[2].receipt.relaxed_simd"),
     Case("a receipt of another module",
          _receipt("chromium", lambda r: r["module"].update(sha256=LANES["simd128"])),
          error=e.ConformanceMismatch,

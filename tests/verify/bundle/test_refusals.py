@@ -47,7 +47,7 @@ from verify.canonical import canonical_json
 from verify.errors import VerifyError
 from verify.formats.conformance import MODEL_TIERS
 from verify.formats.manifest import ModuleManifest
-from verify.formats.report import VerificationReport
+from verify.formats.report import VerificationReport, WasmSummary
 from verify.inputs import InputError, read_regular_file
 
 TARBALL = "tinyrustlm-9.9.9.tar.gz"
@@ -1002,6 +1002,25 @@ def _twice(artifacts: Any) -> VerificationReport:
     return report.model_copy(update={"artifacts": [*report.artifacts, report.artifacts[0]]})
 
 
+def _holding_relaxed(lane: str) -> Any:
+    """fake_report with `lane`'s module holding one relaxed dot (its manifest lists none)."""
+
+    def derive(artifacts: Any) -> VerificationReport:
+        report = fake_report(artifacts)
+        summary = WasmSummary(
+            instruction_count=1, function_count=1, required_proposals=["relaxed-simd"],
+            proposal_counts={"relaxed-simd": 1}, declared_target_features=[],
+            target_features_section=False, imports=[], exports=[], memories=[],
+            custom_sections=[], memory_grow_count=0, cross_checked=False,
+            relaxed_instructions={"i32x4.relaxed_dot_i8x16_i7x16_add_s": 1},
+        )  # fmt: skip
+        rows = [r.model_copy(update={"wasm": summary}) if r.lane == lane else r
+                for r in report.artifacts]  # fmt: skip
+        return report.model_copy(update={"artifacts": rows})
+
+    return derive
+
+
 LANES = sorted(["scalar-wasm32", "simd128-wasm32", "simd128-threads-wasm32",
                 "x86_64-unknown-linux-gnu"])  # fmt: skip
 # name -> (what the bundle ships, what re-inspection derives, (id, message, where))
@@ -1019,6 +1038,15 @@ REPORT_REFUSALS: dict[str, tuple[Any, Any, tuple[str, str, str]]] = {
         fake_report,
         ("report.mismatch", f"lane {LANES[2]}: the bundle's findings differ from re-inspection "
          "with the verifier's policy", f"{REPORT}: {LANES[2]}"),
+    ),
+    # the signed manifest names the relaxed instructions each module holds: a module whose
+    # bytes hold one the manifest does not list is refused
+    "relaxed-instructions-the-manifest-does-not-list": (
+        fake_report,
+        _holding_relaxed("simd128-wasm32"),
+        ("report.mismatch", "lane simd128-wasm32: the manifest lists relaxed instructions {}, "
+         "the module holds {'i32x4.relaxed_dot_i8x16_i7x16_add_s': 1}",
+         "manifest.json: artifacts[simd128-wasm32].relaxed_instructions"),
     ),
     # re-inspection itself reporting a lane twice names the verifier's report, not the
     # bundle's file, so nobody goes looking for the fault in the bundle

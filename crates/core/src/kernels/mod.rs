@@ -5,7 +5,9 @@
 //!
 //! `simd128` (SIMD128 kernels, same signatures) replaces `scalar` as `active` when the build
 //! enables the `simd128` target feature. The threads lane additionally installs a `Parallel`
-//! row runner: `matvec` then splits its output rows over the worker pool.
+//! row runner: `matvec` then splits its output rows over the worker pool. A build that also
+//! enables `relaxed-simd` (the relaxed lanes) runs the integer tier on `relaxed_int` (one
+//! relaxed instruction, exact by construction, CONTRACT.md §12); its f32 tier stays `simd128`.
 
 use core::ops::Range;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -14,6 +16,8 @@ use crate::quant::{row_blocks, Layout, BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
 use crate::result::{TrResult, TrReturn};
 
 pub mod int8;
+#[cfg(all(target_feature = "simd128", target_feature = "relaxed-simd"))]
+pub mod relaxed_int;
 pub mod scalar;
 #[cfg(target_feature = "simd128")]
 pub mod simd128;
@@ -23,17 +27,24 @@ pub mod tolerance;
 
 #[cfg(not(target_feature = "simd128"))]
 use int8 as active_int;
+#[cfg(all(target_feature = "simd128", target_feature = "relaxed-simd"))]
+use relaxed_int as active_int;
 #[cfg(not(target_feature = "simd128"))]
 use scalar as active;
 #[cfg(target_feature = "simd128")]
 use simd128 as active;
-#[cfg(target_feature = "simd128")]
+#[cfg(all(target_feature = "simd128", not(target_feature = "relaxed-simd")))]
 use simd128_int as active_int;
 
 use crate::model::Tier;
 
-/// Kernel set identity reported by receipts; changes with `active` (and the row runner).
-pub const KERNEL_SET: &str = if cfg!(target_feature = "atomics") {
+/// Kernel set identity reported by receipts; changes with `active` (and the row runner). The
+/// relaxed lanes' f32 sets are the simd128 kernels built in those lanes (no relaxed op).
+pub const KERNEL_SET: &str = if cfg!(all(target_feature = "relaxed-simd", target_feature = "atomics")) {
+    "relaxed-simd128-threads-v1"
+} else if cfg!(target_feature = "relaxed-simd") {
+    "relaxed-simd128-v1"
+} else if cfg!(target_feature = "atomics") {
     "simd128-threads-v1"
 } else if cfg!(target_feature = "simd128") {
     "simd128-v1"
@@ -42,13 +53,22 @@ pub const KERNEL_SET: &str = if cfg!(target_feature = "atomics") {
 };
 
 /// Kernel set of the integer tier (format v2 models, CONTRACT.md §10); receipts name both.
-pub const KERNEL_SET_INT8: &str = if cfg!(target_feature = "atomics") {
+pub const KERNEL_SET_INT8: &str = if cfg!(all(target_feature = "relaxed-simd", target_feature = "atomics")) {
+    "relaxed-simd128-threads-int8-v1"
+} else if cfg!(target_feature = "relaxed-simd") {
+    "relaxed-simd128-int8-v1"
+} else if cfg!(target_feature = "atomics") {
     "simd128-threads-int8-v1"
 } else if cfg!(target_feature = "simd128") {
     "simd128-int8-v1"
 } else {
     "scalar-int8-v1"
 };
+
+/// The relaxed instructions the active kernels can execute (by their Wasm names; empty on
+/// every lane without `relaxed-simd`): the lane policy admits exactly these.
+pub const RELAXED_INSTRUCTIONS: &[&str] =
+    if cfg!(target_feature = "relaxed-simd") { &["i32x4.relaxed_dot_i8x16_i7x16_add_s"] } else { &[] };
 
 /// The kernel set a model of `tier` runs on this build.
 pub fn kernel_set(tier: Tier) -> &'static str {
@@ -117,6 +137,8 @@ pub fn attention_head_tier(
 // Executed-path evidence: every kernel implementation bumps exactly one of these per call.
 static SCALAR_CALLS: AtomicU64 = AtomicU64::new(0);
 static SIMD_CALLS: AtomicU64 = AtomicU64::new(0);
+// Of the SIMD calls, those of kernels that execute a relaxed instruction (`relaxed_int`).
+static RELAXED_CALLS: AtomicU64 = AtomicU64::new(0);
 
 #[inline]
 pub fn count_scalar() {
@@ -128,9 +150,19 @@ pub fn count_simd() {
     SIMD_CALLS.fetch_add(1, Ordering::Relaxed);
 }
 
+#[inline]
+pub fn count_relaxed() {
+    RELAXED_CALLS.fetch_add(1, Ordering::Relaxed);
+}
+
 /// (scalar kernel calls, SIMD kernel calls) since start.
 pub fn path_counters() -> (u64, u64) {
     (SCALAR_CALLS.load(Ordering::Relaxed), SIMD_CALLS.load(Ordering::Relaxed))
+}
+
+/// Calls of kernels that execute `RELAXED_INSTRUCTIONS` since start (0 on lanes without them).
+pub fn relaxed_calls() -> u64 {
+    RELAXED_CALLS.load(Ordering::Relaxed)
 }
 
 fn require(ok: bool) -> TrReturn<()> {

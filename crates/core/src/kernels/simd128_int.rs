@@ -8,8 +8,12 @@
 //! rows are transposed and added to one i32x4 (row r in lane r), converted exactly to f32
 //! (|isum| < 2^24). Whole blocks only: the tail block's padded weight codes are stored bytes of
 //! the block (so the loads stay inside the row) and meet activation codes that are zero.
+//!
+//! The row and tile loops are generic over `BlockDot` (how one block's integer dot runs): the
+//! relaxed-SIMD set (`relaxed_int.rs`) runs the same loops with its own block dot.
 
 use core::arch::wasm32::*;
+use core::mem::MaybeUninit;
 
 use super::simd128::{load16, q4_codes, scale_of, touch_lines, PREFETCH_AHEAD};
 use super::{count_simd, int8};
@@ -19,18 +23,29 @@ use crate::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
 pub use super::simd128::{attention_head, rmsnorm};
 
 #[inline(always)]
-fn load16_i8(b: &[i8], at: usize) -> v128 {
+pub(super) fn load16_i8(b: &[i8], at: usize) -> v128 {
     let sixteen = &b[at..at + 16];
     // SAFETY: `sixteen` is 16 readable bytes; v128_load has no alignment requirement.
     unsafe { v128_load(sixteen.as_ptr() as *const v128) }
 }
 
-/// The 32 codes of one block as two i8x16 (elements 0..16, 16..32). A generic parameter, not
-/// a fn pointer: each layout's kernel is monomorphized and the code load inlined (an indirect
-/// call per row and block measured 2x slower than the f32 tier).
-trait Codes: Copy {
+/// How one layout's block dot runs in one kernel set (SIMD128 here, relaxed SIMD in
+/// `relaxed_int.rs`): a block's weight codes loaded and prepared once (`W`), one token's
+/// activation codes of the block prepared once (`A`), and their dot as one i32x4 whose four
+/// lanes sum to the block's isum (integers: exact in any order). A generic parameter, not a fn
+/// pointer: each kernel is monomorphized and the code loads inlined (an indirect call per row
+/// and block measured 2x slower than the f32 tier).
+pub(super) trait BlockDot: Copy {
     const BLOCK_BYTES: usize;
-    fn codes(block: &[u8]) -> (v128, v128);
+    /// `rows` prepares one token's activations of every block once per call (up to
+    /// `PREPARED_BLOCKS`) instead of once per group of four rows.
+    const PREPARE: bool;
+    type W: Copy;
+    type A: Copy;
+    fn weights(block: &[u8]) -> Self::W;
+    fn acts(codes: &[i8]) -> Self::A;
+    fn partials(w: &Self::W, a: &Self::A) -> v128;
+    /// One whole row by the oracle (the rows beyond the last group of four).
     fn tail(row: &[u8], ac: &[i8], asc: &[f32]) -> f32;
 }
 
@@ -39,22 +54,44 @@ struct Q8;
 #[derive(Clone, Copy)]
 struct Q4;
 
-impl Codes for Q8 {
+impl BlockDot for Q8 {
     const BLOCK_BYTES: usize = Q8_BLOCK_BYTES;
+    const PREPARE: bool = false;
+    type W = [v128; 4];
+    type A = [v128; 4];
     #[inline(always)]
-    fn codes(block: &[u8]) -> (v128, v128) {
-        q8_codes(block)
+    fn weights(block: &[u8]) -> [v128; 4] {
+        widen(q8_codes(block))
+    }
+    #[inline(always)]
+    fn acts(codes: &[i8]) -> [v128; 4] {
+        widen_acts(codes)
+    }
+    #[inline(always)]
+    fn partials(w: &[v128; 4], a: &[v128; 4]) -> v128 {
+        partials_wide(w, a)
     }
     fn tail(row: &[u8], ac: &[i8], asc: &[f32]) -> f32 {
         int8::row_q8(row, ac, asc)
     }
 }
 
-impl Codes for Q4 {
+impl BlockDot for Q4 {
     const BLOCK_BYTES: usize = Q4_BLOCK_BYTES;
+    const PREPARE: bool = false;
+    type W = [v128; 4];
+    type A = [v128; 4];
     #[inline(always)]
-    fn codes(block: &[u8]) -> (v128, v128) {
-        q4_codes(block)
+    fn weights(block: &[u8]) -> [v128; 4] {
+        widen(q4_codes(block))
+    }
+    #[inline(always)]
+    fn acts(codes: &[i8]) -> [v128; 4] {
+        widen_acts(codes)
+    }
+    #[inline(always)]
+    fn partials(w: &[v128; 4], a: &[v128; 4]) -> v128 {
+        partials_wide(w, a)
     }
     fn tail(row: &[u8], ac: &[i8], asc: &[f32]) -> f32 {
         int8::row_q4(row, ac, asc)
@@ -74,10 +111,9 @@ fn widen_acts(codes: &[i8]) -> [v128; 4] {
     [i16x8_extend_low_i8x16(a0), i16x8_extend_high_i8x16(a0), i16x8_extend_low_i8x16(a1), i16x8_extend_high_i8x16(a1)]
 }
 
-/// One block's 32 weight codes widened to four i16x8.
+/// One block's 32 weight codes (two i8x16) widened to four i16x8.
 #[inline(always)]
-fn widen_weights<C: Codes>(block: &[u8]) -> [v128; 4] {
-    let (lo, hi) = C::codes(block);
+fn widen((lo, hi): (v128, v128)) -> [v128; 4] {
     [i16x8_extend_low_i8x16(lo), i16x8_extend_high_i8x16(lo), i16x8_extend_low_i8x16(hi), i16x8_extend_high_i8x16(hi)]
 }
 
@@ -93,7 +129,7 @@ fn partials_wide(w: &[v128; 4], a: &[v128; 4]) -> v128 {
 
 /// [sum(p0), sum(p1), sum(p2), sum(p3)] (integer adds: exact in any order).
 #[inline(always)]
-fn transpose_sum(p0: v128, p1: v128, p2: v128, p3: v128) -> v128 {
+pub(super) fn transpose_sum(p0: v128, p1: v128, p2: v128, p3: v128) -> v128 {
     let s01 = i32x4_add(i32x4_shuffle::<0, 4, 2, 6>(p0, p1), i32x4_shuffle::<1, 5, 3, 7>(p0, p1));
     let s23 = i32x4_add(i32x4_shuffle::<0, 4, 2, 6>(p2, p3), i32x4_shuffle::<1, 5, 3, 7>(p2, p3));
     i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(s01, s23), i32x4_shuffle::<2, 3, 6, 7>(s01, s23))
@@ -101,22 +137,21 @@ fn transpose_sum(p0: v128, p1: v128, p2: v128, p3: v128) -> v128 {
 
 /// Four rows (`rows`, whole stored rows) against one token: the rows' values in lanes 0..4.
 /// Iterators, not index arithmetic: the release profile keeps overflow checks, which would
-/// check every `b * block_bytes`.
+/// check every `b * block_bytes`. `acts`: the token's prepared activations, block by block.
 #[inline(always)]
-fn quad<C: Codes>(rows: &[u8], row_bytes: usize, ac: &[i8], asc: &[f32]) -> v128 {
+fn quad<D: BlockDot>(rows: &[u8], row_bytes: usize, acts: impl Iterator<Item = D::A>, asc: &[f32]) -> v128 {
     let (r01, r23) = rows.split_at(2 * row_bytes);
     let (r0, r1) = r01.split_at(row_bytes);
     let (r2, r3) = r23.split_at(row_bytes);
-    let bb = C::BLOCK_BYTES;
+    let bb = D::BLOCK_BYTES;
     let blocks = r0.chunks_exact(bb).zip(r1.chunks_exact(bb)).zip(r2.chunks_exact(bb)).zip(r3.chunks_exact(bb));
     let mut acc = f32x4_splat(0.0);
-    for ((((b0, b1), b2), b3), (a, a_scale)) in blocks.zip(ac.chunks_exact(BLOCK).zip(asc)) {
-        let a = widen_acts(a);
+    for ((((b0, b1), b2), b3), (a, a_scale)) in blocks.zip(acts.zip(asc)) {
         let isum = transpose_sum(
-            partials_wide(&widen_weights::<C>(b0), &a),
-            partials_wide(&widen_weights::<C>(b1), &a),
-            partials_wide(&widen_weights::<C>(b2), &a),
-            partials_wide(&widen_weights::<C>(b3), &a),
+            D::partials(&D::weights(b0), &a),
+            D::partials(&D::weights(b1), &a),
+            D::partials(&D::weights(b2), &a),
+            D::partials(&D::weights(b3), &a),
         );
         let ws = f32x4(scale_of(b0), scale_of(b1), scale_of(b2), scale_of(b3));
         // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
@@ -132,11 +167,22 @@ fn store_quad(four: &mut [f32], v: v128) {
     unsafe { v128_store(four.as_mut_ptr() as *mut v128, v) }
 }
 
-fn rows<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
-    let row_bytes = asc.len() * C::BLOCK_BYTES;
+/// Blocks of prepared activations `rows` keeps on its stack (`BlockDot::PREPARE`): 4096
+/// columns, every matrix of the bench model (at most 128 * 80 bytes).
+const PREPARED_BLOCKS: usize = 128;
+
+pub(super) fn rows<D: BlockDot>(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
+    let row_bytes = asc.len() * D::BLOCK_BYTES;
     if row_bytes == 0 {
         out.iter_mut().for_each(|o| *o = 0.0);
         return;
+    }
+    let mut prepared = [const { MaybeUninit::<D::A>::uninit() }; PREPARED_BLOCKS];
+    let prepare = D::PREPARE && asc.len() <= PREPARED_BLOCKS;
+    if prepare {
+        for (slot, a) in prepared.iter_mut().zip(ac.chunks_exact(BLOCK)) {
+            slot.write(D::acts(a));
+        }
     }
     let mut quads = out.chunks_exact_mut(4);
     let mut groups = w.chunks_exact(4 * row_bytes);
@@ -144,10 +190,17 @@ fn rows<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], out: &mut [f32]) {
     for (o, four) in (&mut quads).zip(&mut groups) {
         touch_lines(w, start.saturating_add((4 * row_bytes).max(PREFETCH_AHEAD)), 4 * row_bytes);
         start += 4 * row_bytes;
-        store_quad(o, quad::<C>(four, row_bytes, ac, asc));
+        let v = if prepare {
+            // SAFETY: the first asc.len() slots were written above.
+            let ready = prepared[..asc.len()].iter().map(|a| unsafe { a.assume_init() });
+            quad::<D>(four, row_bytes, ready, asc)
+        } else {
+            quad::<D>(four, row_bytes, ac.chunks_exact(BLOCK).map(D::acts), asc)
+        };
+        store_quad(o, v);
     }
     for (o, row) in quads.into_remainder().iter_mut().zip(groups.remainder().chunks_exact(row_bytes)) {
-        *o = C::tail(row, ac, asc);
+        *o = D::tail(row, ac, asc);
     }
 }
 
@@ -174,26 +227,21 @@ const GROUP: usize = 8;
 /// group runs the oracle's per-(row, token) step `acc + (s_w * s_a) * isum_b` in its lane, so
 /// each (row, token) still accumulates its blocks in ascending order.
 #[inline(always)]
-fn quad_group<C: Codes>(rows: &[u8], row_bytes: usize, group: &[(&[i8], &[f32])], acc: &mut [v128]) {
+fn quad_group<D: BlockDot>(rows: &[u8], row_bytes: usize, group: &[(&[i8], &[f32])], acc: &mut [v128]) {
     let (r01, r23) = rows.split_at(2 * row_bytes);
     let (r0, r1) = r01.split_at(row_bytes);
     let (r2, r3) = r23.split_at(row_bytes);
-    let bb = C::BLOCK_BYTES;
+    let bb = D::BLOCK_BYTES;
     let blocks = r0.chunks_exact(bb).zip(r1.chunks_exact(bb)).zip(r2.chunks_exact(bb)).zip(r3.chunks_exact(bb));
     acc.iter_mut().for_each(|a| *a = f32x4_splat(0.0));
     let mut at = 0usize; // the block's first activation code
     for (b, (((b0, b1), b2), b3)) in blocks.enumerate() {
-        let (w0, w1, w2, w3) =
-            (widen_weights::<C>(b0), widen_weights::<C>(b1), widen_weights::<C>(b2), widen_weights::<C>(b3));
+        let (w0, w1, w2, w3) = (D::weights(b0), D::weights(b1), D::weights(b2), D::weights(b3));
         let ws = f32x4(scale_of(b0), scale_of(b1), scale_of(b2), scale_of(b3));
         for (a_acc, (tc, ts)) in acc.iter_mut().zip(group) {
-            let a = widen_acts(&tc[at..at + BLOCK]);
-            let isum = transpose_sum(
-                partials_wide(&w0, &a),
-                partials_wide(&w1, &a),
-                partials_wide(&w2, &a),
-                partials_wide(&w3, &a),
-            );
+            let a = D::acts(&tc[at..at + BLOCK]);
+            let isum =
+                transpose_sum(D::partials(&w0, &a), D::partials(&w1, &a), D::partials(&w2, &a), D::partials(&w3, &a));
             // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
             *a_acc = f32x4_add(*a_acc, f32x4_mul(f32x4_mul(ws, f32x4_splat(ts[b])), f32x4_convert_i32x4(isum)));
         }
@@ -201,11 +249,17 @@ fn quad_group<C: Codes>(rows: &[u8], row_bytes: usize, group: &[(&[i8], &[f32])]
     }
 }
 
-fn tile<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dyn FnMut(usize, usize, f32)) {
+pub(super) fn tile<D: BlockDot>(
+    w: &[u8],
+    ac: &[i8],
+    asc: &[f32],
+    blocks: usize,
+    emit: &mut dyn FnMut(usize, usize, f32),
+) {
     if blocks == 0 {
         return;
     }
-    let row_bytes = blocks * C::BLOCK_BYTES;
+    let row_bytes = blocks * D::BLOCK_BYTES;
     let groups = w.chunks_exact(4 * row_bytes);
     let rest = groups.remainder();
     let tokens = || ac.chunks_exact(blocks * BLOCK).zip(asc.chunks_exact(blocks));
@@ -227,7 +281,7 @@ fn tile<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dy
             if g == 0 {
                 break;
             }
-            quad_group::<C>(four, row_bytes, &group[..g], &mut acc[..g]);
+            quad_group::<D>(four, row_bytes, &group[..g], &mut acc[..g]);
             for (t, v) in acc[..g].iter().enumerate() {
                 emit(r, t0 + t, f32x4_extract_lane::<0>(*v));
                 emit(r + 1, t0 + t, f32x4_extract_lane::<1>(*v));
@@ -240,7 +294,7 @@ fn tile<C: Codes>(w: &[u8], ac: &[i8], asc: &[f32], blocks: usize, emit: &mut dy
     }
     for row in rest.chunks_exact(row_bytes) {
         for (t, (tc, ts)) in tokens().enumerate() {
-            emit(r, t, C::tail(row, tc, ts));
+            emit(r, t, D::tail(row, tc, ts));
         }
         r += 1;
     }

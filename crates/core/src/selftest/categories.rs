@@ -21,11 +21,12 @@ pub const ACTIVE_KERNELS: u32 = if cfg!(target_feature = "simd128") { SIMD128 } 
 
 /// (test name, category): one row per entry of `selftest::TESTS` (a test keeps them equal).
 /// RoPE, softmax and the math functions run the scalar kernels in every lane (CONTRACT.md §8).
-pub const OF_TEST: [(&str, u32); 12] = [
+pub const OF_TEST: [(&str, u32); 13] = [
     ("math.sqrt_exp", SCALAR),
     ("kernel.matvec_f32", ACTIVE_KERNELS),
     ("kernel.matvec_q8", ACTIVE_KERNELS),
     ("kernel.matvec_q4", ACTIVE_KERNELS),
+    ("kernel.int8_exact", ACTIVE_KERNELS),
     ("kernel.rmsnorm", ACTIVE_KERNELS),
     ("kernel.rope", SCALAR),
     ("kernel.softmax", SCALAR),

@@ -32,11 +32,12 @@ pub const TINY_EXPECTED: [u32; 8] = [16, 37, 106, 53, 32, 235, 242, 204];
 pub type SelfTest = (&'static str, fn() -> TrReturn<()>);
 
 /// (name, test): the one table of startup self-tests.
-pub const TESTS: [SelfTest; 12] = [
+pub const TESTS: [SelfTest; 13] = [
     ("math.sqrt_exp", math_known_values),
     ("kernel.matvec_f32", matvec_f32),
     ("kernel.matvec_q8", matvec_q8),
     ("kernel.matvec_q4", matvec_q4),
+    ("kernel.int8_exact", int8_exact),
     ("kernel.rmsnorm", rmsnorm),
     ("kernel.rope", rope),
     ("kernel.softmax", softmax),
@@ -160,6 +161,61 @@ fn matvec_q8() -> TrReturn<()> {
 
 fn matvec_q4() -> TrReturn<()> {
     quant_case(true)
+}
+
+/// One row of the integer tier by the oracle (`int8::row_q8` / `row_q4`).
+type RowOracle = fn(&[u8], &[i8], &[f32]) -> f32;
+
+/// The integer tier's active kernels (matvec and a 3-token tile) equal the oracle bit for bit
+/// at the extreme codes (CONTRACT.md §10, §12): q8 -128, -127, 127, q4 -8 and 7, against
+/// activation blocks all +127, all -127 and alternating with an all-zero tail; 5 rows (a group of
+/// four and one more), 45 columns (a whole block and a 13-element tail).
+fn int8_exact() -> TrReturn<()> {
+    let (rows, cols, tokens) = (5, 45, 3);
+    let blocks = 2;
+    let xs: Vec<f32> = (0..tokens * cols)
+        .map(|i| match (i / cols, i % cols) {
+            (0, _) => 1.0,
+            (1, _) => -1.0,
+            (_, c) if c < BLOCK => [1.0, -1.0][c % 2],
+            _ => 0.0,
+        })
+        .collect();
+    let (mut codes, mut scales) = (alloc::vec![0i8; tokens * blocks * BLOCK], alloc::vec![0.0f32; tokens * blocks]);
+    for t in 0..tokens {
+        let (c, s) =
+            (&mut codes[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &mut scales[t * blocks..(t + 1) * blocks]);
+        kernels::quantize(&xs[t * cols..(t + 1) * cols], c, s)?;
+    }
+    let wscales: Vec<f32> = (0..rows * blocks).map(|i| 0.0625 * (i as f32 + 1.0)).collect();
+    for q4 in [false, true] {
+        let cycle: &[i32] = if q4 { &[-8, 7, 0, -1, 7] } else { &[-128, 127, -127, 0, -128, 1] };
+        let wcodes: Vec<i32> = (0..rows * cols).map(|i| cycle[(i + i / cols) % cycle.len()]).collect();
+        let packed = pack_blocks(&wcodes, cols, &wscales, q4);
+        let (m, row_of): (Matrix, RowOracle) = if q4 {
+            (Matrix::Q4(&packed), kernels::int8::row_q4)
+        } else {
+            (Matrix::Q8(&packed), kernels::int8::row_q8)
+        };
+        let row_bytes = packed.len() / rows;
+        let token =
+            |t: usize| (&codes[t * blocks * BLOCK..(t + 1) * blocks * BLOCK], &scales[t * blocks..(t + 1) * blocks]);
+        let want =
+            |r: usize, t: usize| row_of(&packed[r * row_bytes..(r + 1) * row_bytes], token(t).0, token(t).1).to_bits();
+        let mut out = [0.0f32; 5];
+        for t in 0..tokens {
+            let (c, s) = token(t);
+            kernels::matvec_acts(m, cols, kernels::Acts::Int8 { codes: c, scales: s }, &mut out)?;
+            for (r, v) in out.iter().enumerate() {
+                check(v.to_bits() == want(r, t))?;
+            }
+        }
+        let mut same = true;
+        let tile = kernels::Acts::Int8 { codes: &codes, scales: &scales };
+        kernels::tile_rows_acts(m, cols, 0..rows, tile, &mut |r, t, v| same &= v.to_bits() == want(r, t))?;
+        check(same)?;
+    }
+    Ok(())
 }
 
 fn rmsnorm() -> TrReturn<()> {
