@@ -104,7 +104,7 @@ def test_the_first_load_measures_memory_beside_the_loaders_plan(
     assert (row.name, row.engine, row.lane, row.workers) == (
         "chromium",
         "chromium",
-        THREADS_LANE,
+        RELAXED_THREADS_LANE,
         2,
     )
     assert (row.context, row.prompt_tokens) == (PRESETS["small"].max_context, len(prompt_tokens()))
