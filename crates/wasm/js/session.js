@@ -460,8 +460,11 @@ export function checkModelTier(header) {
  * nothing of the model requested before `budget` admits its declared size, and from a server
  * that answers parts nothing but those bytes (bounded Range requests). Whichever lane asks first
  * reads them (`rt`, a runtime or a planner, answers the directory's length); a lane tried after
- * it gets the same bytes, no new request. What is left of a source that streams the whole file
- * (a cached copy, a server that ignores Range) stays open for `rest`, else it is cancelled.
+ * it gets the same bytes, no new request. A cached copy stays open for `rest`; a network source
+ * is cancelled once the prefix is read, even from a server that ignores Range and sends the
+ * whole file: a lane may start between admission and `rest` (the threads lane's pool and
+ * self-test), and an engine that reads on without backpressure (WebKit) would take in that
+ * whole body meanwhile, or an endless one without end. `rest` asks again from the prefix's end.
  */
 export class ModelHead {
   /** @type {Promise<Uint8Array> | null} */
@@ -512,7 +515,7 @@ export class ModelHead {
       if (o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
       this.#source = await openResumable(o, streamed.url, 'model', model.size, undefined, { from: 0, to: Math.min(MODEL_HEADER_BYTES, model.size) });
       overDeclared(this.#source, streamed);
-      ranged = this.#source.ranged === true; // else the whole model is coming: read on as far as admitted
+      ranged = this.#source.ranged === true; // else the whole model is coming: read as far as the prefix
     }
     let head = model.bytes ? model.bytes : await readHead(/** @type {Source} */ (this.#source), Math.min(MODEL_HEADER_BYTES, model.size), new Uint8Array(0));
     if (ranged) this.cancel();
@@ -525,14 +528,15 @@ export class ModelHead {
       head = this.#source ? await readHead(this.#source, prefixLen, head) : concat(head, await readPart(o, streamed, head.length, prefixLen));
       this.#head = head;
     }
+    if (streamed && !streamed.cached) this.cancel(); // the network's rest is asked for after admission
     if (prefixLen === 0 || prefixLen > model.size || prefixLen > head.length) throw new LoaderError('ModelInvalid', 'the model header is truncated or malformed');
     return head.subarray(0, prefixLen);
   }
 
   /**
    * After admission: the bytes read so far (from the model's start) and the source of the rest
-   * (taken: the caller drains it; from a server that answers parts, the rest from the head's
-   * end, one request).
+   * (taken: the caller drains it): a cached copy's, open still; from the network, the rest from
+   * the head's end, one request.
    * @returns {Promise<{ first: Uint8Array, source: Source }>}
    */
   async rest() {

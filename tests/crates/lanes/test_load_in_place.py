@@ -72,9 +72,16 @@ def test_the_model_loads_in_place_within_its_plan(
         asked = [f"bytes=0-{HEADER - 1}", f"bytes={HEADER}-{prefix - 1}", f"bytes={prefix}-"]
         assert ranges == asked, requests
         assert sum(r["sent"] for r in requests) == doc["size"], requests
-    if source == "http-norange":  # one answer of the whole model, read on once admitted
-        assert ranges == [f"bytes=0-{HEADER - 1}"], requests
-        assert [r["status"] for r in requests] == [200] and requests[0]["sent"] == doc["size"]
+    if source == "http-norange":
+        # the header's answer was the whole model: cancelled once the header and directory were
+        # read (a lane may start before the rest is asked for, and an engine without
+        # backpressure would take in the whole body meanwhile), then the rest asked for from
+        # where the head ended (answered whole again: the bytes before it skipped)
+        [first, rest] = ranges
+        assert first == f"bytes=0-{HEADER - 1}", requests
+        assert rest.startswith("bytes=") and rest.endswith("-"), requests
+        assert doc["prefixBytes"] <= int(rest[len("bytes=") : -1]) < doc["size"], requests
+        assert [r["status"] for r in requests] == [200, 200], requests
 
 
 @pytest.mark.parametrize(("lane", "workers"), RUNS, ids=IDS)
