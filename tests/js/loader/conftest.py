@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from pipeline.modelpack import PRESETS, pack
 from pipeline.serve import STALL, Site, start
+from pipeline.toolchain import nodejs
 from tests.clones import bundle_and_dev_keys
 from tests.harness.release import pristine  # noqa: F401  (the fake release: test_trust_agreement)
 from tests.js.loader.site import make_site
@@ -19,6 +21,23 @@ from tests.js.loader.site import make_site
 REPO_ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = REPO_ROOT / "tests/golden/e2e_decode.json"
 STALLED_WORKER = "/stalled/worker.js"
+NODE_TIMEOUT_SECONDS = 900
+
+
+def run_node_cases(specs: list[dict[str, Any]], folder: Path, site: Path) -> list[dict[str, Any]]:
+    """The site's node driver (`drive.mjs`) over `specs` (written to `folder`): its results."""
+    spec = folder / "cases.json"
+    spec.write_text(json.dumps(specs))
+    done = subprocess.run(
+        [str(nodejs.executable()), str(site / "drive.mjs"), str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=NODE_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    results: list[dict[str, Any]] = json.loads(done.stdout)
+    return results
 
 
 @pytest.fixture(scope="session")

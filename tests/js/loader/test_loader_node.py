@@ -7,15 +7,12 @@ finding)."""
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipeline.serve import Site
-from pipeline.toolchain import nodejs
 from tests.js.loader.cases import (
     AFTER_INSTANTIATION,
     COSIGNED,
@@ -32,6 +29,7 @@ from tests.js.loader.checks import (
     check_relaxed_receipt,
     check_worker_death_fallback,
 )
+from tests.js.loader.conftest import run_node_cases
 from tests.js.loader.site import (
     LANE_ORDER,
     RELAXED_LANE,
@@ -44,7 +42,6 @@ from tests.js.loader.site import (
 )
 
 pytestmark = pytest.mark.integration
-NODE_TIMEOUT_SECONDS = 900
 WORKER_START_BOUND_MS = 3000
 PAGE = 65536
 THREADS_LANES = (RELAXED_THREADS_LANE, THREADS_LANE)
@@ -118,17 +115,8 @@ def results(
         model_size=(site / "model.trlm").stat().st_size,
         stalled_worker=(site / "silent-worker.mjs").as_uri(),
     )
-    spec = tmp_path_factory.mktemp("node") / "cases.json"
-    spec.write_text(json.dumps([c.spec(env) for c in node_cases(golden["prompt"])]))
-    done = subprocess.run(
-        [str(nodejs.executable()), str(site / "drive.mjs"), str(spec)],
-        capture_output=True,
-        text=True,
-        timeout=NODE_TIMEOUT_SECONDS,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    return by_name(json.loads(done.stdout))
+    specs = [c.spec(env) for c in node_cases(golden["prompt"])]
+    return by_name(run_node_cases(specs, tmp_path_factory.mktemp("node"), site))
 
 
 @pytest.mark.parametrize(("case", "code"), REFUSALS, ids=[c.name for c, _ in REFUSALS])

@@ -16,8 +16,6 @@ the loader's fallback (the failed attempt and its step) and measures the lane th
 from __future__ import annotations
 
 import hashlib
-import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,10 +25,9 @@ import pytest
 from pipeline.conformance import browsers
 from pipeline.modelpack import PRESETS, pack
 from pipeline.serve import Site
-from pipeline.toolchain import nodejs
 from tests.js.loader.cases import Case, Env
 from tests.js.loader.checks import by_name, check_receipt
-from tests.js.loader.conftest import serve
+from tests.js.loader.conftest import run_node_cases, serve
 from tests.js.loader.site import SCALAR_LANE, SIMD_LANE, THREADS_LANE
 from tests.js.loader.test_loader_chromium import run_page
 
@@ -50,7 +47,6 @@ LANES = {
     SIMD_LANE: [THREADS_LANE],
     SCALAR_LANE: [THREADS_LANE, SIMD_LANE],
 }
-NODE_TIMEOUT_SECONDS = 900
 
 
 @pytest.fixture(scope="module")
@@ -102,21 +98,6 @@ def _env(site: Path, url: str, loader_root: str, sha256: str) -> Env:
     )
 
 
-def _node(cases: list[Case], env: Env, folder: Path, site: Path) -> list[dict[str, Any]]:
-    spec = folder / "cases.json"
-    spec.write_text(json.dumps([c.spec(env) for c in cases]))
-    done = subprocess.run(
-        [str(nodejs.executable()), str(site / "drive.mjs"), str(spec)],
-        capture_output=True,
-        text=True,
-        timeout=NODE_TIMEOUT_SECONDS,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:] or done.stdout[-3000:]
-    results: list[dict[str, Any]] = json.loads(done.stdout)
-    return results
-
-
 @pytest.fixture(scope="module", params=ENGINES)
 def measured(
     request: pytest.FixtureRequest,
@@ -137,7 +118,7 @@ def measured(
         folder = tmp_path_factory.mktemp(f"{engine}-{part}")
         if engine == "node":
             env = _env(site, url, site.as_uri() + "/", sha)
-            results += _node(cases, env, folder, site)
+            results += run_node_cases([c.spec(env) for c in cases], folder, site)
         else:
             page = run_page(server, site, cases, sha, folder, engine=engine)
             assert "error" not in page, page
