@@ -7,26 +7,8 @@ from __future__ import annotations
 
 import struct
 
+from tests.verify.wasmbuild import sleb, uleb
 from verify.wasm.opcodes import OPCODES, Imm, Op
-
-
-def uleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def sleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        done = (n == 0 and not byte & 0x40) or (n == -1 and byte & 0x40)
-        out.append(byte | (0 if done else 0x80))
-        if done:
-            return bytes(out)
 
 
 def memarg_offset(index: int) -> int:

@@ -19,6 +19,7 @@ import pytest
 
 from pipeline.tree.lanes import load_lanes
 from tests.crates.lanes.conftest import Drive
+from tests.verify.wasmbuild import uleb
 from verify.inspect import inspect_artifact
 from verify.wasm.inventory import inventory_bytes
 
@@ -37,15 +38,6 @@ def _limits() -> tuple[int, int]:
     lane = load_lanes(REPO / "manifests" / "lanes.toml").select([THREADS])[0]
     assert lane.shared_memory is not None
     return lane.shared_memory.min_bytes // PAGE, lane.shared_memory.max_bytes // PAGE
-
-
-def _uleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 def _read_uleb(data: bytes, at: int) -> tuple[int, int]:
@@ -71,9 +63,9 @@ def _with_memory_limits(module: bytes, minimum: int, maximum: int) -> bytes:
                 length, entry = _read_uleb(module, entry)
                 entry += length
             assert module[entry] == 0x02 and module[entry + 1] & 0x03 == 0x03  # shared, max
-            limits = bytes([module[entry + 1]]) + _uleb(minimum) + _uleb(maximum)
+            limits = bytes([module[entry + 1]]) + uleb(minimum) + uleb(maximum)
             rebuilt = module[start:entry + 1] + limits  # fmt: skip
-            return module[:at] + bytes([2]) + _uleb(len(rebuilt)) + rebuilt + module[start + size :]
+            return module[:at] + bytes([2]) + uleb(len(rebuilt)) + rebuilt + module[start + size :]
         at = start + size
     raise AssertionError("no import section")
 
