@@ -29,9 +29,10 @@ DECLARATION = re.compile(
 GENERATED = {"constants.js", "probes.js"}  # data, not calls (constants.js is the policy's copy)
 
 # Code that runs on some lanes only: (file, top-level declaration or "*" for the whole file)
-# -> "threads" (the lanes with shared memory) or "single" (the others). Everything else runs
-# on every lane.
+# -> "threads" (the lanes with shared memory), "single" (the others) or "probe" (no lane: a
+# probe module's own exports). Everything else runs on every lane.
 SCOPES: dict[tuple[str, str], str] = {
+    ("choice.js", "runSemanticProbes"): "probe",
     ("worker.js", "*"): "threads",
     ("host.js", "ThreadedRuntime"): "threads",
     ("host.js", "LocalRuntime"): "single",
@@ -58,6 +59,8 @@ def calls(js_dir: Path) -> list[tuple[str, str, str]]:
 
 def lanes_running(file: str, scope: str, policies: Mapping[str, WasmPolicy]) -> list[WasmPolicy]:
     kind = SCOPES.get((file, "*")) or SCOPES.get((file, scope))
+    if kind == "probe":
+        return []
     return [p for p in policies.values() if kind is None or p.memory.shared == (kind == "threads")]
 
 

@@ -169,8 +169,9 @@ def results(
             ),
             {"measureHeap": True},
         ),
-        (Case("accept newer", variant="newer-version"), {}),
         (Case("first choice", prompt=prompt), {}),
+        # last: it raises the page's version floor (IndexedDB) above this release
+        (Case("accept newer", variant="newer-version"), {}),
     ]
     profile = tmp_path_factory.mktemp("profile")
     served.requests.clear()
