@@ -44,10 +44,15 @@ export function messageOf(e) {
   return `${message || e}`;
 }
 
-// What this module has done so far (tests assert that a refusal instantiated nothing).
-export const stats = { instantiations: 0, live: 0, modelLoads: 0 };
+// What this module has done so far (tests assert that a refusal instantiated nothing, and that a
+// cached load reads its entries once and hashes the model once).
+export const stats = { instantiations: 0, live: 0, modelLoads: 0, storeBytesRead: 0, modelBytesHashed: 0, cacheRestarts: 0 };
 
-/** A copy of the loader's counters: module instantiations started, runtimes alive, models loaded. */
+/**
+ * A copy of the loader's counters: module instantiations started, runtimes alive, models loaded,
+ * bytes read from the content-addressed store, bytes of a model hashed, loads restarted from the
+ * network because the model's cached copy was poisoned.
+ */
 export function loaderStats() {
   return { ...stats };
 }

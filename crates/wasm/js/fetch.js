@@ -5,10 +5,11 @@
 // - node reads bundle paths and file: URLs itself (node's fetch cannot);
 // - progress: onProgress({ phase, loaded, total, url }) per chunk, non-decreasing, ending at total;
 // - cached by content: a store keyed by SHA-256 (the Cache API in browsers, a folder the caller
-//   names in node); every hit is re-hashed before use, a poisoned entry is dropped and fetched
+//   names in node); every hit is hashed before use (a module as it is read; the model once, in
+//   place in Wasm memory: session.js `keepStreamed`), a poisoned entry is dropped and fetched
 //   again, a failed write (quota) is reported and the network copy used.
 import { isNode, sha256Hex } from './host.js';
-import { LoaderError, messageOf } from './errors.js';
+import { LoaderError, messageOf, stats } from './errors.js';
 import { Sha256, sha256SelfCheck } from './sha256.js';
 
 /** Bounds of the files whose size nothing signed states (a manifest is a few KB). */
@@ -398,6 +399,23 @@ export async function openStore(o) {
   }
 }
 
+/**
+ * `source` (a store's entry) with every byte read from it counted (loaderStats().storeBytesRead:
+ * a cached load reads each entry once).
+ * @param {Source} source
+ * @returns {Source}
+ */
+export function counted(source) {
+  return {
+    ...source,
+    async read() {
+      const step = await source.read();
+      if (!step.done) stats.storeBytesRead += step.value.length;
+      return step;
+    },
+  };
+}
+
 const keyOf = (/** @type {string} */ sha256) => new URL(`/.tinyrustlm-cas/sha256/${sha256}`, globalThis.location ? globalThis.location.href : 'http://localhost/').href;
 
 /**
@@ -409,7 +427,7 @@ function cacheApiStore(cache) {
     kind: 'cache-api',
     async get(sha256) {
       const hit = await cache.match(keyOf(sha256));
-      return hit ? responseSource(hit) : null;
+      return hit ? counted(responseSource(hit)) : null;
     },
     async put(sha256, body) {
       // BodyInit: what is stored is a download or memoryStream's copies, never a view of shared memory
@@ -441,7 +459,7 @@ async function dirStore(dir) {
       } catch {
         return null;
       }
-      return nodeSource(fs.createReadStream(path(sha256), { highWaterMark: 1 << 16 }), st.size);
+      return counted(nodeSource(fs.createReadStream(path(sha256), { highWaterMark: 1 << 16 }), st.size));
     },
     async put(sha256, body) {
       const tmp = `${path(sha256)}.${process.pid}.tmp`;
@@ -536,20 +554,48 @@ export async function fetchSigned(o, store, { url, what, sha256, size, phase }) 
 // ---- the model's cached copy (session.js streams the model; these decide the store's part) ----
 
 /**
- * Whether `store` (null: none) holds an intact copy of the model `record` (its `size` bytes): read
- * whole and re-hashed before any lane starts; a poisoned copy is dropped (record.cache 'poisoned').
- * @param {Pick<ResolvedOptions, 'onProgress'>} o
+ * Whether `store` (null: none) holds a copy of the model `record` (its `size` bytes), before any
+ * lane starts: nothing of it is read or hashed here (the copy is hashed once, in place, after
+ * it lands: session.js `keepStreamed`). An entry whose length the store tells (a folder's; a
+ * Cache API entry with a Content-Length) and that is not the record's size is poisoned: dropped
+ * (record.cache 'poisoned'). Found: record.cache 'hit' until the hash says otherwise.
  * @param {Store | null} store
  * @param {FetchRecord} record
  * @returns {Promise<boolean>}
  */
-export async function modelCached(o, store, record) {
-  return (await fromStore(o, store, record, { limit: record.size, phase: null, sink: () => {} })) === true;
+export async function modelCached(store, record) {
+  if (!store) return false;
+  const source = await store.get(record.sha256).catch(() => null);
+  if (!source) return false;
+  source.cancel(); // only its length is asked
+  if (source.length !== null && source.length !== record.size) {
+    record.cache = 'poisoned';
+    await store.drop(record.sha256).catch(() => {});
+    return false;
+  }
+  record.cache = 'hit';
+  return true;
 }
 
 /**
- * The streamed model's bytes as a Source: the store's copy when `modelCached` found it intact,
- * else the network (`openResumable`, bounded by the declared size). A copy gone since is a miss.
+ * After a load that used the model's cached copy failed before that copy's hash was checked
+ * (admission may have been decided on a poisoned header): whether the copy is intact, read whole
+ * and hashed as it streams (the failure path only). A poisoned copy is dropped (record.cache
+ * 'poisoned'), the caller loads again from the network.
+ * @param {Store | null} store
+ * @param {FetchRecord} record
+ * @returns {Promise<boolean>}
+ */
+export async function modelIntact(store, record) {
+  const sink = (/** @type {Uint8Array} */ chunk) => {
+    stats.modelBytesHashed += chunk.length; // drain hashed it
+  };
+  return (await fromStore({ onProgress: null }, store, record, { limit: record.size, phase: null, sink })) === true;
+}
+
+/**
+ * The streamed model's bytes as a Source: the store's copy when `modelCached` found one (hashed
+ * once it has landed), else the network (`openResumable`, bounded by the declared size). A copy gone since is a miss.
  * @param {Pick<ResolvedOptions, 'fetch'>} o
  * @param {Store | null} store
  * @param {import('./session.js').StreamedModel} model
@@ -559,6 +605,7 @@ export async function modelSource(o, store, model) {
   if (model.cached && store) {
     const source = await store.get(model.sha256).catch(() => null);
     if (source) return source;
+    model.cached = false; // gone since: the download is stored once it has landed intact
     model.record.cache = 'miss';
   }
   return openResumable(o, model.url, 'model', model.size);

@@ -405,8 +405,13 @@ export class Loaded {
 /** Verify, probe, choose, start (with fallback), admit the model and activate a session. */
 export function load(options: LoadOptions): Promise<Loaded>;
 
-/** The loader's counters: module instantiations started, runtimes alive, models loaded. */
-export function loaderStats(): { instantiations: number; live: number; modelLoads: number };
+/**
+ * The loader's counters (since the module loaded): module instantiations started, runtimes alive,
+ * models loaded, bytes read from the content-addressed store, bytes of a model hashed (a cached
+ * model is hashed once, in place), loads restarted from the network because the model's cached
+ * copy was poisoned (at most one per load).
+ */
+export function loaderStats(): { instantiations: number; live: number; modelLoads: number; storeBytesRead: number; modelBytesHashed: number; cacheRestarts: number };
 
 /** Lanes that failed while running in this page (artifact id -> the failure); the next load skips them. */
 export function laneFailureRecord(): Record<string, { code: LoaderErrorCode; detail: string }>;
@@ -442,7 +447,7 @@ export function trustRootId(trustedKeys: TrustedKeys): Promise<string>;
 export function runProbes(probes?: readonly any[], onProgress?: ((p: Progress) => void) | null): Promise<Record<string, { version: number; sha256: string; validates: boolean }>>;
 export function runSemanticProbes(probes: Record<string, { validates: boolean }>, semantic?: readonly any[]): Promise<RelaxedSemantics[]>;
 export function chooseLanes(manifest: any, probes: Record<string, { validates: boolean }>, options?: { denyLanes?: string[]; relaxedSimd?: 'auto' | 'off'; isolation?: boolean; failed?: Record<string, { code: string; detail: string }> }): { candidates: any[]; attempts: LaneAttempt[] };
-export function startLane(options: any, artifact: any, signed: any, store?: any): Promise<any>;
+export function startLane(options: any, artifact: any, signed: any, store?: any, head?: any, modules?: Map<string, any> | null): Promise<any>;
 export function selfTest(rt: any, timeoutMs: number): Promise<{ overall: number; categories: Record<string, TestOutcome>; failedTest: string | null; testIds: string[] }>;
 export function threadsPreconditions(options: any, artifact: any, bytes: Uint8Array, sha256: string): Promise<any>;
 export function buildReceipt(parts: any): Promise<Receipt>;

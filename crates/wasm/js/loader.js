@@ -30,13 +30,13 @@
 //                                        memorySince (each phase's peak beside the plan)
 //   abi.js         the one place that knows the ABI's records
 import { HostError, isNode } from './host.js';
-import { LoaderError, LaneFailure, loaderStats, laneFailureRecord, forgetLaneFailures } from './errors.js';
+import { LoaderError, LaneFailure, loaderStats, laneFailureRecord, forgetLaneFailures, stats } from './errors.js';
 import { verifySignedManifest, checkVersionFloor, compareVersions, trustRootId, pae, SUPPORTED, MANIFEST_PAYLOAD_TYPE } from './trust.js';
 import { runProbes, runSemanticProbes, chooseLanes } from './choice.js';
 import { defaultFetch, openStore, MANIFEST_CAP, SIGNATURE_CAP, CACHE_NAME } from './fetch.js';
 import {
   startLane, selfTest, threadsPreconditions, modelSpec, ModelHead, admit, loadAdmitted, readCounters, closeRuntime, Loaded, DEFAULT_MEMORY_BUDGET, WASM32_BUDGET, cacheIdentity, identityMismatch, reusablePrefix, IDENTITY_FIELDS,
-  phaseMemory,
+  phaseMemory, cachedCopyPoisoned,
 } from './session.js';
 import { buildReceipt, RECEIPT_SCHEMA } from './receipt.js';
 
@@ -114,7 +114,9 @@ function normalise(opts) {
 
 /**
  * Verify, probe, choose, start (with fallback), admit the model and activate a session.
- * Options: loader.d.ts `LoadOptions`.
+ * Options: loader.d.ts `LoadOptions`. A model whose cached copy turns out poisoned (its hash once
+ * landed, or a refusal it may have caused) is dropped from the store, and the load starts again
+ * from the lane choice with the model from the network: once (`loaderStats().cacheRestarts`).
  * @param {import('./loader.js').LoadOptions} opts
  * @returns {Promise<Loaded>}
  */
@@ -124,19 +126,54 @@ export async function load(opts) {
   await checkVersionFloor(o, signed.manifest); // 1b: no older release than accepted before
   const probes = await runProbes(undefined, o.onProgress); // 2
   const semantics = o.relaxedSimd === 'off' ? [] : await runSemanticProbes(probes); // 2b
-  const { candidates, attempts } = chooseLanes(signed.manifest, probes, { denyLanes: o.denyLanes, relaxedSimd: o.relaxedSimd, failed: o.retryFailedLanes ? {} : laneFailureRecord() }); // 3
+  const choose = () => chooseLanes(signed.manifest, probes, { denyLanes: o.denyLanes, relaxedSimd: o.relaxedSimd, failed: o.retryFailedLanes ? {} : laneFailureRecord() }); // 3
+  const lanes = choose();
   const store = await openStore(o);
-  const model = await modelSpec(o, store); // bytes: hashed now; url: size bound, cache checked
-  // 8's first half is read once, by whichever lane asks first: the threads lane plans its memory
-  // from it before that memory exists; the budget is every lane's (no wasm32 lane addresses more)
-  const head = new ModelHead(o, store, model, Math.min(o.memoryBudget ?? DEFAULT_MEMORY_BUDGET, WASM32_BUDGET));
+  const model = await modelSpec(o, store); // bytes: hashed now; url: size bound, whether cached
+  /** @type {Map<string, import('./session.js').CompiledModule>} the modules read, checked and compiled: a restart reuses them */
+  const modules = new Map();
+  const run = { o, signed, probes, semantics, store, modules };
+  const head = modelHead(o, store, model);
+  try {
+    return await loadOn(run, lanes, model, head);
+  } catch (e) {
+    if (!(await cachedCopyPoisoned(store, model, head, e))) throw e;
+  }
+  // the cached copy was poisoned (and is dropped): every decision taken on it is taken again
+  stats.cacheRestarts++;
+  const fromNetwork = { ...model, cached: false };
+  return loadOn(run, choose(), fromNetwork, modelHead(o, store, fromNetwork));
+}
+
+/**
+ * 8's first half is read once, by whichever lane asks first: the threads lane plans its memory
+ * from it before that memory exists; the budget is every lane's (no wasm32 lane addresses more).
+ * @param {import('./loader.js').ResolvedOptions} o
+ * @param {import('./fetch.js').Store | null} store
+ * @param {import('./session.js').ModelSpec} model
+ */
+function modelHead(o, store, model) {
+  return new ModelHead(o, store, model, Math.min(o.memoryBudget ?? DEFAULT_MEMORY_BUDGET, WASM32_BUDGET));
+}
+
+/**
+ * Steps 4-9 from the lanes chosen (`lanes`): the first lane that starts and passes its self-test
+ * loads `model` (read through `head`) and is activated; every runtime started and not returned
+ * is closed, what is left of the model's source cancelled.
+ * @param {{ o: import('./loader.js').ResolvedOptions, signed: Awaited<ReturnType<typeof verifySignedManifest>>, probes: Awaited<ReturnType<typeof runProbes>>, semantics: Awaited<ReturnType<typeof runSemanticProbes>>, store: import('./fetch.js').Store | null, modules: Map<string, import('./session.js').CompiledModule> }} run
+ * @param {ReturnType<typeof chooseLanes>} lanes
+ * @param {import('./session.js').ModelSpec} model
+ * @param {ModelHead} head
+ * @returns {Promise<Loaded>}
+ */
+async function loadOn({ o, signed, probes, semantics, store, modules }, { candidates, attempts }, model, head) {
   try {
     const fetched = [];
     let started = null;
     let artifact = null;
     for (const candidate of candidates) {
       try {
-        started = await startLane(o, candidate, signed, store, head); // 4-6 (threads: 8's admission)
+        started = await startLane(o, candidate, signed, store, head, modules); // 4-6 (threads: 8's admission)
         artifact = candidate;
         break;
       } catch (e) {

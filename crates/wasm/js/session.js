@@ -11,7 +11,7 @@ import {
 } from './constants.js';
 import { LoaderError, LaneFailure, messageOf, recordLaneFailure, stats } from './errors.js';
 import { isolated } from './choice.js';
-import { drain, fetchSigned, modelCached, modelSource, openResumable, settleModelCache, streamingHashChecked } from './fetch.js';
+import { drain, fetchSigned, modelCached, modelIntact, modelSource, openResumable, settleModelCache, streamingHashChecked } from './fetch.js';
 import { Sha256, engineSubtle, isShared, sha256Whole } from './sha256.js';
 import { TIER_SELECTION } from './receipt.js';
 
@@ -274,10 +274,14 @@ export async function closeRuntime(rt) {
  * @param {{ manifest: Pick<import('./trust.js').Manifest, 'abi_version' | 'runtime_semantics'> }} signed
  * @param {Store | null} [store]
  * @param {ModelHead | null} [head]
+ * @param {Map<string, CompiledModule> | null} [modules] modules already read, checked and compiled
+ *   by artifact id (a load started again from the network reuses them); what this reads is added
  * @returns {Promise<StartedLane>}
  */
-export async function startLane(o, artifact, signed, store = null, head = null) {
-  const { got, module } = await compiledModule(o, artifact, store); // 4
+export async function startLane(o, artifact, signed, store = null, head = null, modules = null) {
+  const compiled = modules?.get(artifact.id) ?? (await compiledModule(o, artifact, store)); // 4
+  if (modules) modules.set(artifact.id, compiled);
+  const { got, module } = compiled;
   const { bytes, sha256 } = got;
   const threads = artifact.requires_cross_origin_isolation === true;
   checkExports(artifact, module, threads);
@@ -294,6 +298,12 @@ export async function startLane(o, artifact, signed, store = null, head = null) 
     throw e;
   }
 }
+
+/**
+ * A module read, its SHA-256 checked, compiled: `got` what fetchSigned read (bytes, sha256, the
+ * receipt's record of where they came from), `module` the compiled module.
+ * @typedef {{ got: { bytes: Uint8Array, sha256: string, record: import('./loader.js').FetchRecord }, module: WebAssembly.Module }} CompiledModule
+ */
 
 /**
  * Step 4, the module: read bounded by its signed size, its SHA-256 checked before
@@ -392,8 +402,10 @@ async function laneSelfTest(o, rt, lane) {
 
 /**
  * The model's source before any lane starts: `model.bytes` hashed now (a wrong model never
- * reaches a runtime), or `model.url` with its declared `model.size` (the download's bound); an
- * intact cached copy is used when there is one (re-hashed as it is read).
+ * reaches a runtime), or `model.url` with its declared `model.size` (the download's bound); a
+ * cached copy is used when there is one (`cached`): not read here, it is hashed once, in place,
+ * after it lands (`keepStreamed`); a poisoned one restarts the load from the network
+ * (`cachedCopyPoisoned`, loader.js `load`).
  * @param {Pick<ResolvedOptions, 'model' | 'pageUrl' | 'onProgress'>} o
  * @param {Store | null} store
  * @returns {Promise<ModelSpec>}
@@ -407,6 +419,7 @@ export async function modelSpec(o, store) {
     await streamingHashChecked();
     const bytes = spec.bytes instanceof Uint8Array ? spec.bytes : new Uint8Array(spec.bytes);
     const { hex: sha256 } = await sha256Whole(bytes); // contiguous: WebCrypto where there is one
+    stats.modelBytesHashed += bytes.length;
     if (sha256 !== spec.sha256) throw new LoaderError('HashMismatch', `model SHA-256 ${sha256.slice(0, 16)}… is not the expected ${spec.sha256.slice(0, 16)}…`, { sha256 });
     return { bytes, size: bytes.length, sha256, record: { what: 'model', url: 'model.bytes', sha256, size: bytes.length, cache: 'off' } };
   }
@@ -418,8 +431,8 @@ export async function modelSpec(o, store) {
   const url = new URL(spec.url, o.pageUrl);
   /** @type {import('./loader.js').FetchRecord} */
   const record = { what: 'model', url: String(url), sha256: spec.sha256, size, cache: store ? 'miss' : 'off' };
-  // a cached copy is checked whole before any lane starts: only an intact one is used
-  return { bytes: null, url, size, sha256: spec.sha256, record, cached: await modelCached(o, store, record) };
+  // a cached copy: only whether there is one (of the declared size, when the store tells it)
+  return { bytes: null, url, size, sha256: spec.sha256, record, cached: await modelCached(store, record) };
 }
 
 /**
@@ -473,6 +486,10 @@ export class ModelHead {
   #source = null;
   /** @type {Uint8Array} the bytes read from the model's start (its header and directory once read) */
   #head = new Uint8Array(0);
+  /** Whether the model was read (at least its header) from the store's copy. */
+  fromCache = false;
+  /** Whether the whole model landed and its hash is the expected one (`loadAdmitted`). */
+  hashed = false;
 
   /**
    * @param {Pick<ResolvedOptions, 'fetch' | 'onProgress'>} o
@@ -510,6 +527,7 @@ export class ModelHead {
     // (bounded Range requests); a cached copy is read from its start, as it is local
     const streamed = model.bytes === null ? /** @type {StreamedModel} */ (model) : null;
     if (streamed && streamed.cached) this.#source = await openModel(o, store, streamed);
+    this.fromCache = streamed !== null && streamed.cached; // still: its copy was there
     let ranged = false; // the server answers parts: the directory and the rest are asked for apart
     if (streamed && !this.#source) {
       if (o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });
@@ -597,6 +615,7 @@ export async function loadAdmitted(o, rt, store, head) {
         throw e;
       });
       await keepStreamed(o, rt, store, model, ptr, rest);
+      head.hashed = true;
     }
     return adoptAt(rt, window, out);
   }));
@@ -726,8 +745,41 @@ async function preflight(o, rt, model, prefix, budget, workers) {
 }
 
 /**
+ * The model's cached copy failed its hash (or its size) once it had landed: dropped, and the
+ * load is started again from the network (loader.js `load`, once). A HashMismatch to any other
+ * caller.
+ */
+export class CachePoisoned extends LoaderError {
+  /**
+   * @param {string} message
+   * @param {Record<string, unknown>} detail
+   */
+  constructor(message, detail) {
+    super('HashMismatch', message, detail);
+  }
+}
+
+/**
+ * Whether `error`, which ended a load whose model is `model` (read through `head`), came of a
+ * poisoned cached copy: a CachePoisoned (its hash, once landed); or any refusal after the head
+ * was read from the copy and before its hash was checked (admission may have been decided on a
+ * poisoned header), when the copy, read and hashed again now (the failure path only), is not
+ * intact. A poisoned copy is dropped (record.cache 'poisoned'); the caller loads again from the
+ * network.
+ * @param {Store | null} store
+ * @param {ModelSpec} model
+ * @param {ModelHead} head
+ * @param {unknown} error
+ */
+export async function cachedCopyPoisoned(store, model, head, error) {
+  if (error instanceof CachePoisoned) return true;
+  if (!(error instanceof LoaderError) || !head.fromCache || head.hashed || model.bytes) return false;
+  return !(await modelIntact(store, model.record)) && model.record.cache === 'poisoned';
+}
+
+/**
  * A streamed model, all in Wasm memory: its hash must be the expected one (a cached copy that
- * is not is dropped); a downloaded one is then stored.
+ * is not is dropped: CachePoisoned); a downloaded one is then stored.
  * @param {Pick<ResolvedOptions, 'onCacheError'>} o
  * @param {Runtime} rt
  * @param {Store | null} store
@@ -739,11 +791,17 @@ async function keepStreamed(o, rt, store, model, ptr, rest) {
   // not hashed while it streamed (drainInto): the whole model, where it landed, before any use
   const whole = rest.sha256 === null && rest.length === model.size;
   const sha256 = whole ? (await sha256Whole(rt.bytes(ptr, model.size))).hex : rest.sha256;
+  stats.modelBytesHashed += whole ? model.size : rest.sha256 === null ? 0 : rest.length;
   const intact = sha256 === model.sha256 && rest.length === model.size;
   await settleModelCache(o, store, model, intact, rt.memory, ptr); // a bad cached copy dropped, a good download stored
   if (!intact) {
     const got = sha256 === null ? 'not hashed' : `${sha256.slice(0, 16)}…`;
-    throw new LoaderError('HashMismatch', `model SHA-256 ${got} (${rest.length} bytes) is not the expected ${model.sha256.slice(0, 16)}… (${model.size} bytes)`, { sha256 });
+    const message = `model SHA-256 ${got} (${rest.length} bytes) is not the expected ${model.sha256.slice(0, 16)}… (${model.size} bytes)`;
+    if (model.cached) {
+      model.record.cache = 'poisoned'; // dropped: the load starts again from the network
+      throw new CachePoisoned(`the cached copy's ${message}`, { sha256 });
+    }
+    throw new LoaderError('HashMismatch', message, { sha256 });
   }
 }
 

@@ -68,12 +68,13 @@ async function runOnce(c, loader) {
   }
   if (c.poisonFile) {
     // node only: poison cached files before this load, each with one bit flipped and its size
-    // kept (a hit judged on its size would pass)
+    // kept (a hit judged on its size would pass): the last byte's, or byte `poisonAt`'s
     const { readFileSync, writeFileSync } = await import('node:fs');
     out.poisoned = [];
     for (const path of c.poisonFile) {
       const bytes = new Uint8Array(readFileSync(path));
-      flipLastBit(bytes);
+      if (c.poisonAt === undefined) flipLastBit(bytes);
+      else bytes[c.poisonAt] ^= 1;
       writeFileSync(path, bytes);
       out.poisoned.push({ path, size: bytes.length });
     }
@@ -161,7 +162,10 @@ async function runOnce(c, loader) {
   if (globalThis.process) out.maxRssBytes = globalThis.process.resourceUsage().maxRSS * 1024;
   out.elapsedMs = performance.now() - t0;
   const after = loader.loaderStats();
-  out.stats = { instantiations: after.instantiations - before.instantiations, modelLoads: after.modelLoads - before.modelLoads, live: after.live };
+  out.stats = {
+    instantiations: after.instantiations - before.instantiations, modelLoads: after.modelLoads - before.modelLoads, live: after.live,
+    storeBytesRead: after.storeBytesRead - before.storeBytesRead, modelBytesHashed: after.modelBytesHashed - before.modelBytesHashed, cacheRestarts: after.cacheRestarts - before.cacheRestarts,
+  };
   return out;
 }
 

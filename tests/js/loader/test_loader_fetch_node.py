@@ -37,6 +37,7 @@ SIGNATURE_CAP = 1 << 20
 # chunk in flight); an unbounded one runs to ENDLESS_LIMIT (16 GiB) or out of memory.
 SLACK = 64 << 20
 MAX_RSS = 1 << 30
+WRONG_MODEL = "/wrong-model.trlm"  # the model's size, its last bit flipped
 DENY_THREADS = deny_above(SIMD_LANE)  # every lane above simd128 (threads, relaxed)
 
 
@@ -99,6 +100,22 @@ def cases(site: Path, env: Env, tmp: Path, prompt: str) -> list[dict[str, Any]]:
         Case("cache poisoned", prompt=prompt, options=cached),
         poisonFile=[str(cache / module_sha), str(cache / env.model_sha256)],
     )
+    # a poisoned header (its magic): refused before the copy's hash is checked, so the copy is
+    # hashed then, found poisoned, and the load starts again from the network
+    add(
+        Case("cache poisoned head", prompt=prompt, options=cached),
+        poisonFile=[str(cache / env.model_sha256)],
+        poisonAt=0,
+    )
+    # a poisoned copy and a wrong network copy: one restart, then the network copy's HashMismatch
+    add(
+        Case(
+            "cache poisoned twice",
+            prompt=prompt,
+            options={**cached, "model": {"url": f"{env.url}{WRONG_MODEL.lstrip('/')}"}},
+        ),
+        poisonFile=[str(cache / env.model_sha256)],
+    )
     # the version floor: a versionFile remembers the newest accepted release
     add(Case("accept newer", variant="newer-version", options={"versionFile": str(versions)}))
     add(Case("older after newer", options={"versionFile": str(versions)}))
@@ -122,6 +139,9 @@ def results(
 ) -> dict[str, dict[str, Any]]:
     served, url = server
     endless_overrides(site, served)
+    model = bytearray((site / "model.trlm").read_bytes())
+    model[-1] ^= 1
+    served.overrides[WRONG_MODEL] = bytes(model)
     env = Env(
         url=url,
         loader_root=site.as_uri() + "/",
@@ -224,7 +244,7 @@ def cache_of(result: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def test_the_cache_serves_a_second_load_without_a_request(
-    results: dict[str, dict[str, Any]], golden: dict[str, Any]
+    results: dict[str, dict[str, Any]], golden: dict[str, Any], site: Path
 ) -> None:
     check_ran(results["cache first"], SIMD_LANE, golden["tokens"])
     assert cache_of(results["cache first"]) == [
@@ -233,6 +253,13 @@ def test_the_cache_serves_a_second_load_without_a_request(
     ]
     check_ran(results["cache second"], SIMD_LANE, golden["tokens"])
     assert cache_of(results["cache second"]) == [(f"module {SIMD_LANE}", "hit"), ("model", "hit")]
+    # each entry read once, the model hashed once (in place, after it landed), no pre-pass
+    module_size = artifact(manifest_of(site / "b"), SIMD_LANE)["size"]
+    model_size = (site / "model.trlm").stat().st_size
+    stats = results["cache second"]["stats"]
+    assert stats["storeBytesRead"] == module_size + model_size, stats
+    assert stats["modelBytesHashed"] == model_size, stats
+    assert stats["cacheRestarts"] == 0, stats
     paths = results["_requests"]["paths"]
     # the second load's own URLs were never requested: both came from the cache
     assert "/cached/manifest.json" in paths
@@ -253,6 +280,35 @@ def test_a_same_size_poisoned_module_and_model_are_dropped_and_fetched_again(
     ]
     check_ran(result, SIMD_LANE, golden["tokens"])
     assert cache_of(result) == [(f"module {SIMD_LANE}", "poisoned"), ("model", "poisoned")]
+    # the model's copy read once (header and rest), hashed in place, found poisoned: the load
+    # started again from the network once (the module, already read from it, reused)
+    size = (site / "model.trlm").stat().st_size
+    assert result["stats"]["cacheRestarts"] == 1, result["stats"]
+    assert result["stats"]["storeBytesRead"] == module["size"] + size, result["stats"]
+    assert result["stats"]["modelBytesHashed"] == 2 * size, result["stats"]
+    assert result["stats"]["live"] == 0  # the first lane's runtime was closed (and the second)
+
+
+def test_a_poisoned_cached_header_restarts_the_load_from_the_network(
+    results: dict[str, dict[str, Any]], golden: dict[str, Any], site: Path
+) -> None:
+    """A header poisoned in the cached copy is refused before the copy's hash is checked: the
+    copy is then read and hashed (the failure path), dropped, and the load starts again from
+    the network, once."""
+    result = results["cache poisoned head"]
+    check_ran(result, SIMD_LANE, golden["tokens"])
+    assert cache_of(result) == [(f"module {SIMD_LANE}", "hit"), ("model", "poisoned")]
+    size = (site / "model.trlm").stat().st_size
+    assert result["stats"]["cacheRestarts"] == 1, result["stats"]
+    assert result["stats"]["modelBytesHashed"] == 2 * size, result["stats"]
+
+
+def test_a_poisoned_cached_copy_restarts_once_only(results: dict[str, dict[str, Any]]) -> None:
+    """The network copy is wrong too: one restart, then its HashMismatch, every runtime closed."""
+    result = results["cache poisoned twice"]
+    assert result["error"]["code"] == "HashMismatch", result["error"]
+    assert result["stats"]["cacheRestarts"] == 1, result["stats"]
+    assert result["stats"]["modelLoads"] == 0 and result["stats"]["live"] == 0, result["stats"]
 
 
 def test_an_older_release_is_refused_after_a_newer_one(

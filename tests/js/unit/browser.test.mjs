@@ -14,6 +14,7 @@ const { isNode } = await import('../../../crates/wasm/js/host.js');
 // options holding only the fields a function reads) and hostile values, on purpose.
 const { CACHE_NAME, drain, fetchSigned, openStore } = /** @type {any} */ (await import('../../../crates/wasm/js/fetch.js'));
 const { checkVersionFloor } = /** @type {any} */ (await import('../../../crates/wasm/js/trust.js'));
+const { loaderStats } = await import('../../../crates/wasm/js/errors.js');
 Object.defineProperty(process, 'versions', { value: versions, configurable: true });
 
 const sha256 = (/** @type {Uint8Array | string} */ data) => createHash('sha256').update(data).digest('hex');
@@ -108,8 +109,10 @@ test('the Cache API store: entries under the page origin, by SHA-256, octet-stre
     assert.equal(await store.get(key), null);
     await store.put(key, data);
     assert.deepEqual([...caches.caches.get(CACHE_NAME).keys()], [where]);
+    const before = loaderStats().storeBytesRead;
     const source = await store.get(key);
     assert.equal((await drain({}, source, { what: 'm', url: URL_A, limit: 300, phase: 'x' })).sha256, key);
+    assert.equal(loaderStats().storeBytesRead - before, 300); // every byte read from the entry counted
     await store.drop(key);
     assert.equal(await store.get(key), null);
     assert.deepEqual(caches.calls.slice(1), [`match ${where}`, `put ${where} application/octet-stream`, `match ${where}`, `delete ${where}`, `match ${where}`]);

@@ -10,10 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as fetchJs from '../../../crates/wasm/js/fetch.js';
+import { loaderStats } from '../../../crates/wasm/js/errors.js';
 
 // The loader's functions typed loosely (any): these tests hand them fakes (a Source, a Response,
 // options holding only the fields a function reads) and hostile values, on purpose.
-const { CACHE_NAME, MANIFEST_CAP, MODEL_RETRY, SIGNATURE_CAP, defaultFetch, drain, fetchCapped, fetchSigned, fromStore, memoryStream, modelCached, modelSource, open, openResumable, openStore, responseSource, settleModelCache, sha256Hex, storeQuietly } = /** @type {any} */ (fetchJs);
+const { CACHE_NAME, MANIFEST_CAP, MODEL_RETRY, SIGNATURE_CAP, counted, defaultFetch, drain, fetchCapped, fetchSigned, fromStore, memoryStream, modelCached, modelIntact, modelSource, open, openResumable, openStore, responseSource, settleModelCache, sha256Hex, storeQuietly } = /** @type {any} */ (fetchJs);
 
 const sha256 = (/** @type {Uint8Array} */ data) => createHash('sha256').update(data).digest('hex');
 const URL_A = new URL('https://cdn.invalid/a.wasm');
@@ -583,9 +584,12 @@ test('the folder store: get, put (bytes or a stream), drop', async () => {
   assert.equal(await store.get(key), null);
   await store.put(key, data);
   assert.deepEqual(readdirSync(dir), [key]); // the temporary file was renamed
+  const before = loaderStats().storeBytesRead;
   const source = await store.get(key);
   assert.equal(source.length, 300_000);
+  assert.equal(loaderStats().storeBytesRead, before); // opened: nothing read yet
   assert.equal((await drain({}, source, { what: 'm', url: URL_A, limit: 300_000, phase: 'x' })).sha256, key);
+  assert.equal(loaderStats().storeBytesRead - before, 300_000); // every byte read counted
   const other = bytesOf(3000, 5);
   await store.put(sha256(other), memoryStream({ buffer: other.buffer }, 0, other.length));
   assert.deepEqual(readFileSync(join(dir, sha256(other))), Buffer.from(other));
@@ -970,25 +974,84 @@ test('drain with hash: null hashes nothing; resumed bytes come gathered without 
 
 const modelRecord = (/** @type {Uint8Array} */ data, cache = 'miss') => ({ what: 'model', url: URL_A.href, sha256: sha256(data), size: data.length, cache });
 
-test('modelCached: true only for an intact copy of the record\'s size; a poisoned one is dropped; silent', async () => {
+test('modelCached: an entry of the record\'s size (or of a length the store does not tell) is there, unread and unhashed; another size is poisoned', async () => {
   const data = bytesOf(64);
-  const p = progressLog();
   let record = modelRecord(data);
-  assert.equal(await modelCached(p, null, record), false);
+  assert.equal(await modelCached(null, record), false);
   assert.equal(record.cache, 'miss');
-  assert.equal(await modelCached(p, memoryStore(), record), false);
+  assert.equal(await modelCached(memoryStore(), record), false);
   assert.equal(record.cache, 'miss');
-  const store = memoryStore({ [sha256(data)]: data });
-  assert.equal(await modelCached(p, store, record), true);
-  assert.equal(record.cache, 'hit');
-  for (const entry of [bytesOf(64, 9), Uint8Array.from([...data, 1]), data.slice(0, 63)]) {
-    const bad = memoryStore({ [sha256(data)]: entry });
+  assert.equal(await modelCached(memoryStore({}, { get: new Error('blocked') }), record), false);
+  assert.equal(record.cache, 'miss');
+  // found: not one byte read (its hash is checked once it lands, in place), the source cancelled;
+  // a same-size poisoned copy is not found out here
+  for (const entry of [data, bytesOf(64, 9)]) {
+    const store = memoryStore({ [sha256(data)]: entry });
+    /** @type {any} */
+    let opened = null;
+    const get = store.get;
+    store.get = async (/** @type {string} */ key) => (opened = await get(key));
+    const before = loaderStats();
     record = modelRecord(data);
-    assert.equal(await modelCached(p, bad, record), false);
+    assert.equal(await modelCached(store, record), true);
+    assert.equal(record.cache, 'hit');
+    assert.deepEqual(opened.log, { reads: 0, cancelled: 1 });
+    assert.deepEqual(store.calls, [`get ${sha256(data).slice(0, 4)}`]);
+    assert.equal(loaderStats().modelBytesHashed, before.modelBytesHashed);
+  }
+  // the store does not tell its length: there, as far as this can tell
+  const untold = memoryStore();
+  untold.get = async () => chunked([data.slice(0, 10)], null);
+  record = modelRecord(data);
+  assert.equal(await modelCached(untold, record), true);
+  assert.equal(record.cache, 'hit');
+  // another size: poisoned, dropped (a failing drop ignored), not there
+  for (const [entry, fail] of /** @type {[Uint8Array, any][]} */ ([[Uint8Array.from([...data, 1]), {}], [data.slice(0, 63), {}], [data.slice(0, 63), { drop: new Error('x') }]])) {
+    const bad = memoryStore({ [sha256(data)]: entry }, fail);
+    record = modelRecord(data);
+    assert.equal(await modelCached(bad, record), false);
     assert.equal(record.cache, 'poisoned');
     assert.deepEqual(bad.entries, {});
+    assert.deepEqual(bad.calls, [`get ${sha256(data).slice(0, 4)}`, `drop ${sha256(data).slice(0, 4)}`]);
   }
-  assert.deepEqual(p.events, []); // progress reports the copy that is used, later
+});
+
+test('modelIntact (a failed cached load): the copy read whole and hashed; a poisoned one dropped; silent; its bytes counted', async () => {
+  const data = bytesOf(64);
+  let record = modelRecord(data, 'hit');
+  let before = loaderStats();
+  const store = memoryStore({ [sha256(data)]: data });
+  assert.equal(await modelIntact(store, record), true);
+  assert.equal(record.cache, 'hit');
+  assert.equal(loaderStats().modelBytesHashed - before.modelBytesHashed, 64);
+  assert.deepEqual(store.entries, { [sha256(data)]: data });
+  for (const entry of [bytesOf(64, 9), Uint8Array.from([...data, 1]), data.slice(0, 63)]) {
+    const bad = memoryStore({ [sha256(data)]: entry });
+    record = modelRecord(data, 'hit');
+    before = loaderStats();
+    assert.equal(await modelIntact(bad, record), false);
+    assert.equal(record.cache, 'poisoned');
+    assert.deepEqual(bad.entries, {});
+    // what was hashed: every byte read (a longer entry is refused at its length, before a byte)
+    assert.equal(loaderStats().modelBytesHashed - before.modelBytesHashed, entry.length > 64 ? 0 : entry.length);
+  }
+  // gone, or no store: not intact, nothing dropped, the record as it was
+  for (const none of [memoryStore(), null]) {
+    record = modelRecord(data, 'hit');
+    assert.equal(await modelIntact(none, record), false);
+    assert.equal(record.cache, 'hit');
+  }
+});
+
+test('counted: every byte read from a store entry is counted, the rest of the source kept', async () => {
+  const log = /** @type {string[]} */ ([]);
+  const source = counted({ length: 7, total: 7, cancel: () => log.push('cancel'), read: chunked([bytesOf(3), bytesOf(4)]).read });
+  const before = loaderStats().storeBytesRead;
+  assert.deepEqual([source.length, source.total], [7, 7]);
+  assert.deepEqual(await readAll(source), Uint8Array.from([...bytesOf(3), ...bytesOf(4)]));
+  assert.equal(loaderStats().storeBytesRead - before, 7);
+  source.cancel();
+  assert.deepEqual(log, ['cancel']);
 });
 
 test('modelSource: the store\'s copy when it was found intact, else the network', async () => {
@@ -1012,7 +1075,7 @@ test('modelSource: the store\'s copy when it was found intact, else the network'
     net = ranges([() => body([data])]);
     m = model(true);
     assert.deepEqual(await readAll(await modelSource({ fetch: net.fetch }, store, m)), data);
-    assert.deepEqual([net.asked, m.record.cache], [[null], 'miss']);
+    assert.deepEqual([net.asked, m.record.cache, m.cached], [[null], 'miss', false]); // stored once landed
   }
   // the network copy is the model's download: named 'model', resumed up to its size
   net = ranges([() => body([data.slice(0, 4)]), () => answer206(data.slice(4), 'bytes 4-9/10')]);
