@@ -527,7 +527,7 @@ export class ModelHead {
     // (bounded Range requests); a cached copy is read from its start, as it is local
     const streamed = model.bytes === null ? /** @type {StreamedModel} */ (model) : null;
     if (streamed && streamed.cached) this.#source = await openModel(o, store, streamed);
-    this.fromCache = streamed !== null && streamed.cached; // still: its copy was there
+    this.fromCache = streamed !== null && streamed.cached; // false: the copy was gone (modelSource)
     let ranged = false; // the server answers parts: the directory and the rest are asked for apart
     if (streamed && !this.#source) {
       if (o.onProgress) o.onProgress({ phase: 'model', loaded: 0, total: model.size, url: String(model.url) });

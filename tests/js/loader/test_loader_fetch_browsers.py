@@ -1,7 +1,7 @@
 """The loader's downloads in Chromium, Firefox and WebKit (those installed; the conformance
 harness's launchers) against a real release: endless manifest,
 signature, module and model bodies refused at their bounds (the server stops sending); progress
-monotonic and complete; the Cache API store (a hit re-hashed, a poisoned entry dropped and
+monotonic and complete; the Cache API store (a hit hashed, a poisoned entry dropped and
 fetched again); a release older than one accepted on an earlier page load refused (Rollback,
 IndexedDB); every lane under a strict CSP page (Chromium and Firefox run the relaxed-SIMD
 lanes; WebKit refuses them at the probe, FeatureMissing, and falls back: asserted, not

@@ -309,6 +309,8 @@ def test_a_poisoned_cached_copy_restarts_once_only(results: dict[str, dict[str, 
     assert result["error"]["code"] == "HashMismatch", result["error"]
     assert result["stats"]["cacheRestarts"] == 1, result["stats"]
     assert result["stats"]["modelLoads"] == 0 and result["stats"]["live"] == 0, result["stats"]
+    # the poisoned copy was dropped, and the wrong network copy not stored in its place
+    assert not Path(result["poisoned"][0]["path"]).exists()
 
 
 def test_an_older_release_is_refused_after_a_newer_one(
