@@ -115,12 +115,12 @@ def run_chromium(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def table(doc: dict[str, Any]) -> str:
-    lines = [f"{'engine':<10} {'hash':<24} {'MiB':>5}  {'MB/s median':>11}  min..max"]
+    lines = [f"{'engine':<10} {'hash':<26} {'MiB':>5}  {'MB/s median':>11}  min..max"]
     for name, run in doc["engines"].items():
         for f in run["figures"]:
             s = f["mb_per_s"]
             lines.append(
-                f"{name:<10} {f['engine']:<24} {f['bytes'] >> 20:>5}  {s['median']:>11.0f}  "
+                f"{name:<10} {f['engine']:<26} {f['bytes'] >> 20:>5}  {s['median']:>11.0f}  "
                 f"{s['min']:.0f}..{s['max']:.0f}"
             )
     lines.append("\nnot lifted by any engine here (platform limits: the streaming JS hash):")
