@@ -308,13 +308,18 @@ def cache_of(result: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def test_the_cache_api_serves_a_second_load_without_a_request(
-    results: dict[str, Any], golden: dict[str, Any]
+    results: dict[str, Any], golden: dict[str, Any], site: Path
 ) -> None:
     check_ran(results["cache first"], SIMD_LANE, golden["tokens"])
     check_ran(results["cache second"], SIMD_LANE, golden["tokens"])
     assert cache_of(results["cache second"]) == [(f"module {SIMD_LANE}", "hit"), ("model", "hit")]
     cached = [p for p in results["_requests"] if p.startswith("/cached/")]
     assert cached and all(p.endswith(".json") for p in cached), cached
+    # each entry read once, the model hashed once (in place, WebCrypto: unshared memory)
+    size = (site / "model.trlm").stat().st_size
+    stats = results["cache second"]["stats"]
+    assert stats["storeBytesRead"] == artifact(manifest_of(site / "b"), SIMD_LANE)["size"] + size
+    assert (stats["modelBytesHashed"], stats["cacheRestarts"]) == (size, 0), stats
 
 
 def test_a_same_size_poisoned_module_and_model_are_dropped_and_fetched_again(
@@ -329,6 +334,8 @@ def test_a_same_size_poisoned_module_and_model_are_dropped_and_fetched_again(
     assert result["poisoned"][1]["size"] == (site / "model.trlm").stat().st_size
     check_ran(result, SIMD_LANE, golden["tokens"])
     assert cache_of(result) == [(f"module {SIMD_LANE}", "poisoned"), ("model", "poisoned")]
+    # found out by the one hash, once landed: the load started again from the network, once
+    assert result["stats"]["cacheRestarts"] == 1, result["stats"]
 
 
 def test_an_older_release_is_refused_on_a_later_page_load(results: dict[str, Any]) -> None:
