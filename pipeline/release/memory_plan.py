@@ -91,7 +91,9 @@ def load_coverage(path: Path = COVERAGE) -> Coverage:
             error_id="release.memory-plan-coverage",
         ) from exc
     unknown = [m.preset for m in coverage.models if m.preset not in PRESETS]
-    bad = [c for c in coverage.contexts if c < 1] + [w for w in coverage.threads_workers if not 1 <= w <= 8]
+    bad = [c for c in coverage.contexts if c < 1] + [
+        w for w in coverage.threads_workers if not 1 <= w <= 8
+    ]
     if unknown or bad:
         raise MemoryPlanFailed(
             f"unknown presets {unknown}, out-of-range values {bad}",
@@ -180,12 +182,12 @@ def lane_plan(ask: LaneAsk, sha256: str, model: str, answer: Mapping[str, Any]) 
             model=model,
             workers=int(answer["workers"]),
             context=int(answer["context"]),
-            parts=[{"name": n, "bytes": b} for n, b in zip(PLAN_PARTS, parts, strict=True)],  # type: ignore[misc]
+            parts=[{"name": n, "bytes": b} for n, b in zip(PLAN_PARTS, parts, strict=True)],
             peak_load=peaks[0],
             peak_prefill=peaks[1],
             steady_decode=peaks[2],
             peak=max(peaks),
-            largest=PLAN_PARTS[int(answer["largest"])],  # type: ignore[arg-type]
+            largest=PLAN_PARTS[int(answer["largest"])],
         )
     except (ValidationError, IndexError) as exc:
         raise MemoryPlanFailed(
@@ -223,7 +225,7 @@ def memory_plan_document(
                     sha256=hashlib.sha256(data).hexdigest(),
                     file_bytes=len(data),
                     max_context=preset.max_context,
-                    tier=preset.tier,  # type: ignore[arg-type]
+                    tier=preset.tier,
                 )
             )
             contexts = contexts_of(coverage.contexts, preset.max_context)

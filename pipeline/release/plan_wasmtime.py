@@ -87,9 +87,7 @@ class Planner:
         self.store = wasmtime.Store(threads)
         limits = declared.limits
         # a fresh shared memory of the import's declared minimum (host.js `planner`)
-        memory_type = wasmtime.MemoryType(
-            wasmtime.Limits(limits.min, limits.max), shared=True
-        )
+        memory_type = wasmtime.MemoryType(wasmtime.Limits(limits.min, limits.max), shared=True)
         shared = _SharedMemory(threads, memory_type)
         imports: list[Any] = []
         for item in module.imports:
