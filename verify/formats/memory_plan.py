@@ -10,7 +10,8 @@ stacks the parts by context.
 
 The phase peaks are sums of parts (CONTRACT.md §5, `plan_with`), held here as `PHASE_PARTS`:
 a plan whose peaks are not the sums of its parts is refused, so a part dropped or changed
-on the way to the document cannot pass unseen.
+on the way to the document cannot pass unseen; nor can a plan filed under another context
+(`transfer` is 4 bytes per token of the context).
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ PHASE_PARTS: dict[str, tuple[str, ...]] = {
     "peak_prefill": (*_DECODE, "stacks_tls", "transfer", "allocator"),
     "steady_decode": (*_DECODE, "stacks_tls", "allocator"),
 }
+
+# `transfer` is the prompt's token ids in the host's window: one u32 per token of the context.
+TRANSFER_BYTES_PER_TOKEN = 4
 
 PartName = Literal[
     "weights",
@@ -108,6 +112,10 @@ class LanePlan(Frozen):
                 raise ValueError(f"{phase} {getattr(self, phase)} is not its parts' sum {total}")
         if self.peak != max(self.peak_load, self.peak_prefill, self.steady_decode):
             raise ValueError(f"peak {self.peak} is not the largest of the three phase peaks")
+        if self.part("transfer") != TRANSFER_BYTES_PER_TOKEN * self.context:
+            raise ValueError(
+                f"transfer {self.part('transfer')} is not the prompt's {self.context} token ids"
+            )
         top = max(p.bytes for p in self.parts)
         if self.part(self.largest) != top:
             raise ValueError(f"largest {self.largest} is not the largest part")
