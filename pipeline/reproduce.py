@@ -39,6 +39,7 @@ from pipeline.io.process import CommandTimedOut, CommandUnstartable, GitFailed, 
 from pipeline.lanebuild.built import Built, built_from_index
 from pipeline.lanebuild.driver import build_lanes
 from pipeline.release.bundle import bundle_contents
+from pipeline.release.memory_plan import memory_plan_document
 from pipeline.release.steps import step_smoke, step_verify
 from pipeline.toolchain.check import check_installed
 from pipeline.toolchain.export import install_from
@@ -49,6 +50,7 @@ from verify.bundle.layout import (
     CONFORMANCE,
     MANIFEST,
     MANIFEST_SIGNATURE,
+    MEMORY_PLAN,
     PREVIOUS_FILES,
     PROVENANCE_SIGNATURE,
     PROVENANCE_STATEMENT,
@@ -205,6 +207,9 @@ def rebuilt_documents(bundle: Path, manifest: ModuleManifest, built: Built) -> d
         unsmoked_lanes=manifest.unsmoked_lanes or (),
         conformance=_shipped_conformance(bundle),
         previous=_shipped_previous(bundle),
+        # a build output: asked again of the rebuilt artifacts (a bundle from before the memory
+        # plan has none, and gets none)
+        memory_plan=memory_plan_document(built) if (bundle / MEMORY_PLAN).is_file() else None,
     )
     signatures = {
         name: read_bundle_file(bundle / name, name)
@@ -233,6 +238,8 @@ def compare_documents(
         name: read_bundle_file(bundle / name, name)
         for name in (MANIFEST, SBOM, REPORT, REPORT_PAGE, CHECKSUMS, tarball_name(manifest.version))
     }
+    if (bundle / MEMORY_PLAN).is_file():
+        expected[MEMORY_PLAN] = read_bundle_file(bundle / MEMORY_PLAN, MEMORY_PLAN)
     expected[PROVENANCE_STATEMENT] = statement
     verdicts = []
     for name, data in expected.items():

@@ -34,6 +34,7 @@ from verify.bundle.layout import (
     ATTESTED_FIXED_FILES,
     CONFORMANCE,
     MANIFEST,
+    MEMORY_PLAN,
     OPTIONAL_ATTESTED_FILES,
     PROVENANCE_STATEMENT,
     REPORT,
@@ -66,6 +67,7 @@ class ReleaseMaterial:
     expires_epoch: int
     compiler: CompilerVersions | None = None  # pinned rustc/LLVM, quoted by receipts
     conformance: bytes | None = None  # conformance.json (release --conformance)
+    memory_plan: bytes | None = None  # memory-plan.json (pipeline.release.memory_plan)
     disabled_lanes: tuple[str, ...] = ()  # signed rollback flags (release --disable-lane)
     unsmoked_lanes: tuple[str, ...] = ()  # shipped without a self-test (release --ship-unsmoked)
     # the previous release's documents for report.html's diff (previous/...; release --previous)
@@ -110,6 +112,8 @@ def assemble(material: ReleaseMaterial, key_class: KeyClass) -> Documents:
     files[REPORT] = report_bytes(material.report)
     if material.conformance is not None:
         files[CONFORMANCE] = material.conformance
+    if material.memory_plan is not None:
+        files[MEMORY_PLAN] = material.memory_plan
     files[SBOM] = sbom_bytes(
         SbomInputs(
             version=material.version,
@@ -216,6 +220,7 @@ def material_of(
     unsmoked_lanes: Sequence[str] = (),
     conformance: bytes | None = None,
     previous: Mapping[str, bytes] | None = None,
+    memory_plan: bytes | None = None,
 ) -> ReleaseMaterial:
     """Everything the documents are made of: the build's artifacts (their bytes checked
     against the index) and what the tree snapshot already read."""
@@ -253,6 +258,7 @@ def material_of(
         expires_epoch=index.source_date_epoch + MANIFEST_VALIDITY_SECONDS,
         compiler=compiler_versions(tree.lock),
         conformance=conformance,
+        memory_plan=memory_plan,
         disabled_lanes=tuple(sorted(set(disabled_lanes))),
         unsmoked_lanes=tuple(sorted(set(unsmoked_lanes))),
         previous=previous,
@@ -268,6 +274,7 @@ def documents_of(
     unsmoked_lanes: Sequence[str] = (),
     conformance: bytes | None = None,
     previous: Mapping[str, bytes] | None = None,
+    memory_plan: bytes | None = None,
 ) -> Documents:
     """Manifest, report, SBOM and provenance statement of a build: the one function a release
     and a rebuild both make their documents with."""
@@ -278,5 +285,6 @@ def documents_of(
         unsmoked_lanes=unsmoked_lanes,
         conformance=conformance,
         previous=previous,
+        memory_plan=memory_plan,
     )
     return assemble(material, key_class)

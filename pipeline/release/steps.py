@@ -9,7 +9,9 @@ Release data flows through typed step results, each step a function of the previ
                              toolchain.lock; the signing key loads
     2 build                  every lane, deterministically (pipeline.lanebuild), or records
     3 verify                 every artifact inspected against its lane policy
-    4 smoke                  each artifact's self-test result from its build record
+    4 smoke                  each artifact's self-test result from its build record; then
+                             each wasm artifact's memory plan, asked of its bytes
+                             (`pipeline.release.memory_plan`: memory-plan.json)
     5 sign manifest          documents assembled (`documents_of`), the manifest signed
     6 conformance            the matrix against the signed manifest: node over every lane and
                              tier (`release --conformance`: every engine)
@@ -54,6 +56,7 @@ from pipeline.release.bundle import (
 )
 from pipeline.release.conformance import RELEASE_ENGINES, covered, matrix_report
 from pipeline.release.matrix_cache import matrix_once
+from pipeline.release.memory_plan import memory_plan_document, plan_summary
 from pipeline.toolchain.check import check_installed
 from pipeline.tree.snapshot import Tree, read_tree
 from pipeline.tree.sources import require_clean
@@ -142,6 +145,7 @@ class Tested:
     verified: Verified
     detail: str
     unsmoked: tuple[str, ...] = ()  # lanes whose self-test did not run, each named by the user
+    memory_plan: bytes | None = None  # memory-plan.json (None: no wasm lane, or not asked)
 
 
 @dataclass(frozen=True)
@@ -338,6 +342,21 @@ def step_smoke(verified: Verified, unsmoked: Sequence[str] = ()) -> Tested:
     return Tested(verified, f"{passed} pass ({', '.join(engines)}){shipped}", unsmoked)
 
 
+def step_memory_plan(tested: Tested) -> Tested:
+    """The end of step 4: every wasm artifact, now known to run, asked for its memory plan
+    (memory-plan.json, a subject of the provenance like conformance.json)."""
+    built = tested.verified.built
+    if not built.wasm_lanes:
+        return tested
+    data = memory_plan_document(built)
+    return replace(tested, memory_plan=data, detail=f"{tested.detail}; {plan_summary(data)}")
+
+
+def no_memory_plan(tested: Tested) -> Tested:
+    """Step 4 without a memory plan (lanes that are not runnable modules: the tests' fakes)."""
+    return tested
+
+
 # -- 5 sign manifest ----------------------------------------------------------------------
 def step_sign_manifest(checked: Checked, tested: Tested) -> ManifestSigned:
     built = tested.verified.built
@@ -348,6 +367,7 @@ def step_sign_manifest(checked: Checked, tested: Tested) -> ManifestSigned:
         disabled_lanes=checked.request.disabled_lanes,
         unsmoked_lanes=tested.unsmoked,
         previous=checked.previous,
+        memory_plan=tested.memory_plan,
     )
     signature = sign_to_sigstore_bundle(
         checked.key.private_key, MANIFEST_PAYLOAD_TYPE, documents.files[MANIFEST]
@@ -411,6 +431,7 @@ def step_sign_provenance(conformed: Conformed) -> Signed:
         unsmoked_lanes=tested.unsmoked,
         conformance=conformed.report,
         previous=first.checked.previous,
+        memory_plan=tested.memory_plan,
     )
     if documents.files[MANIFEST] != first.documents.files[MANIFEST]:
         # the manifest does not list conformance.json: the signed one must still be it
@@ -459,6 +480,7 @@ class Steps:
     build: Callable[[Checked], Built] = step_build
     verify: Callable[[Built, Deriver | None], Verified] = step_verify
     smoke: Callable[[Verified, Sequence[str]], Tested] = step_smoke
+    memory_plan: Callable[[Tested], Tested] = step_memory_plan  # the end of step 4
     sign_manifest: Callable[[Checked, Tested], ManifestSigned] = step_sign_manifest
     conformance: Callable[[ManifestSigned], Conformed] = release_matrix
     sign_provenance: Callable[[Conformed], Signed] = step_sign_provenance
@@ -499,7 +521,9 @@ def run_release(request: ReleaseRequest, steps: Steps = STEPS, say: Say = print)
         checked = step(1, steps.toolchain_check, request)
         built = step(2, steps.build, checked)
         verified = step(3, lambda b: steps.verify(b, request.derive), built)
-        tested = step(4, lambda v: steps.smoke(v, request.unsmoked_lanes), verified)
+        tested = step(
+            4, lambda v: steps.memory_plan(steps.smoke(v, request.unsmoked_lanes)), verified
+        )
         manifest_signed = step(5, lambda t: steps.sign_manifest(checked, t), tested)
         conformed = step(6, steps.conformance, manifest_signed)
         signed = step(7, steps.sign_provenance, conformed)

@@ -35,6 +35,7 @@ from pipeline.release.steps import (
     Checked,
     ReleaseRequest,
     Steps,
+    no_memory_plan,
     preflight,
     run_release,
     skip_conformance,
@@ -225,10 +226,14 @@ def fake_build(checked: Checked) -> Built:
     return built_from_index(checked.tree, index, checked.request.lanes)
 
 
-# the fake lanes are not runnable modules: no conformance matrix (tests that want one swap
-# in a step that ships a report)
+# the fake lanes are not runnable modules: no memory plan, no conformance matrix (tests that
+# want one swap in a step that ships a report)
 FAKE_STEPS = replace(
-    STEPS, toolchain_check=preflight, build=fake_build, conformance=skip_conformance
+    STEPS,
+    toolchain_check=preflight,
+    build=fake_build,
+    memory_plan=no_memory_plan,
+    conformance=skip_conformance,
 )
 
 

@@ -368,6 +368,22 @@ class ConformanceVerdictWrong(BundleRejected):
     )
 
 
+class MemoryPlanInvalid(BundleRejected):
+    error_id = "memory-plan.invalid"
+    default_hint = (
+        "memory-plan.json is not a valid tinyrustlm.memory-plan.v1 (or its plans do not add "
+        "up): release again"
+    )
+
+
+class MemoryPlanMismatch(BundleRejected):
+    error_id = "memory-plan.mismatch"
+    default_hint = (
+        "memory-plan.json is of another release or other artifacts, or leaves out a wasm "
+        "lane: release again"
+    )
+
+
 class ConformanceMismatch(BundleRejected):
     error_id = "conformance.mismatch"
     default_hint = (

@@ -12,6 +12,7 @@ dist/tinyrustlm-<version>/
   sbom.cdx.json                                 CycloneDX 1.6
   verification-report.json                     what `verify` found for every artifact
   conformance.json                              the conformance matrix (absent: --no-conformance)
+  memory-plan.json                              every wasm lane's memory plan, from its bytes
   report.html                                   the human view, from the documents above only
   previous/{manifest,verification-report}.json, previous/sbom.cdx.json
                                                 optional: the previous release's documents, for
@@ -32,6 +33,7 @@ SBOM = "sbom.cdx.json"
 REPORT = "verification-report.json"
 CHECKSUMS = "SHA256SUMS"
 CONFORMANCE = "conformance.json"
+MEMORY_PLAN = "memory-plan.json"
 REPORT_PAGE = "report.html"
 # The previous release's documents a bundle may carry for its page's diff (release --previous).
 PREVIOUS_FILES = (
@@ -55,7 +57,7 @@ FIXED_FILES = (
 # Bundle files that the provenance statement names as subjects, besides the manifest's files.
 ATTESTED_FIXED_FILES = (MANIFEST, SBOM, REPORT, REPORT_PAGE)
 # Files a bundle may have; when present they are attested and checksummed like the fixed ones.
-OPTIONAL_ATTESTED_FILES = (CONFORMANCE, *PREVIOUS_FILES)
+OPTIONAL_ATTESTED_FILES = (CONFORMANCE, MEMORY_PLAN, *PREVIOUS_FILES)
 
 
 def bundle_name(version: str) -> str:

@@ -17,7 +17,7 @@ STEP_TITLES = (
     "no builder paths in signed documents",
     "SHA256SUMS and tarball",
     "report re-derived with the verifier's policy",
-    "conformance matrix",
+    "conformance matrix and memory plan",
     "independent rebuilds (K of N)",
     "report.html re-derived from the verified documents",
 )

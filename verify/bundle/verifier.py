@@ -59,6 +59,8 @@ of this bundle.
     the findings it records, lane by lane, and all of them pass.
 13. Conformance: conformance.json, when present (required with --require-engines), is about
     this release's artifacts, and each required engine has a passing row and no failing one.
+    memory-plan.json, when present, is a valid tinyrustlm.memory-plan.v1 whose plans add up,
+    about this release's wasm artifacts, every one of them (`memory_plan_check.py`).
 14. Rebuilds (only with --require-rebuilds K): at least K rebuild attestations by distinct
     keys of the rebuilders file, none of them a release key, reproduced every signed file
     (or, with --rebuild-scope artifacts, every artifact) of this bundle (`rebuilds.py`).
@@ -79,13 +81,14 @@ from verify.bundle.conformance_check import check_conformance
 from verify.bundle.document_check import check_builder_paths, check_provenance, check_sbom
 from verify.bundle.file_digests import sha256_hex
 from verify.bundle.keyless import KeylessIdentity, required_identity
-from verify.bundle.layout import CONFORMANCE, MANIFEST, PROVENANCE_SIGNATURE
+from verify.bundle.layout import CONFORMANCE, MANIFEST, MEMORY_PLAN, PROVENANCE_SIGNATURE
 from verify.bundle.manifest_check import (
     check_file_set,
     check_listed_digests,
     check_manifest,
     manifest_detail,
 )
+from verify.bundle.memory_plan_check import check_memory_plan
 from verify.bundle.opened import open_bundle
 from verify.bundle.page_check import check_page
 from verify.bundle.rebuilds import RebuildPolicy, RebuildTarget, Subjects, check_rebuilds
@@ -188,7 +191,10 @@ class BundleVerifier:
             done(12, check_report(opened, manifest, self.derive or default_deriver()))
             manifest_sha256 = sha256_hex(files[MANIFEST])
             engines = requires.require_engines
-            done(13, check_conformance(files.get(CONFORMANCE), manifest, manifest_sha256, engines))
+            conformance = check_conformance(
+                files.get(CONFORMANCE), manifest, manifest_sha256, engines
+            )
+            done(13, f"{conformance}; {check_memory_plan(files.get(MEMORY_PLAN), manifest)}")
             subjects = Subjects.of(manifest, files[MANIFEST], signed.payload(PROVENANCE_SIGNATURE))
             target = RebuildTarget(manifest, subjects, now, frozenset(trust.keys))
             done(14, check_rebuilds(requires.rebuilds, target))

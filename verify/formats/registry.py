@@ -24,6 +24,7 @@ from verify.formats.fuzz import FUZZ_CAMPAIGN_SCHEMA, FuzzCampaign
 from verify.formats.golden import GOLDEN_SCHEMA, GoldenVector
 from verify.formats.lane_policy import POLICY_SCHEMA, LanePolicy
 from verify.formats.manifest import MANIFEST_SCHEMA, ModuleManifest
+from verify.formats.memory_plan import MEMORY_PLAN_SCHEMA, MemoryPlanDocument
 from verify.formats.rebuild import REBUILD_ATTESTATION_SCHEMA, RebuildStatement
 from verify.formats.receipt import (
     RECEIPT_SCHEMA,
@@ -55,6 +56,7 @@ VERIFY_FORMATS: dict[str, type[BaseModel]] = {
     CONFORMANCE_SCHEMA: ConformanceReport,
     REBUILD_ATTESTATION_SCHEMA: RebuildStatement,
     CLI_RESULT_SCHEMA: CliResult,
+    MEMORY_PLAN_SCHEMA: MemoryPlanDocument,
 }
 
 

@@ -143,7 +143,7 @@ def test_require_engines(
     code, doc = _verify(harness, bundle, require)
     if error_id is None:
         assert code == 0, doc
-        assert doc["steps"][12]["title"] == "conformance matrix"
+        assert doc["steps"][12]["title"] == "conformance matrix and memory plan"
     else:
         assert code == 1
         assert doc["error"]["id"] == error_id, doc["error"]

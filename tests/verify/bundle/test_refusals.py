@@ -1159,7 +1159,7 @@ def test_a_shipped_conformance_report_is_read(
     verdict = h.verify(bundle, require_engines=("chromium",))
     assert verdict.steps[6].detail == f"{len(_sizes(bundle))} files"
     assert verdict.steps[12].detail == (
-        "8 rows, 8 pass, tiers f32/int8, required engines chromium pass"
+        "8 rows, 8 pass, tiers f32/int8, required engines chromium pass; no memory plan"
     )
 
 

@@ -45,7 +45,7 @@ def test_every_step_says_what_it_checked(pristine: tuple[Harness, Path], tmp_pat
         11: f"{len(files) - 2} checksums, tarball rebuilt byte for byte "
         f"({tarball.stat().st_size} bytes)",
         12: details[12],  # the report step belongs to the report model's own tests
-        13: "no conformance report (none required)",
+        13: "no conformance report (none required); no memory plan",
         14: "not required",
         15: f"{(bundle / 'report.html').stat().st_size:,} bytes, identical to the re-derived page",
     }

@@ -14,7 +14,14 @@ from typing import Any
 from pipeline.documents.keys import load_private_key
 from pipeline.documents.sign import sign_to_sigstore_bundle
 from tests.harness.release import Harness, rederive_page, repack
-from verify.bundle.layout import MANIFEST, PROVENANCE_SIGNATURE, REPORT, REPORT_PAGE, SBOM
+from verify.bundle.layout import (
+    MANIFEST,
+    MEMORY_PLAN,
+    PROVENANCE_SIGNATURE,
+    REPORT,
+    REPORT_PAGE,
+    SBOM,
+)
 from verify.canonical import canonical_json
 
 PREVIOUS = ("previous/manifest.json", "previous/verification-report.json", "previous/sbom.cdx.json")
@@ -69,4 +76,16 @@ def edit_page(b: Path, h: Harness, change: Callable[[bytes], bytes]) -> None:
     (b / REPORT_PAGE).write_bytes(page)
     doc = statement(b)
     set_subject(doc, REPORT_PAGE, page)
+    resign(b, h, doc)
+
+
+def add_memory_plan(b: Path, h: Harness, data: bytes, page: bool = True) -> None:
+    """memory-plan.json added as the release writes it: a subject of the signed provenance,
+    report.html made again from it (`page`; a malformed plan keeps the old page: the writer
+    would never have made one), then repacked."""
+    (b / MEMORY_PLAN).write_bytes(data)
+    doc = statement(b)
+    set_subject(doc, MEMORY_PLAN, data)
+    if page:
+        rederive_page(b, doc)
     resign(b, h, doc)

@@ -1,7 +1,8 @@
 """What a report page is made of: a bundle's signed documents, each read by its model.
 
 `page_inputs(files)` takes the bundle's files (path -> bytes) and reads manifest.json,
-verification-report.json, sbom.cdx.json, conformance.json (when present) and the previous
+verification-report.json, sbom.cdx.json, conformance.json and memory-plan.json (when present:
+a malformed plan is `memory-plan.invalid`, as in `verify bundle` step 13) and the previous
 release's documents the bundle carries under previous/ (when present). Nothing else: no
 signature envelope (co-signers add signatures after the page is written), no clock, no path.
 A document that does not read is a `PageInputInvalid` naming the file and the field.
@@ -16,10 +17,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verify.bundle.errors import BundleRejected
-from verify.bundle.layout import CONFORMANCE, MANIFEST, PREVIOUS_FILES, REPORT, SBOM
+from verify.bundle.layout import CONFORMANCE, MANIFEST, MEMORY_PLAN, PREVIOUS_FILES, REPORT, SBOM
+from verify.bundle.memory_plan_check import read_memory_plan
 from verify.canonical import MalformedJson, parse_json
 from verify.formats.conformance import AnyReport, read_report
 from verify.formats.manifest import ModuleManifest
+from verify.formats.memory_plan import MemoryPlanDocument
 from verify.formats.report import VerificationReport
 
 # The previous release's documents as a bundle carries them (release --previous): its signed
@@ -94,11 +97,13 @@ class Release:
 
 @dataclass(frozen=True)
 class PageInputs:
-    """Everything a report page shows: this release, its conformance report, the previous."""
+    """Everything a report page shows: this release, its conformance report, the previous,
+    its memory plan."""
 
     release: Release
     conformance: AnyReport | None
     previous: Release | None
+    memory_plan: MemoryPlanDocument | None = None
 
 
 def _json(data: bytes, where: str) -> Any:
@@ -169,4 +174,5 @@ def page_inputs(files: Mapping[str, bytes], previous: Release | None = None) -> 
         release=release_of(files),
         conformance=conformance,
         previous=previous if previous is not None else carried_previous(files),
+        memory_plan=read_memory_plan(files[MEMORY_PLAN]) if MEMORY_PLAN in files else None,
     )

@@ -189,7 +189,7 @@ def render_page(
             diff_section(release, inputs.previous),
             matrix_section(release, inputs.conformance),
             speed_section(inputs.conformance),
-            memory_section(),
+            memory_section(inputs.memory_plan),
             sbom_section(release),
             provenance_section(subjects_of(files, release), REPORT_PAGE),
         ),

@@ -24,6 +24,12 @@ dl.facts dt{color:var(--muted)}dl.facts dd{margin:0}
 .muted{color:var(--muted)}.changed{font-weight:600}
 svg.chart{max-width:100%;height:auto}svg.chart text{font:12px system-ui,sans-serif;
 fill:var(--fg)}svg.chart rect.bar{fill:var(--bar)}
+svg.chart rect.seg{stroke:var(--bg);stroke-width:.5}.seg-weights{fill:#4e79a7}
+.seg-metadata{fill:#f28e2b}.seg-tokenizer{fill:#e15759}.seg-kv{fill:#76b7b2}
+.seg-activations{fill:#59a14f}.seg-logits{fill:#edc948}.seg-decode_scratch{fill:#b07aa1}
+.seg-stacks_tls{fill:#ff9da7}.seg-transfer{fill:#9c755f}.seg-load_copy{fill:#bab0ac}
+.seg-allocator{fill:#d37295}.plan{display:grid;grid-template-columns:minmax(0,780px) 1fr;
+gap:8px 16px;align-items:start}@media (max-width:1100px){.plan{grid-template-columns:1fr}}
 details{margin:4px 0 12px}summary{cursor:pointer;color:var(--muted)}
 nav ul{display:flex;flex-wrap:wrap;gap:4px 14px;padding:0;list-style:none}
 @media print{body{max-width:none;padding:0;font-size:11px}nav{display:none}
