@@ -503,6 +503,12 @@ def _t_probes_tool(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     return lambda: read_probes(tmp)
 
 
+def _t_probes_relaxed(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    from pipeline.js.probes import relaxed_probe_source
+
+    return lambda: relaxed_probe_source({})  # a policy that admits no relaxed instruction
+
+
 def _t_subject_bundle(tmp: Path, mp: pytest.MonkeyPatch) -> Callable[[], object]:
     from pipeline.conformance.subject import from_bundle
 
@@ -1022,6 +1028,7 @@ TRIGGERS: dict[str, Trigger] = {
     "probes.none": _t_probes_none,
     "probes.header": _t_probes_header,
     "probes.wasm-tools": _t_probes_tool,
+    "probes.relaxed": _t_probes_relaxed,
     "conformance.not-a-bundle": _t_subject_bundle,
     "conformance.artifact-unreadable": _t_subject_unreadable,
     "conformance.artifact-digest": _t_subject_digest,
