@@ -12,12 +12,12 @@ import pytest
 import wasmtime
 
 from pipeline import wasmhost
+from pipeline.js.probes import probe_sources
 from pipeline.wasmhost import HostError, SessionConfig, WasmHost
 
 REPO = Path(__file__).resolve().parents[3]
 RESULT_RS = REPO / "crates/core/src/result.rs"
 ABI_JS = REPO / "crates/wasm/js/abi.js"
-PROBES = REPO / "crates/wasm/probes"
 JS_FIELD = {"BigUint64": "Q", "Uint32": "I", "Float32": "f"}
 
 
@@ -62,8 +62,10 @@ def test_session_config_defaults_are_greedy_at_the_models_context() -> None:
 
 
 def _probe(tmp_path: Path, name: str) -> Path:
+    """A probe of the loader's, assembled (the relaxed-SIMD one is generated from the policy)."""
+    [source] = [s for s in probe_sources(REPO) if s.id == name]
     path = tmp_path / f"{name}.wasm"
-    path.write_bytes(wasmtime.wat2wasm((PROBES / f"{name}.wat").read_text()))
+    path.write_bytes(wasmtime.wat2wasm(source.wat()))
     return path
 
 
