@@ -83,20 +83,41 @@ def _by_lane(rows: Sequence[TierRow], isolated: bool, tier: str = "f32") -> dict
     return {r.lane: r for r in rows if r.isolated is isolated and r.tier == tier}
 
 
+def _role(subject: Subject, threads: bool, relaxed: bool) -> str:
+    """The one wasm lane with (or without) threads and relaxed SIMD; a plain SIMD lane else."""
+    [lane] = [
+        w.lane for w in subject.wasm if w.simd and w.threads is threads and w.relaxed is relaxed
+    ]
+    return lane
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_isolation_on_and_off(setup: Setup, tmp_path: Path, engine: str) -> None:
-    """Every lane of the engine, with and without isolation, on a model of each tier."""
+    """Every lane of the engine, with and without isolation, on a model of each tier. The
+    engine's own choice is the loader's order: relaxed SIMD + threads when isolated, relaxed
+    SIMD when not; WebKit, without relaxed SIMD, refuses both relaxed lanes at the probe (a
+    not-run row that says so) and its choice is threads, or simd128 when not isolated."""
     subject = setup[0]
-    threads = next(w.lane for w in subject.wasm if w.threads)
-    simd = next(w.lane for w in subject.wasm if w.simd and not w.threads)
+    relaxed_runs = engine != "webkit"
+    threads_lanes = {w.lane for w in subject.wasm if w.threads}
+    relaxed_lanes = {w.lane for w in subject.wasm if w.relaxed}
+    chosen_on = _role(subject, threads=True, relaxed=relaxed_runs)
+    chosen_off = _role(subject, threads=False, relaxed=relaxed_runs)
+    refused = set() if relaxed_runs else relaxed_lanes
     report = _matrix(setup, tmp_path, engine, tiers=True)
     assert report.tiers() == list(MODEL_TIERS)
     for tier in MODEL_TIERS:
         on, off = _by_lane(report.rows, True, tier), _by_lane(report.rows, False, tier)
         assert set(on) == set(off) == {w.lane for w in subject.wasm}, tier
-        assert {r.outcome for r in on.values()} == {"pass"}, on
-        assert [lane for lane, r in on.items() if r.chosen] == [threads]
-        for row in (*on.values(), *(r for r in off.values() if r.outcome == "pass")):
+        for lane in refused:
+            for row in (on[lane], off[lane]):
+                assert row.outcome == "not-run" and row.receipt is None, row
+                assert row.detail.startswith("FeatureMissing: "), row.detail
+        assert {r.outcome for lane, r in on.items() if lane not in refused} == {"pass"}, on
+        assert [lane for lane, r in on.items() if r.chosen] == [chosen_on]
+        for row in (*on.values(), *off.values()):
+            if row.outcome != "pass":
+                continue
             receipt = CapabilityReceipt.model_validate(row.receipt)  # the loader's, this lane
             assert (receipt.module.artifact_id, receipt.module.sha256) == (
                 row.lane,
@@ -105,14 +126,19 @@ def test_isolation_on_and_off(setup: Setup, tmp_path: Path, engine: str) -> None
             assert receipt.observed.cross_origin_isolated is row.isolated
             mode = {"f32": "strict-f32-v1", "int8": "int8-exact-v1"}[tier]
             assert receipt.selection.numerical_mode == mode, (tier, row.lane)
-        threads_receipt = CapabilityReceipt.model_validate(on[threads].receipt)
-        assert threads_receipt.observed.workers_started == 2
-        assert threads_receipt.executed_path_evidence.worker_ids_participating == [0, 1]
-        assert off[threads].outcome == "not-run" and off[threads].receipt is None
-        assert off[threads].detail.startswith("NotIsolated: ")
-        assert "cross-origin isolated" in off[threads].detail
-        assert {r.outcome for lane, r in off.items() if lane != threads} == {"pass"}
-        assert [lane for lane, r in off.items() if r.chosen] == [simd]
+        for lane in threads_lanes - refused:
+            threads_receipt = CapabilityReceipt.model_validate(on[lane].receipt)
+            assert threads_receipt.observed.workers_started == 2
+            assert threads_receipt.executed_path_evidence.worker_ids_participating == [0, 1]
+        for lane in threads_lanes:
+            if lane in refused:
+                continue
+            assert off[lane].outcome == "not-run" and off[lane].receipt is None
+            assert off[lane].detail.startswith("NotIsolated: ")
+            assert "cross-origin isolated" in off[lane].detail
+        passing_off = {lane for lane, r in off.items() if r.outcome == "pass"}
+        assert passing_off == set(off) - threads_lanes - refused
+        assert [lane for lane, r in off.items() if r.chosen] == [chosen_off]
     assert all(r.engine_version not in ("", "unknown") for r in report.rows)
 
 
