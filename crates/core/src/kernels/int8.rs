@@ -40,26 +40,32 @@ pub fn quantize(x: &[f32], codes: &mut [i8], scales: &mut [f32]) -> TrReturn<()>
         return Err(TrResult::InternalInvariant);
     }
     for ((xs, cs), scale) in x.chunks(BLOCK).zip(codes.chunks_exact_mut(BLOCK)).zip(scales.iter_mut()) {
-        let mut amax = 0.0f32;
-        for v in xs {
-            if !v.is_finite() {
-                return Err(TrResult::NumericalFailure);
-            }
-            let a = if *v < 0.0 { -*v } else { *v };
-            if a > amax {
-                amax = a;
-            }
+        quantize_block(xs, cs, scale)?;
+    }
+    Ok(())
+}
+
+/// One block of `quantize`: xs (1..=32 elements) into cs (32 codes) and its scale.
+pub fn quantize_block(xs: &[f32], cs: &mut [i8], scale: &mut f32) -> TrReturn<()> {
+    let mut amax = 0.0f32;
+    for v in xs {
+        if !v.is_finite() {
+            return Err(TrResult::NumericalFailure);
         }
-        let d = amax / (QMAX as f32);
-        cs.iter_mut().for_each(|c| *c = 0);
-        if d == 0.0 {
-            *scale = 0.0;
-            continue;
+        let a = if *v < 0.0 { -*v } else { *v };
+        if a > amax {
+            amax = a;
         }
-        *scale = d;
-        for (c, v) in cs.iter_mut().zip(xs) {
-            *c = round_half_away(*v / d).clamp(-QMAX, QMAX) as i8;
-        }
+    }
+    let d = amax / (QMAX as f32);
+    cs.iter_mut().for_each(|c| *c = 0);
+    if d == 0.0 {
+        *scale = 0.0;
+        return Ok(());
+    }
+    *scale = d;
+    for (c, v) in cs.iter_mut().zip(xs) {
+        *c = round_half_away(*v / d).clamp(-QMAX, QMAX) as i8;
     }
     Ok(())
 }

@@ -17,7 +17,8 @@ use core::mem::MaybeUninit;
 
 use super::simd128::{load16, q4_codes, scale_of, touch_lines, PREFETCH_AHEAD};
 use super::{count_simd, int8};
-use crate::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
+use crate::quant::{row_blocks, BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
+use crate::result::{TrResult, TrReturn};
 
 // The tier's f32 reductions are the SIMD128 set's own lane-order kernels.
 pub use super::simd128::{attention_head, rmsnorm};
@@ -27,6 +28,76 @@ pub(super) fn load16_i8(b: &[i8], at: usize) -> v128 {
     let sixteen = &b[at..at + 16];
     // SAFETY: `sixteen` is 16 readable bytes; v128_load has no alignment requirement.
     unsafe { v128_load(sixteen.as_ptr() as *const v128) }
+}
+
+/// See `int8::quantize`: the same codes and scales bit for bit, eight f32x4 per whole block.
+/// amax is a maximum of magnitudes (exact in any order); d = amax / 127 is the oracle's one
+/// f32 division; per element q = x / d (`f32x4.div`, IEEE like the scalar division),
+/// t = trunc(q) and q - t are exact (|q| < 2^8 here), so `round_half_away`'s comparisons
+/// with ±0.5 pick the same t ± 1, and the clamp to ±127 and the narrowing (in range, so never
+/// saturating) give the oracle's codes. A tail block (n % 32 elements) runs the oracle's.
+pub fn quantize(x: &[f32], codes: &mut [i8], scales: &mut [f32]) -> TrReturn<()> {
+    count_simd();
+    if codes.len() != row_blocks(x.len()) * BLOCK || scales.len() != row_blocks(x.len()) {
+        return Err(TrResult::InternalInvariant);
+    }
+    let mut blocks = x.chunks_exact(BLOCK);
+    let mut out = codes.chunks_exact_mut(BLOCK).zip(scales.iter_mut());
+    for (xs, (cs, scale)) in (&mut blocks).zip(&mut out) {
+        quantize_block(xs, cs, scale)?;
+    }
+    match (blocks.remainder(), out.next()) {
+        ([], _) => Ok(()),
+        (tail, Some((cs, scale))) => int8::quantize_block(tail, cs, scale),
+        (_, None) => Err(TrResult::InternalInvariant),
+    }
+}
+
+/// One whole block (32 elements) of `quantize`.
+#[inline(always)]
+fn quantize_block(xs: &[f32], cs: &mut [i8], scale: &mut f32) -> TrReturn<()> {
+    let xs = &xs[..BLOCK];
+    // SAFETY: `xs` is 32 readable f32; v128_load has no alignment requirement.
+    let v: [v128; 8] = core::array::from_fn(|i| unsafe { v128_load(xs[4 * i..].as_ptr() as *const v128) });
+    let (inf, mut finite, mut amax) = (f32x4_splat(f32::INFINITY), u32x4_splat(u32::MAX), f32x4_splat(0.0));
+    for vi in v {
+        let a = f32x4_abs(vi);
+        finite = v128_and(finite, f32x4_lt(a, inf)); // false for +-inf and NaN
+        amax = f32x4_pmax(amax, a);
+    }
+    if !i32x4_all_true(finite) {
+        return Err(TrResult::NumericalFailure);
+    }
+    let (m0, m1) = (f32x4_extract_lane::<0>(amax), f32x4_extract_lane::<1>(amax));
+    let (m2, m3) = (f32x4_extract_lane::<2>(amax), f32x4_extract_lane::<3>(amax));
+    let amax = m0.max(m1).max(m2.max(m3));
+    let d = amax / (int8::QMAX as f32);
+    let cs = &mut cs[..BLOCK];
+    if d == 0.0 {
+        *scale = 0.0;
+        cs.iter_mut().for_each(|c| *c = 0);
+        return Ok(());
+    }
+    *scale = d;
+    let (vd, half, one, lim) = (f32x4_splat(d), f32x4_splat(0.5), f32x4_splat(1.0), f32x4_splat(int8::QMAX as f32));
+    let code = |vi: v128| {
+        let q = f32x4_div(vi, vd);
+        let t = f32x4_trunc(q);
+        let frac = f32x4_sub(q, t);
+        let up = v128_and(f32x4_ge(frac, half), one);
+        let down = v128_and(f32x4_le(frac, f32x4_neg(half)), one);
+        let r = f32x4_sub(f32x4_add(t, up), down);
+        i32x4_trunc_sat_f32x4(f32x4_pmax(f32x4_neg(lim), f32x4_pmin(lim, r)))
+    };
+    let c: [v128; 8] = v.map(code);
+    let lo = i8x16_narrow_i16x8(i16x8_narrow_i32x4(c[0], c[1]), i16x8_narrow_i32x4(c[2], c[3]));
+    let hi = i8x16_narrow_i16x8(i16x8_narrow_i32x4(c[4], c[5]), i16x8_narrow_i32x4(c[6], c[7]));
+    // SAFETY: `cs` is 32 writable bytes.
+    unsafe {
+        v128_store(cs.as_mut_ptr() as *mut v128, lo);
+        v128_store(cs[16..].as_mut_ptr() as *mut v128, hi);
+    }
+    Ok(())
 }
 
 /// How one layout's block dot runs in one kernel set (SIMD128 here, relaxed SIMD in
