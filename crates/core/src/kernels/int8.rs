@@ -1,8 +1,10 @@
 //! The integer tier's scalar oracle (CONTRACT.md §10): the activation quantizer, the integer
 //! block dot of q8/q4 weight codes with int8 activation codes, and the f32 reductions of the
 //! tier (RMSNorm's sum of squares, attention scores) in THE lane order of §8, written as plain
-//! scalar code. Every lane runs the quantizer below; the matvec/tile kernels here are the
-//! oracle the SIMD128 set (`simd128_int.rs`) must equal bit for bit.
+//! scalar code. The quantizer below is the scalar lane's and the oracle (the SIMD lanes run
+//! `simd128_int::quantize`, equal to it bit for bit, and this one's `quantize_block` for a tail
+//! block); the matvec/tile kernels here are the oracle the SIMD128 set (`simd128_int.rs`) must
+//! equal bit for bit.
 
 use super::{count_scalar, scalar};
 use crate::math::sqrt_det;
