@@ -629,7 +629,7 @@ pub fn attention_head(q: &[f32], keys: &[f32], values: &[f32], scores: &mut [f32
     let head_dim = q.len();
     let scale = 1.0 / sqrt_det(head_dim as f32);
     let mut done = 0;
-    if head_dim % 4 == 0 {
+    if head_dim.is_multiple_of(4) {
         // four positions at a time: the same lane sums, reduced together (`dot4_f32`)
         for (s4, k4) in scores.chunks_exact_mut(4).zip(keys.chunks_exact(4 * head_dim)) {
             store4(s4, 0, f32x4_mul(dot4_f32(q, k4), f32x4_splat(scale)));
