@@ -16,17 +16,17 @@ pub const EXP_OVERFLOW: f32 = 88.72283;
 /// for inputs below it.
 pub const EXP_UNDERFLOW: f32 = -87.33654;
 
-const LOG2E: f32 = 1.442_695_04;
+pub(crate) const LOG2E: f32 = 1.442_695_04;
 // Cody-Waite split of ln 2: C1 has few mantissa bits so k * C1 is exact.
-const LN2_C1: f32 = 0.693_359_375;
-const LN2_C2: f32 = -2.121_944_4e-4;
+pub(crate) const LN2_C1: f32 = 0.693_359_375;
+pub(crate) const LN2_C2: f32 = -2.121_944_4e-4;
 // Minimax polynomial for exp(r) - 1 - r on [-ln2/2, ln2/2] (Cephes expf), Horner from P0.
-const P0: f32 = 1.987_569_15e-4;
-const P1: f32 = 1.398_199_950_7e-3;
-const P2: f32 = 8.333_451_907_3e-3;
-const P3: f32 = 4.166_579_589_4e-2;
-const P4: f32 = 1.666_666_545_9e-1;
-const P5: f32 = 5.000_000_120_1e-1;
+pub(crate) const P0: f32 = 1.987_569_15e-4;
+pub(crate) const P1: f32 = 1.398_199_950_7e-3;
+pub(crate) const P2: f32 = 8.333_451_907_3e-3;
+pub(crate) const P3: f32 = 4.166_579_589_4e-2;
+pub(crate) const P4: f32 = 1.666_666_545_9e-1;
+pub(crate) const P5: f32 = 5.000_000_120_1e-1;
 
 /// exp(x) in f32: NaN -> NaN, x > EXP_OVERFLOW -> +inf, x < EXP_UNDERFLOW -> +0 (also for -inf).
 /// Every step is a plain f32 add/mul/sub (never fused) in the order written.

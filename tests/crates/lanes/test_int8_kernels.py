@@ -143,6 +143,26 @@ def test_quantizer_edge_values_equal_the_reference(
     assert scales == _bits(ref_scales), name
 
 
+def _whole_blocks(x: list[float]) -> np.ndarray:
+    """`x` zero-padded to a whole block, then again reversed and negated: whole blocks only, so
+    the SIMD quantizer's block path (not the oracle it runs for a tail block) quantizes it."""
+    block = np.array(x + [0.0] * (-len(x) % 32), dtype=F32)
+    return np.concatenate([block, -block[::-1]])
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("name", "x"), EDGES, ids=[e[0] for e in EDGES])
+def test_quantizer_edge_values_in_whole_blocks_equal_the_reference(
+    lane: Harness, name: str, x: list[float]
+) -> None:
+    v = _whole_blocks(x)
+    rc, codes, scales = lane.quantize(v)
+    ref_codes, ref_scales = int8ref.quantize(v)
+    assert rc == 0, name
+    assert codes == ref_codes.tobytes(), f"{name}: codes {list(np.frombuffer(codes, np.int8))[:12]}"
+    assert scales == _bits(ref_scales), name
+
+
 @pytest.mark.integration
 def test_the_contracts_worked_examples(lane: Harness) -> None:
     _, codes, scales = lane.quantize(np.array(EDGES[3][1], dtype=F32))
@@ -177,6 +197,11 @@ def test_non_finite_activations_are_refused(lane: Harness, bad: float) -> None:
     assert lane.quantize(x)[0] == NUMERICAL_FAILURE
     with pytest.raises(int8ref.NonFinite):
         int8ref.quantize(x)
+    # in a whole block (the SIMD quantizer's block path), at every lane of an f32x4
+    for at in (32, 37, 46, 63):
+        x = np.ones(64, dtype=F32)
+        x[at] = bad
+        assert lane.quantize(x)[0] == NUMERICAL_FAILURE, at
 
 
 @pytest.mark.integration
@@ -215,6 +240,9 @@ def test_integer_rows_are_bit_identical_for_every_tail_row_count_and_tile(
     # groups of 8 (17: three groups, the last of one token; 25, 40: remainders 1 and 0)
     shapes = [(cols, 1 + cols % 9, 1 + cols % 16) for cols in [*range(1, 65), 100, 1024]]
     shapes += [(33, 5, 17), (100, 8, 25), (64, 4, 40), (1024, 9, 17)]
+    # past the relaxed tile's chunks of 16 row quads (64 rows; 133: two chunks, a third of one
+    # quad and a row remainder), and past its 128 prepared blocks (4200 columns: 132 blocks)
+    shapes += [(40, 70, 17), (100, 133, 9), (4200, 5, 3)]
     for cols, rows, tokens in shapes:
         w = _weights(rng, layout, rows, cols)
         xs = (rng.standard_normal((tokens, cols)) * 2.0 ** float(rng.integers(-6, 6))).astype(F32)

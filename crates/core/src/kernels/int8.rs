@@ -1,8 +1,10 @@
 //! The integer tier's scalar oracle (CONTRACT.md §10): the activation quantizer, the integer
 //! block dot of q8/q4 weight codes with int8 activation codes, and the f32 reductions of the
 //! tier (RMSNorm's sum of squares, attention scores) in THE lane order of §8, written as plain
-//! scalar code. Every lane runs the quantizer below; the matvec/tile kernels here are the
-//! oracle the SIMD128 set (`simd128_int.rs`) must equal bit for bit.
+//! scalar code. The quantizer below is the scalar lane's and the oracle (the SIMD lanes run
+//! `simd128_int::quantize`, equal to it bit for bit, and this one's `quantize_block` for a tail
+//! block); the matvec/tile kernels here are the oracle the SIMD128 set (`simd128_int.rs`) must
+//! equal bit for bit.
 
 use super::{count_scalar, scalar};
 use crate::math::sqrt_det;
@@ -40,26 +42,32 @@ pub fn quantize(x: &[f32], codes: &mut [i8], scales: &mut [f32]) -> TrReturn<()>
         return Err(TrResult::InternalInvariant);
     }
     for ((xs, cs), scale) in x.chunks(BLOCK).zip(codes.chunks_exact_mut(BLOCK)).zip(scales.iter_mut()) {
-        let mut amax = 0.0f32;
-        for v in xs {
-            if !v.is_finite() {
-                return Err(TrResult::NumericalFailure);
-            }
-            let a = if *v < 0.0 { -*v } else { *v };
-            if a > amax {
-                amax = a;
-            }
+        quantize_block(xs, cs, scale)?;
+    }
+    Ok(())
+}
+
+/// One block of `quantize`: xs (1..=32 elements) into cs (32 codes) and its scale.
+pub fn quantize_block(xs: &[f32], cs: &mut [i8], scale: &mut f32) -> TrReturn<()> {
+    let mut amax = 0.0f32;
+    for v in xs {
+        if !v.is_finite() {
+            return Err(TrResult::NumericalFailure);
         }
-        let d = amax / (QMAX as f32);
-        cs.iter_mut().for_each(|c| *c = 0);
-        if d == 0.0 {
-            *scale = 0.0;
-            continue;
+        let a = if *v < 0.0 { -*v } else { *v };
+        if a > amax {
+            amax = a;
         }
-        *scale = d;
-        for (c, v) in cs.iter_mut().zip(xs) {
-            *c = round_half_away(*v / d).clamp(-QMAX, QMAX) as i8;
-        }
+    }
+    let d = amax / (QMAX as f32);
+    cs.iter_mut().for_each(|c| *c = 0);
+    if d == 0.0 {
+        *scale = 0.0;
+        return Ok(());
+    }
+    *scale = d;
+    for (c, v) in cs.iter_mut().zip(xs) {
+        *c = round_half_away(*v / d).clamp(-QMAX, QMAX) as i8;
     }
     Ok(())
 }

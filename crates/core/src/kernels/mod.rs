@@ -100,10 +100,11 @@ impl<'a> Acts<'a> {
     }
 }
 
-/// Quantizes one token's activations `x` for the integer tier (int8::quantize, every lane):
-/// codes [⌈n/32⌉ * 32], scales [⌈n/32⌉]; non-finite input -> `NumericalFailure`.
+/// Quantizes one token's activations `x` for the integer tier (`int8::quantize`'s codes and
+/// scales bit for bit on every lane): codes [⌈n/32⌉ * 32], scales [⌈n/32⌉]; non-finite input
+/// -> `NumericalFailure`.
 pub fn quantize(x: &[f32], codes: &mut [i8], scales: &mut [f32]) -> TrReturn<()> {
-    int8::quantize(x, codes, scales)
+    active_int::quantize(x, codes, scales)
 }
 
 /// RMSNorm of the model's tier: the f32 tier's active kernel, or the integer tier's (lane
@@ -495,6 +496,19 @@ pub fn tile_rows_acts(
         (Matrix::Q4(w), Acts::Int8 { codes, scales }) => active_int::matmul_q4(w, codes, scales, blocks, emit),
         (Matrix::F32(_), Acts::Int8 { .. }) => return Err(TrResult::InternalInvariant),
     }
+    Ok(())
+}
+
+/// Rows `rows` of W [R, cols] against ONE token's activations, written to `out` (rows.len()
+/// values): the matvec kernel itself over the whole range (the T = 1 case of `tile_rows_acts`,
+/// the same values, without the per-value `emit`): the decode step's path.
+pub fn rows_acts(w: Matrix<'_>, cols: usize, rows: Range<usize>, x: Acts<'_>, out: &mut [f32]) -> TrReturn<()> {
+    let row_len = w.len_for(1, cols).ok_or(TrResult::IntegerOverflow)?;
+    require(cols > 0 && rows.start <= rows.end && out.len() == rows.end - rows.start && x.tokens(cols) == Some(1))?;
+    require(!matches!((w, x), (Matrix::F32(_), Acts::Int8 { .. })))?;
+    let start = rows.start.checked_mul(row_len).ok_or(TrResult::IntegerOverflow)?;
+    let end = rows.end.checked_mul(row_len).ok_or(TrResult::IntegerOverflow)?;
+    matvec_rows(w.rows(start..end).ok_or(TrResult::InternalInvariant)?, x, out);
     Ok(())
 }
 

@@ -30,8 +30,10 @@ use super::simd128_int::{load16_i8, rows, tile, BlockDot};
 use super::{count_relaxed, count_simd, int8};
 use crate::quant::{Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
 
-// The tier's f32 reductions are the SIMD128 set's own lane-order kernels (no relaxed op).
+// The tier's f32 reductions are the SIMD128 set's own lane-order kernels (no relaxed op), and
+// its activation quantizer the SIMD128 integer set's.
 pub use super::simd128::{attention_head, rmsnorm};
+pub use super::simd128_int::quantize;
 
 /// THE relaxed instruction of this set: per i32 lane k, c_k + sum_{j<4} a_{4k+j} * b_{4k+j}
 /// (a signed; b must be in [0, 127], see the module comment).

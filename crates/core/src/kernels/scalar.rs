@@ -146,6 +146,24 @@ pub fn rope(v: &mut [f32], cos: &[f32], sin: &[f32]) {
 /// all -inf -> NumericalFailure; z = 0 / NaN / inf -> NumericalFailure.
 pub fn softmax(scores: &mut [f32]) -> TrReturn<()> {
     count_scalar();
+    let Some(max) = softmax_max(scores)? else {
+        return Ok(());
+    };
+    let mut z = 0.0f32;
+    for s in scores.iter_mut() {
+        *s = exp_det(*s - max);
+        z = z + *s;
+    }
+    softmax_check(z)?;
+    for s in scores.iter_mut() {
+        *s = *s / z;
+    }
+    Ok(())
+}
+
+/// `softmax`'s exceptional cases (every kernel set's): Err, or Ok(None) when `scores` is
+/// final (n = 1, or max = +inf), or Ok(Some(max)) to go on with exp(s - max).
+pub fn softmax_max(scores: &mut [f32]) -> TrReturn<Option<f32>> {
     if scores.is_empty() {
         return Err(TrResult::InvalidArgument);
     }
@@ -160,7 +178,7 @@ pub fn softmax(scores: &mut [f32]) -> TrReturn<()> {
     }
     if scores.len() == 1 {
         scores[0] = 1.0;
-        return Ok(());
+        return Ok(None);
     }
     if max == f32::INFINITY {
         let count = scores.iter().filter(|s| **s == f32::INFINITY).count();
@@ -168,22 +186,19 @@ pub fn softmax(scores: &mut [f32]) -> TrReturn<()> {
         for s in scores.iter_mut() {
             *s = if *s == f32::INFINITY { share } else { 0.0 };
         }
-        return Ok(());
+        return Ok(None);
     }
     if max == f32::NEG_INFINITY {
         return Err(TrResult::NumericalFailure);
     }
-    let mut z = 0.0f32;
-    for s in scores.iter_mut() {
-        *s = exp_det(*s - max);
-        z = z + *s;
-    }
+    Ok(Some(max))
+}
+
+/// `softmax`'s check of z = sum of exp(s - max): not in (0, inf) -> NumericalFailure.
+pub fn softmax_check(z: f32) -> TrReturn<()> {
     #[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(z > 0.0)` is also true for NaN: the contract's check
     if !(z > 0.0) || z == f32::INFINITY {
         return Err(TrResult::NumericalFailure);
-    }
-    for s in scores.iter_mut() {
-        *s = *s / z;
     }
     Ok(())
 }

@@ -17,7 +17,8 @@ use core::mem::MaybeUninit;
 
 use super::simd128::{load16, q4_codes, scale_of, touch_lines, PREFETCH_AHEAD};
 use super::{count_simd, int8};
-use crate::quant::{BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
+use crate::quant::{row_blocks, BLOCK, Q4_BLOCK_BYTES, Q8_BLOCK_BYTES};
+use crate::result::{TrResult, TrReturn};
 
 // The tier's f32 reductions are the SIMD128 set's own lane-order kernels.
 pub use super::simd128::{attention_head, rmsnorm};
@@ -27,6 +28,76 @@ pub(super) fn load16_i8(b: &[i8], at: usize) -> v128 {
     let sixteen = &b[at..at + 16];
     // SAFETY: `sixteen` is 16 readable bytes; v128_load has no alignment requirement.
     unsafe { v128_load(sixteen.as_ptr() as *const v128) }
+}
+
+/// See `int8::quantize`: the same codes and scales bit for bit, eight f32x4 per whole block.
+/// amax is a maximum of magnitudes (exact in any order); d = amax / 127 is the oracle's one
+/// f32 division; per element q = x / d (`f32x4.div`, IEEE like the scalar division),
+/// t = trunc(q) and q - t are exact (|q| < 2^8 here), so `round_half_away`'s comparisons
+/// with ±0.5 pick the same t ± 1, and the clamp to ±127 and the narrowing (in range, so never
+/// saturating) give the oracle's codes. A tail block (n % 32 elements) runs the oracle's.
+pub fn quantize(x: &[f32], codes: &mut [i8], scales: &mut [f32]) -> TrReturn<()> {
+    count_simd();
+    if codes.len() != row_blocks(x.len()) * BLOCK || scales.len() != row_blocks(x.len()) {
+        return Err(TrResult::InternalInvariant);
+    }
+    let mut blocks = x.chunks_exact(BLOCK);
+    let mut out = codes.chunks_exact_mut(BLOCK).zip(scales.iter_mut());
+    for (xs, (cs, scale)) in (&mut blocks).zip(&mut out) {
+        quantize_block(xs, cs, scale)?;
+    }
+    match (blocks.remainder(), out.next()) {
+        ([], _) => Ok(()),
+        (tail, Some((cs, scale))) => int8::quantize_block(tail, cs, scale),
+        (_, None) => Err(TrResult::InternalInvariant),
+    }
+}
+
+/// One whole block (32 elements) of `quantize`.
+#[inline(always)]
+fn quantize_block(xs: &[f32], cs: &mut [i8], scale: &mut f32) -> TrReturn<()> {
+    let xs = &xs[..BLOCK];
+    // SAFETY: `xs` is 32 readable f32; v128_load has no alignment requirement.
+    let v: [v128; 8] = core::array::from_fn(|i| unsafe { v128_load(xs[4 * i..].as_ptr() as *const v128) });
+    let (inf, mut finite, mut amax) = (f32x4_splat(f32::INFINITY), u32x4_splat(u32::MAX), f32x4_splat(0.0));
+    for vi in v {
+        let a = f32x4_abs(vi);
+        finite = v128_and(finite, f32x4_lt(a, inf)); // false for +-inf and NaN
+        amax = f32x4_pmax(amax, a);
+    }
+    if !i32x4_all_true(finite) {
+        return Err(TrResult::NumericalFailure);
+    }
+    let (m0, m1) = (f32x4_extract_lane::<0>(amax), f32x4_extract_lane::<1>(amax));
+    let (m2, m3) = (f32x4_extract_lane::<2>(amax), f32x4_extract_lane::<3>(amax));
+    let amax = m0.max(m1).max(m2.max(m3));
+    let d = amax / (int8::QMAX as f32);
+    let cs = &mut cs[..BLOCK];
+    if d == 0.0 {
+        *scale = 0.0;
+        cs.iter_mut().for_each(|c| *c = 0);
+        return Ok(());
+    }
+    *scale = d;
+    let (vd, half, one, lim) = (f32x4_splat(d), f32x4_splat(0.5), f32x4_splat(1.0), f32x4_splat(int8::QMAX as f32));
+    let code = |vi: v128| {
+        let q = f32x4_div(vi, vd);
+        let t = f32x4_trunc(q);
+        let frac = f32x4_sub(q, t);
+        let up = v128_and(f32x4_ge(frac, half), one);
+        let down = v128_and(f32x4_le(frac, f32x4_neg(half)), one);
+        let r = f32x4_sub(f32x4_add(t, up), down);
+        i32x4_trunc_sat_f32x4(f32x4_pmax(f32x4_neg(lim), f32x4_pmin(lim, r)))
+    };
+    let c: [v128; 8] = v.map(code);
+    let lo = i8x16_narrow_i16x8(i16x8_narrow_i32x4(c[0], c[1]), i16x8_narrow_i32x4(c[2], c[3]));
+    let hi = i8x16_narrow_i16x8(i16x8_narrow_i32x4(c[4], c[5]), i16x8_narrow_i32x4(c[6], c[7]));
+    // SAFETY: `cs` is 32 writable bytes.
+    unsafe {
+        v128_store(cs.as_mut_ptr() as *mut v128, lo);
+        v128_store(cs[16..].as_mut_ptr() as *mut v128, hi);
+    }
+    Ok(())
 }
 
 /// How one layout's block dot runs in one kernel set (SIMD128 here, relaxed SIMD in
@@ -259,6 +330,9 @@ pub(super) fn tile<D: BlockDot>(
     if blocks == 0 {
         return;
     }
+    if D::PREPARE && blocks <= PREPARED_BLOCKS {
+        return tile_prepared::<D>(w, ac, asc, blocks, emit);
+    }
     let row_bytes = blocks * D::BLOCK_BYTES;
     let groups = w.chunks_exact(4 * row_bytes);
     let rest = groups.remainder();
@@ -297,6 +371,97 @@ pub(super) fn tile<D: BlockDot>(
             emit(r, t, D::tail(row, tc, ts));
         }
         r += 1;
+    }
+}
+
+/// Row quads per chunk of `tile_prepared`: each group's activations are prepared once per
+/// chunk, and the chunk's weights (64 rows, at most 64 * 4608 bytes) stay in cache while every
+/// group of the tile runs over them.
+const CHUNK_QUADS: usize = 16;
+
+/// `tile` for a block dot whose activations are worth preparing (`BlockDot::PREPARE`): per
+/// chunk of row quads and per group of up to GROUP tokens, every token's blocks are prepared
+/// once (block-major: slot b * GROUP + k for token k of the group), then each quad of the
+/// chunk runs `quad_prepared`. The same values as `quad_group` (the prepared form is a pure
+/// function of a token's codes; each (row, token) accumulates its blocks in ascending order).
+fn tile_prepared<D: BlockDot>(
+    w: &[u8],
+    ac: &[i8],
+    asc: &[f32],
+    blocks: usize,
+    emit: &mut dyn FnMut(usize, usize, f32),
+) {
+    let row_bytes = blocks * D::BLOCK_BYTES;
+    let quad_bytes = 4 * row_bytes;
+    let whole = w.len() / quad_bytes * quad_bytes;
+    let token_codes = blocks * BLOCK;
+    // zeroed, so every slot is a valid `D::A` (v128 values) even before it is written
+    let mut prepared = [const { MaybeUninit::<D::A>::zeroed() }; GROUP * PREPARED_BLOCKS];
+    let mut scales = [0.0f32; GROUP * PREPARED_BLOCKS];
+    let mut acc = [f32x4_splat(0.0); GROUP];
+    let mut r0 = 0usize; // the chunk's first row
+    for chunk in w[..whole].chunks(CHUNK_QUADS * quad_bytes) {
+        let groups = ac.chunks_exact(GROUP * token_codes).map(|c| (c, GROUP));
+        let rest = ac.chunks_exact(GROUP * token_codes).remainder();
+        let last = (!rest.is_empty()).then_some((rest, rest.len() / token_codes));
+        for (gi, (codes, g)) in groups.chain(last).enumerate() {
+            let gs = &asc[gi * GROUP * blocks..];
+            for (k, tc) in codes.chunks_exact(token_codes).take(g).enumerate() {
+                for (b, a) in tc.chunks_exact(BLOCK).enumerate() {
+                    prepared[b * GROUP + k].write(D::acts(a));
+                    scales[b * GROUP + k] = gs[k * blocks + b];
+                }
+            }
+            // SAFETY: every slot is initialized (zeroed: D::A is made of v128, for which every
+            // bit pattern is valid); slots b * GROUP + k, b < blocks, k < g were written just
+            // above, and only those are used (quad_prepared zips each block's slots with acc[..g]).
+            let ready = unsafe { &*(&prepared[..blocks * GROUP] as *const [MaybeUninit<D::A>] as *const [D::A]) };
+            let mut r = r0;
+            for four in chunk.chunks_exact(quad_bytes) {
+                if gi == 0 {
+                    touch_lines(w, (r * row_bytes).saturating_add(quad_bytes.max(PREFETCH_AHEAD)), quad_bytes);
+                }
+                quad_prepared::<D>(four, row_bytes, ready, &scales[..blocks * GROUP], &mut acc[..g]);
+                for (t, v) in acc[..g].iter().enumerate() {
+                    let t = gi * GROUP + t;
+                    emit(r, t, f32x4_extract_lane::<0>(*v));
+                    emit(r + 1, t, f32x4_extract_lane::<1>(*v));
+                    emit(r + 2, t, f32x4_extract_lane::<2>(*v));
+                    emit(r + 3, t, f32x4_extract_lane::<3>(*v));
+                }
+                r += 4;
+            }
+        }
+        r0 += chunk.len() / row_bytes;
+    }
+    let tokens = || ac.chunks_exact(token_codes).zip(asc.chunks_exact(blocks));
+    for row in w[whole..].chunks_exact(row_bytes) {
+        for (t, (tc, ts)) in tokens().enumerate() {
+            emit(r0, t, D::tail(row, tc, ts));
+        }
+        r0 += 1;
+    }
+}
+
+/// `quad_group` over prepared activations: `ready[b * GROUP + k]` and `scales[b * GROUP + k]`
+/// are token k's block b; acc.len() tokens of the group.
+#[inline(always)]
+fn quad_prepared<D: BlockDot>(rows: &[u8], row_bytes: usize, ready: &[D::A], scales: &[f32], acc: &mut [v128]) {
+    let (r01, r23) = rows.split_at(2 * row_bytes);
+    let (r0, r1) = r01.split_at(row_bytes);
+    let (r2, r3) = r23.split_at(row_bytes);
+    let bb = D::BLOCK_BYTES;
+    let blocks = r0.chunks_exact(bb).zip(r1.chunks_exact(bb)).zip(r2.chunks_exact(bb)).zip(r3.chunks_exact(bb));
+    acc.iter_mut().for_each(|a| *a = f32x4_splat(0.0));
+    for ((((b0, b1), b2), b3), (acts, ss)) in blocks.zip(ready.chunks_exact(GROUP).zip(scales.chunks_exact(GROUP))) {
+        let (w0, w1, w2, w3) = (D::weights(b0), D::weights(b1), D::weights(b2), D::weights(b3));
+        let ws = f32x4(scale_of(b0), scale_of(b1), scale_of(b2), scale_of(b3));
+        for ((a_acc, a), s) in acc.iter_mut().zip(acts).zip(ss) {
+            let isum =
+                transpose_sum(D::partials(&w0, a), D::partials(&w1, a), D::partials(&w2, a), D::partials(&w3, a));
+            // per lane: acc + (wscale * ascale) * isum, the oracle's three operations
+            *a_acc = f32x4_add(*a_acc, f32x4_mul(f32x4_mul(ws, f32x4_splat(*s)), f32x4_convert_i32x4(isum)));
+        }
     }
 }
 

@@ -153,6 +153,24 @@ impl Session {
     }
 }
 
+/// Rows per chunk of a decode step's residual rows (a stack buffer).
+const RESIDUAL_CHUNK: usize = 512;
+
+/// `residual_rows` of a decode step (one token): x[r] = x[r] + y[r] for rows `rows`, y by
+/// `rows_acts` in chunks, the sum by `add_assign` (the closure's own elementwise `x + y`).
+fn residual_one(w: Matrix<'_>, cols: usize, rows: Range<usize>, input: Acts<'_>, xs: Shared) -> TrReturn<()> {
+    let mut y = [0.0f32; RESIDUAL_CHUNK];
+    let mut r = rows.start;
+    while r < rows.end {
+        let m = (rows.end - r).min(RESIDUAL_CHUNK);
+        kernels::rows_acts(w, cols, r..r + m, input, &mut y[..m])?;
+        // SAFETY: rows `rows` of the one token belong to this unit alone.
+        kernels::add_assign(unsafe { xs.slice(r..r + m)? }, &y[..m])?;
+        r += m;
+    }
+    Ok(())
+}
+
 impl Pass<'_> {
     /// x[t] = embedding row of token t.
     fn embed(&self, tokens: &[u32], x: &mut [f32]) -> TrReturn<()> {
@@ -220,9 +238,17 @@ impl Pass<'_> {
         let m = self.model;
         let (wq, wk, wv) = (m.matrix(&w.wq), m.matrix(&w.wk), m.matrix(&w.wv));
         let qr = g * self.group * hd..(g + 1) * self.group * hd;
+        let kv = g * hd..(g + 1) * hd;
+        if self.n == 1 {
+            // decode: the rows written in place (`rows_acts`, the T = 1 tile's own values)
+            let at = pos0 * hd..(pos0 + 1) * hd;
+            // SAFETY: the query rows of g's heads belong to unit g alone.
+            kernels::rows_acts(wq, d, qr.clone(), xin, unsafe { q.slice(qr)? })?;
+            kernels::rows_acts(wk, d, kv.clone(), xin, kc.get_mut(at.clone()).ok_or(TrResult::InternalInvariant)?)?;
+            return kernels::rows_acts(wv, d, kv, xin, vc.get_mut(at).ok_or(TrResult::InternalInvariant)?);
+        }
         // SAFETY: the query rows of g's heads belong to unit g alone.
         kernels::tile_rows_acts(wq, d, qr.clone(), xin, &mut |r, t, v| unsafe { q.set(t * q_dim + qr.start + r, v) })?;
-        let kv = g * hd..(g + 1) * hd;
         kernels::tile_rows_acts(wk, d, kv.clone(), xin, &mut |r, t, v| kc[(pos0 + t) * hd + r] = v)?;
         kernels::tile_rows_acts(wv, d, kv, xin, &mut |r, t, v| vc[(pos0 + t) * hd + r] = v)
     }
@@ -273,6 +299,13 @@ impl Pass<'_> {
     fn gate_up_rows(&self, w: &LayerWeights, rows: Range<usize>, xin: Acts<'_>) -> TrReturn<()> {
         let (d, f, hb, hb2, r0) = (self.d, self.f, self.hb, self.hb2, rows.start);
         let (wg, wu) = (self.model.matrix(&w.w_gate), self.model.matrix(&w.w_up));
+        if self.n == 1 {
+            // SAFETY: rows `rows` belong to this unit alone (decode: the rows written in place).
+            let (g, u) = unsafe { (hb.slice(rows.clone())?, hb2.slice(rows.clone())?) };
+            kernels::rows_acts(wg, d, rows.clone(), xin, g)?;
+            kernels::rows_acts(wu, d, rows, xin, u)?;
+            return kernels::silu_mul(g, u);
+        }
         // SAFETY: rows r0.. of every token belong to this unit alone.
         kernels::tile_rows_acts(wg, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb.set(t * f + r0 + r, v) })?;
         kernels::tile_rows_acts(wu, d, rows.clone(), xin, &mut |r, t, v| unsafe { hb2.set(t * f + r0 + r, v) })?;
@@ -289,6 +322,9 @@ impl Pass<'_> {
     fn residual_rows(&self, w: Matrix<'_>, cols: usize, input: Acts<'_>, x: &mut [f32]) -> TrReturn<()> {
         let (d, xs) = (self.d, Shared::of(x));
         kernels::partitioned(d, &|rows: Range<usize>| {
+            if self.n == 1 {
+                return residual_one(w, cols, rows, input, xs);
+            }
             let r0 = rows.start;
             // SAFETY: row r of every token belongs to this unit alone.
             kernels::tile_rows_acts(w, cols, rows, input, &mut |r, t, y| unsafe {
