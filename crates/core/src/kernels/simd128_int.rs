@@ -63,7 +63,10 @@ fn quantize_block(xs: &[f32], cs: &mut [i8], scale: &mut f32) -> TrReturn<()> {
     for vi in v {
         let a = f32x4_abs(vi);
         finite = v128_and(finite, f32x4_lt(a, inf)); // false for +-inf and NaN
-        amax = f32x4_pmax(amax, a);
+        // |x| >= +0 orders as its bits do (any NaN is refused above), so an integer max is the
+        // float max; a float pmin/pmax is lowered to relaxed_min/max by LLVM on the relaxed
+        // lanes, which their policy refuses (CONTRACT.md §12: one relaxed instruction)
+        amax = i32x4_max(amax, a);
     }
     if !i32x4_all_true(finite) {
         return Err(TrResult::NumericalFailure);
@@ -79,7 +82,7 @@ fn quantize_block(xs: &[f32], cs: &mut [i8], scale: &mut f32) -> TrReturn<()> {
         return Ok(());
     }
     *scale = d;
-    let (vd, half, one, lim) = (f32x4_splat(d), f32x4_splat(0.5), f32x4_splat(1.0), f32x4_splat(int8::QMAX as f32));
+    let (vd, half, one, lim) = (f32x4_splat(d), f32x4_splat(0.5), f32x4_splat(1.0), int8::QMAX);
     let code = |vi: v128| {
         let q = f32x4_div(vi, vd);
         let t = f32x4_trunc(q);
@@ -87,7 +90,8 @@ fn quantize_block(xs: &[f32], cs: &mut [i8], scale: &mut f32) -> TrReturn<()> {
         let up = v128_and(f32x4_ge(frac, half), one);
         let down = v128_and(f32x4_le(frac, f32x4_neg(half)), one);
         let r = f32x4_sub(f32x4_add(t, up), down);
-        i32x4_trunc_sat_f32x4(f32x4_pmax(f32x4_neg(lim), f32x4_pmin(lim, r)))
+        // r is a whole number: truncated exactly, then clamped in integers (see amax above)
+        i32x4_max(i32x4_splat(-lim), i32x4_min(i32x4_splat(lim), i32x4_trunc_sat_f32x4(r)))
     };
     let c: [v128; 8] = v.map(code);
     let lo = i8x16_narrow_i16x8(i16x8_narrow_i32x4(c[0], c[1]), i16x8_narrow_i32x4(c[2], c[3]));
