@@ -60,12 +60,13 @@ fn quantize_block(xs: &[f32], cs: &mut [i8], scale: &mut f32) -> TrReturn<()> {
     // SAFETY: `xs` is 32 readable f32; v128_load has no alignment requirement.
     let v: [v128; 8] = core::array::from_fn(|i| unsafe { v128_load(xs[4 * i..].as_ptr() as *const v128) });
     let (inf, mut finite, mut amax) = (f32x4_splat(f32::INFINITY), u32x4_splat(u32::MAX), f32x4_splat(0.0));
+    // |x| >= +0 orders as its bits do (a NaN is refused below), so an integer max is the float
+    // max; a float pmin/pmax is lowered to relaxed_min/max by LLVM on the relaxed lanes, which
+    // their policy refuses (CONTRACT.md §12: one relaxed instruction)
     for vi in v {
         let a = f32x4_abs(vi);
-        finite = v128_and(finite, f32x4_lt(a, inf)); // false for +-inf and NaN
-        // |x| >= +0 orders as its bits do (any NaN is refused above), so an integer max is the
-        // float max; a float pmin/pmax is lowered to relaxed_min/max by LLVM on the relaxed
-        // lanes, which their policy refuses (CONTRACT.md §12: one relaxed instruction)
+        // false for +-inf and NaN
+        finite = v128_and(finite, f32x4_lt(a, inf));
         amax = i32x4_max(amax, a);
     }
     if !i32x4_all_true(finite) {
