@@ -28,12 +28,19 @@ from pipeline.lanebuild.built import built_from_index
 from pipeline.lanebuild.records import BuildIndex
 from pipeline.lanebuild.stdbuild import CACHE_ENV as STD_CACHE_ENV
 from pipeline.reproduce import compare_bundle, explain
+from pipeline.tree.lanes import load_lanes
 from pipeline.tree.snapshot import read_tree
 from tests.clones import run_build
 from verify.bundle.rebuilds import RebuildPolicy
 from verify.bundle.trusted_keys import load_trust_root, load_trusted_keys, trust_root_from_keys
 from verify.bundle.verifier import BundleVerifier, Requirements
 from verify.formats.manifest import ModuleManifest
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+LANES = len(load_lanes(REPO_ROOT / "manifests" / "lanes.toml").lane)  # every artifact
+# manifest, SBOM, both reports (verification-report.json, report.html), the memory plan,
+# SHA256SUMS, the tarball and the provenance statement
+DOCUMENTS = 8
 
 pytestmark = pytest.mark.integration
 
@@ -96,10 +103,8 @@ def reproduction(
 
 def test_every_lane_reproduces_bit_for_bit(reproduction: Reproduction) -> None:
     assert reproduction.done.returncode == 0, reproduction.done.stderr[-3000:]
-    assert "6/6 artifact(s) reproduced bit for bit" in reproduction.done.stdout
-    # manifest, SBOM, both reports (verification-report.json, report.html), SHA256SUMS,
-    # the tarball and the provenance statement
-    assert "7/7 document(s) reproduced bit for bit" in reproduction.done.stdout
+    assert f"{LANES}/{LANES} artifact(s) reproduced bit for bit" in reproduction.done.stdout
+    assert f"{DOCUMENTS}/{DOCUMENTS} document(s) reproduced bit for bit" in reproduction.done.stdout
     assert "[1/6] bundle verified" in reproduction.done.stderr
 
 
@@ -125,9 +130,10 @@ def test_the_rebuild_attestation_satisfies_a_one_of_one_policy(
         )
     )
     names = {s["name"] for s in statement["subject"]}  # every artifact and every document
-    assert len(names) == 13 and {"manifest.json", "report.html", "provenance statement"} <= names
+    assert len(names) == LANES + DOCUMENTS
+    assert {"manifest.json", "report.html", "memory-plan.json", "provenance statement"} <= names
     matched = statement["predicate"]["runDetails"]["byproducts"]
-    assert all(m["annotations"]["matched"] for m in matched) and len(matched) == 7
+    assert all(m["annotations"]["matched"] for m in matched) and len(matched) == DOCUMENTS
 
 
 def test_an_artifact_not_built_from_the_source_is_named_with_its_section(
@@ -172,4 +178,4 @@ def test_an_artifact_not_built_from_the_source_is_named_with_its_section(
 def test_a_noop_rebuild_is_served_from_the_cache(built_clone: Path) -> None:
     done = run_build(built_clone)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stderr.count("cached (inputs unchanged)") == 6
+    assert done.stderr.count("cached (inputs unchanged)") == LANES
