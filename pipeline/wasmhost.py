@@ -70,17 +70,20 @@ def engine_name() -> str:
     return f"wasmtime-py {version('wasmtime')}"
 
 
-def engine(simd: bool, relaxed_deterministic: bool | None = None) -> wasmtime.Engine:
-    """An engine accepting exactly a single-threaded lane's features (SIMD128 only for a SIMD
-    lane, relaxed SIMD only for a relaxed lane; no threads), so that validating the module is
-    itself a check. `relaxed_deterministic`: None = relaxed SIMD off; True = on with wasmtime's
-    deterministic semantics; False = on with the host's native ones."""
+def engine(
+    simd: bool, relaxed_deterministic: bool | None = None, threads: bool = False
+) -> wasmtime.Engine:
+    """An engine accepting exactly a lane's features (SIMD128 only for a SIMD lane, relaxed SIMD
+    only for a relaxed lane, threads and shared memory only for a threads lane), so that
+    validating the module is itself a check. `relaxed_deterministic`: None = relaxed SIMD off;
+    True = on with wasmtime's deterministic semantics; False = on with the host's native ones."""
     config = wasmtime.Config()
     # Relaxed SIMD must be switched off with SIMD or wasmtime-py 50 aborts the process.
     config.wasm_relaxed_simd = simd and relaxed_deterministic is not None
     config.wasm_relaxed_simd_deterministic = bool(relaxed_deterministic)
     config.wasm_simd = simd
-    config.wasm_threads = False
+    config.wasm_threads = threads
+    config.shared_memory = threads  # wasmtime creates shared memories only when asked to
     config.wasm_multi_memory = False
     config.wasm_memory64 = False
     config.wasm_tail_call = False

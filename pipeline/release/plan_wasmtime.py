@@ -33,25 +33,6 @@ MODEL_HEADER_BYTES = 64  # what tr_model_prefix_bytes needs to see (abi.js MODEL
 U64 = struct.Struct("<Q")
 
 
-def _threads_engine(relaxed: bool) -> wasmtime.Engine:
-    """The threads lanes' features: SIMD128 (relaxed SIMD, deterministic, for a relaxed lane),
-    threads (a shared memory import and atomics) and bulk memory; nothing else."""
-    config = wasmtime.Config()
-    config.wasm_relaxed_simd = relaxed
-    config.wasm_relaxed_simd_deterministic = relaxed
-    config.wasm_simd = True
-    config.wasm_threads = True
-    config.shared_memory = True  # wasmtime creates shared memories only when asked to
-    config.wasm_bulk_memory = True
-    config.wasm_multi_memory = False
-    config.wasm_memory64 = False
-    config.wasm_tail_call = False
-    config.wasm_gc = False
-    config.wasm_function_references = False
-    config.wasm_exceptions = False
-    return wasmtime.Engine(config)
-
-
 class _SharedMemory(wasmtime.SharedMemory):
     """wasmtime-py 50's SharedMemory passes a pointer to its pointer as an import (a TypeError
     at instantiation); this one passes the pointer itself."""
@@ -79,7 +60,7 @@ class Planner:
             self.instance = wasmtime.Instance(self.store, module, [])
             self._memory: wasmtime.Memory | wasmtime.SharedMemory = self._exported_memory()
             return
-        threads = _threads_engine(relaxed)
+        threads = engine(True, True if relaxed else None, threads=True)
         module = wasmtime.Module(threads, wasm)
         declared = _shared_memory_import(module)
         if declared is None:

@@ -16,7 +16,7 @@ on the way to the document cannot pass unseen; nor can a plan filed under anothe
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -27,30 +27,6 @@ MEMORY_PLAN_SCHEMA = "tinyrustlm.memory-plan.v1"
 
 # The plan's parts in record order (crates/core/src/memory.rs PART_NAMES, abi.js PLAN_PARTS;
 # tests/verify/test_memory_plan_format.py keeps the three equal).
-PLAN_PARTS = (
-    "weights",
-    "metadata",
-    "tokenizer",
-    "kv",
-    "activations",
-    "logits",
-    "decode_scratch",
-    "stacks_tls",
-    "transfer",
-    "load_copy",
-    "allocator",
-)
-# Each phase peak is the sum of these parts (crates/core/src/memory.rs `plan_with`).
-_DECODE = ("weights", "metadata", "tokenizer", "kv", "activations", "logits", "decode_scratch")
-PHASE_PARTS: dict[str, tuple[str, ...]] = {
-    "peak_load": ("weights", "metadata", "stacks_tls", "load_copy", "allocator"),
-    "peak_prefill": (*_DECODE, "stacks_tls", "transfer", "allocator"),
-    "steady_decode": (*_DECODE, "stacks_tls", "allocator"),
-}
-
-# `transfer` is the prompt's token ids in the host's window: one u32 per token of the context.
-TRANSFER_BYTES_PER_TOKEN = 4
-
 PartName = Literal[
     "weights",
     "metadata",
@@ -64,6 +40,17 @@ PartName = Literal[
     "load_copy",
     "allocator",
 ]
+PLAN_PARTS: tuple[str, ...] = get_args(PartName)
+# Each phase peak is the sum of these parts (crates/core/src/memory.rs `plan_with`).
+_DECODE = ("weights", "metadata", "tokenizer", "kv", "activations", "logits", "decode_scratch")
+PHASE_PARTS: dict[str, tuple[str, ...]] = {
+    "peak_load": ("weights", "metadata", "stacks_tls", "load_copy", "allocator"),
+    "peak_prefill": (*_DECODE, "stacks_tls", "transfer", "allocator"),
+    "steady_decode": (*_DECODE, "stacks_tls", "allocator"),
+}
+
+# `transfer` is the prompt's token ids in the host's window: one u32 per token of the context.
+TRANSFER_BYTES_PER_TOKEN = 4
 
 
 class PlanPart(Frozen):
