@@ -24,18 +24,7 @@ def bar_chart(title: str, rows: Sequence[tuple[str, float, str]]) -> ET.Element:
     height = len(rows) * (BAR_HEIGHT + GAP) + GAP
     width = LABEL_WIDTH + BAR_WIDTH + VALUE_WIDTH
     desc = "; ".join(f"{label}: {text}" for label, _, text in rows)
-    svg = el(
-        "svg",
-        el("title", title),
-        el("desc", desc),
-        xmlns="http://www.w3.org/2000/svg",
-        role="img",
-        width=str(width),
-        height=str(height),
-        viewBox=f"0 0 {width} {height}",
-        aria_label=f"{title}: {desc}",
-        cls="chart",
-    )
+    svg = _svg(title, desc, width, height, "chart")
     for i, (label, value, text) in enumerate(rows):
         y = GAP + i * (BAR_HEIGHT + GAP)
         length = 0 if top <= 0 else max(1, round(BAR_WIDTH * value / top))
@@ -91,18 +80,7 @@ def stacked_bar_chart(
         + ")"
         for label, segments, total in rows
     )
-    svg = el(
-        "svg",
-        el("title", title),
-        el("desc", desc),
-        xmlns="http://www.w3.org/2000/svg",
-        role="img",
-        width=str(width),
-        height=str(height),
-        viewBox=f"0 0 {width} {height}",
-        aria_label=f"{title}: {desc}",
-        cls="chart stacked",
-    )
+    svg = _svg(title, desc, width, height, "chart stacked")
     for i, (label, segments, total) in enumerate(rows):
         y = GAP + i * (BAR_HEIGHT + GAP)
         edges = segment_edges([v for v, _ in segments], top)
@@ -131,3 +109,19 @@ def stacked_bar_chart(
         )
         svg.append(el("text", part, x=str(x + 18), y=str(y + 13)))
     return svg
+
+
+def _svg(title: str, desc: str, width: int, height: int, cls: str) -> ET.Element:
+    """An empty <svg role="img"> whose <title> and <desc> (and aria-label) say what it shows."""
+    return el(
+        "svg",
+        el("title", title),
+        el("desc", desc),
+        xmlns="http://www.w3.org/2000/svg",
+        role="img",
+        width=str(width),
+        height=str(height),
+        viewBox=f"0 0 {width} {height}",
+        aria_label=f"{title}: {desc}",
+        cls=cls,
+    )
