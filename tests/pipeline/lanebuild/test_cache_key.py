@@ -51,10 +51,10 @@ def test_a_wasm_host_edit_changes_the_key(monkeypatch: pytest.MonkeyPatch, tmp_p
     """The wasmtime smoke runs through pipeline/wasmhost.py: its engine is part of the key."""
     copy = tmp_path / "wasmhost.py"
     text = inputs.WASM_HOST.read_text()
-    find = "config.wasm_threads = False"
+    find = "config.wasm_multi_memory = False"
     assert text.count(find) == 1, f"wasmhost.py no longer holds {find!r}"
     copy.write_text(text)
     monkeypatch.setattr(inputs, "WASM_HOST", copy)
     before = _key(monkeypatch, inputs.DRIVER_DIR)
-    copy.write_text(text.replace(find, "config.wasm_threads = True"))
+    copy.write_text(text.replace(find, "config.wasm_multi_memory = True"))
     assert _key(monkeypatch, inputs.DRIVER_DIR) != before
